@@ -1,0 +1,1 @@
+//! Gate E0: parsing the items of an extract call.

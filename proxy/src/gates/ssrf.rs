@@ -1,0 +1,1 @@
+//! Gate E2: SSRF filter with the gate's own resolver.

@@ -1,0 +1,3 @@
+//! `fleetgate-proxy`: the sidecar binary.
+
+fn main() {}

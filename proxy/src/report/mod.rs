@@ -1,0 +1,1 @@
+//! Fleet reports: what a Hermes home says the agent really does (read-only).
