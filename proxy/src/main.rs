@@ -1,3 +1,9 @@
-//! `fleetgate-proxy`: the sidecar binary.
+//! `fleetgate-proxy`: the sidecar binary. Thin: parse the command line, run it.
 
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    fleetgate_proxy::cli::run(fleetgate_proxy::cli::Cli::parse())
+}

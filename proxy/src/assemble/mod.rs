@@ -12,3 +12,25 @@ pub const DEFAULT_CHAR_LIMIT: usize = 15_000;
 pub const MIN_CHAR_LIMIT: usize = 2_000;
 /// Largest accepted character limit.
 pub const MAX_CHAR_LIMIT: usize = 500_000;
+
+/// The per-row E7 order: binary check, base64 images, truncate-and-store.
+pub fn assemble_page(
+    content: &str,
+    limit: usize,
+    url: &str,
+    store: Option<&store::Store>,
+) -> Result<String, String> {
+    if let Some(kind) = binary::detect_binary(content) {
+        return Err(format!("binary {kind}"));
+    }
+    let content = images::convert_base64_images_to_links(content);
+    Ok(truncate::truncate_and_store(&content, limit, url, store).into_owned())
+}
+
+/// Hermes' char-limit coercion and clamp.
+pub fn clamp_char_limit(value: Option<&serde_json::Value>, default: usize) -> usize {
+    let n = value
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(default as i64);
+    n.clamp(MIN_CHAR_LIMIT as i64, MAX_CHAR_LIMIT as i64) as usize
+}

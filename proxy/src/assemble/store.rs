@@ -10,10 +10,15 @@ pub struct Store {
 
 impl Store {
     /// A store writing into `dir`.
-    pub fn new(dir: &Path) -> Self {
+    pub fn new(root: &Path, _agent_visible_root: Option<&Path>) -> Self {
         Self {
-            dir: dir.to_path_buf(),
+            dir: root.join("store"),
         }
+    }
+
+    /// Write the full text of `url`; returns the agent-visible path.
+    pub fn write(&self, _url: &str, _content: &str) -> Result<PathBuf, std::io::Error> {
+        Err(std::io::Error::other("store not built yet"))
     }
 
     /// The directory files are written to.

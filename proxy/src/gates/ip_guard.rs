@@ -38,14 +38,15 @@ pub fn classify_addr(_ip: IpAddr) -> AddrClass {
 }
 
 /// Whether `host` (canonical) is a name refused before DNS.
-pub fn is_blocked_hostname(_host: &str) -> bool {
-    false
+pub fn is_blocked_hostname(_host: &str) -> Option<&'static str> {
+    None
 }
 
 /// The address policy: the table plus the operator's explicit `egress.allowCIDRs`.
 #[derive(Clone, Debug, Default)]
 pub struct AddrPolicy {
     allow: Vec<IpNet>,
+    allow_hosts: Vec<String>,
 }
 
 /// An `allowCIDRs` entry that would open the metadata floor.
@@ -60,8 +61,20 @@ pub struct FloorOverlap {
 
 impl AddrPolicy {
     /// Build the policy; refuses entries that cover a metadata-floor address.
-    pub fn new(allow: Vec<IpNet>) -> Result<Self, FloorOverlap> {
-        Ok(Self { allow })
+    pub fn new(allow: Vec<IpNet>, allow_hosts: Vec<String>) -> Result<Self, FloorOverlap> {
+        Ok(Self { allow, allow_hosts })
+    }
+
+    /// Decide about a host name before DNS.
+    pub fn check_hostname(&self, host: &str) -> Result<(), DenyReason> {
+        match is_blocked_hostname(host) {
+            Some(_) if !self.allow_hosts.iter().any(|h| h == host) => {
+                Err(DenyReason::BlockedHostname {
+                    host: host.to_string(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Decide about one resolved address.

@@ -125,8 +125,7 @@ pub enum DenyReason {
 // === impl DenyReason ===
 
 /// The Hermes E1 message for a credential-shaped token in a URL.
-pub const SECRET_IN_URL_MESSAGE: &str =
-    "Blocked: URL contains what appears to be an API key or token. Secrets must not be sent in URLs.";
+pub const SECRET_IN_URL_MESSAGE: &str = "Blocked: URL contains what appears to be an API key or token. Secrets must not be sent in URLs.";
 
 /// The Hermes E2 message for a refused address.
 pub const PRIVATE_ADDRESS_MESSAGE: &str =
@@ -268,7 +267,10 @@ mod tests {
     fn secret_refusals_end_the_whole_call() {
         assert_eq!(DenyReason::SecretInUrl.scope(), Scope::Call);
         assert_eq!(
-            DenyReason::SensitiveQueryParam { key: "token".into() }.scope(),
+            DenyReason::SensitiveQueryParam {
+                key: "token".into()
+            }
+            .scope(),
             Scope::Call
         );
         assert_eq!(
@@ -280,7 +282,10 @@ mod tests {
     #[test]
     fn hermes_messages_are_exact() {
         assert_eq!(
-            DenyReason::SensitiveQueryParam { key: "token".into() }.message(),
+            DenyReason::SensitiveQueryParam {
+                key: "token".into()
+            }
+            .message(),
             "Blocked: URL contains a credential-like query parameter (token). Web extract backends are third-party readers; remove the sensitive query parameter or use a local browser session when this access is explicitly required."
         );
         assert_eq!(

@@ -38,6 +38,21 @@ impl Blocklist {
         (Self { enabled }, Vec::new())
     }
 
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        0
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        true
+    }
+
+    /// Shared files the list was loaded from.
+    pub fn shared_sources(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
     /// Match a canonical host.
     pub fn check_host(&self, _host: &str) -> Option<BlockMatch> {
         if !self.enabled {

@@ -1,0 +1,117 @@
+//! Every metric of the gate, registered once. Names carry the `fleetgate_` prefix and their
+//! unit; label values come only from stable enum codes, never from hosts or paths.
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+
+/// The gate's metrics.
+#[derive(Clone, Debug)]
+pub struct ProxyMetrics {
+    /// `fleetgate_gate_decisions_total{gate,verdict,reason}`: one per gate per URL.
+    pub gate_decisions: IntCounterVec,
+    /// `fleetgate_extract_items_total{outcome}`: extract items by final outcome code
+    /// (`ok`, a deny code, or a vendor failure code).
+    pub extract_items: IntCounterVec,
+    /// `fleetgate_http_request_duration_seconds{route}`: api and admin request latency.
+    pub request_duration: HistogramVec,
+    /// `fleetgate_vendor_request_duration_seconds{vendor,status_class}`.
+    pub vendor_duration: HistogramVec,
+    /// `fleetgate_policy_reloads_total{result}`: `ok`, `invalid`, `unchanged` is not counted.
+    pub policy_reloads: IntCounterVec,
+    /// `fleetgate_policy_last_reload_success_timestamp_seconds`.
+    pub policy_loaded_at: IntGauge,
+    /// `fleetgate_store_writes_total{outcome}`: full-text store writes (`ok`, `failed`).
+    pub store_writes: IntCounterVec,
+    /// `fleetgate_blocklist_rules`: rules in the active website blocklist.
+    pub blocklist_rules: IntGauge,
+}
+
+// === impl ProxyMetrics ===
+
+impl ProxyMetrics {
+    /// Create and register every metric in `reg`.
+    pub fn register(reg: &Registry) -> prometheus::Result<Self> {
+        let m = Self {
+            gate_decisions: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_gate_decisions_total",
+                    "Gate decisions by gate, verdict and reason code.",
+                ),
+                &["gate", "verdict", "reason"],
+            )?,
+            extract_items: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_extract_items_total",
+                    "Extract items by outcome code.",
+                ),
+                &["outcome"],
+            )?,
+            request_duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "fleetgate_http_request_duration_seconds",
+                    "Latency of requests served by the gate's listeners, by route.",
+                )
+                .buckets(vec![
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
+                ]),
+                &["route"],
+            )?,
+            vendor_duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "fleetgate_vendor_request_duration_seconds",
+                    "Latency of upstream fetches by backend and status class.",
+                )
+                .buckets(vec![
+                    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+                ]),
+                &["vendor", "status_class"],
+            )?,
+            policy_reloads: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_policy_reloads_total",
+                    "Policy reload attempts by result.",
+                ),
+                &["result"],
+            )?,
+            policy_loaded_at: IntGauge::new(
+                "fleetgate_policy_last_reload_success_timestamp_seconds",
+                "Unix time of the last successful policy load.",
+            )?,
+            store_writes: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_store_writes_total",
+                    "Full-text store writes by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            blocklist_rules: IntGauge::new(
+                "fleetgate_blocklist_rules",
+                "Rules in the active website blocklist.",
+            )?,
+        };
+        reg.register(Box::new(m.gate_decisions.clone()))?;
+        reg.register(Box::new(m.extract_items.clone()))?;
+        reg.register(Box::new(m.request_duration.clone()))?;
+        reg.register(Box::new(m.vendor_duration.clone()))?;
+        reg.register(Box::new(m.policy_reloads.clone()))?;
+        reg.register(Box::new(m.policy_loaded_at.clone()))?;
+        reg.register(Box::new(m.store_writes.clone()))?;
+        reg.register(Box::new(m.blocklist_rules.clone()))?;
+        Ok(m)
+    }
+
+    /// Metrics registered in a private registry (CLI one-shots and tests).
+    pub fn unregistered() -> prometheus::Result<Self> {
+        Self::register(&Registry::new())
+    }
+}
+
+/// `2xx`, `3xx`, ... or `error` when there was no status.
+pub fn status_class(status: Option<u16>) -> &'static str {
+    match status {
+        Some(200..=299) => "2xx",
+        Some(300..=399) => "3xx",
+        Some(400..=499) => "4xx",
+        Some(500..=599) => "5xx",
+        _ => "error",
+    }
+}

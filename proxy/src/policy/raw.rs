@@ -1,0 +1,169 @@
+//! The policy file as written: serde types with `deny_unknown_fields`, no interpretation.
+//!
+//! Every field is optional except `version`; defaults are applied by the validation step in
+//! `policy::mod`, which also documents them.
+
+use serde::Deserialize;
+
+/// The top level of the gate policy file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPolicy {
+    /// Policy format version; must be `v1`.
+    pub version: Option<String>,
+    /// Web tool settings (backends, character limit, cache).
+    #[serde(default)]
+    pub web: RawWeb,
+    /// The website blocklist (gate E4).
+    #[serde(default)]
+    pub website_blocklist: RawBlocklist,
+    /// Egress rules (address exceptions, ports, resolver).
+    #[serde(default)]
+    pub egress: RawEgress,
+    /// The shared volume: cache and full-text store.
+    #[serde(default)]
+    pub store: RawStore,
+    /// Listener addresses.
+    #[serde(default)]
+    pub listen: RawListen,
+    /// Limits of the gate's own page fetches (the `direct` backend).
+    #[serde(default)]
+    pub fetch: RawFetch,
+    /// Fleet reports served on the admin listener.
+    #[serde(default)]
+    pub report: RawReport,
+}
+
+/// `web:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawWeb {
+    /// Shared backend for both capabilities.
+    pub backend: Option<String>,
+    /// Backend for extract.
+    pub extract_backend: Option<String>,
+    /// Backend for search.
+    pub search_backend: Option<String>,
+    /// Default character limit of an extracted page.
+    pub char_limit: Option<i64>,
+    /// Extract cache.
+    #[serde(default)]
+    pub cache: RawCache,
+}
+
+/// `web.cache:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCache {
+    /// Cache on or off.
+    pub enabled: Option<bool>,
+    /// Entry lifetime in minutes.
+    pub ttl_minutes: Option<i64>,
+    /// Hosts never cached.
+    #[serde(default)]
+    pub exempt_hosts: Vec<String>,
+    /// Entry count bound.
+    pub max_entries: Option<u64>,
+    /// Byte bound.
+    pub max_bytes: Option<u64>,
+}
+
+/// `websiteBlocklist:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawBlocklist {
+    /// Blocklist on or off.
+    pub enabled: Option<bool>,
+    /// `enforce` or `report`.
+    pub mode: Option<String>,
+    /// Inline rules.
+    #[serde(default)]
+    pub domains: Vec<String>,
+    /// Files of rules, one per line.
+    #[serde(default)]
+    pub shared_files: Vec<String>,
+}
+
+/// `egress:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawEgress {
+    /// Explicit address exceptions.
+    #[serde(default, rename = "allowCIDRs")]
+    pub allow_cidrs: Vec<String>,
+    /// Names exempt from the pre-DNS name rules.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// Port allow-list for egress connections.
+    pub ports: Option<Vec<u16>>,
+    /// The gate's own resolver.
+    #[serde(default)]
+    pub resolver: RawResolver,
+}
+
+/// `egress.resolver:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawResolver {
+    /// `ip:port` of name servers; empty means the system resolver.
+    #[serde(default)]
+    pub nameservers: Vec<String>,
+    /// Per-query timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Attempts per query.
+    pub attempts: Option<usize>,
+}
+
+/// `store:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawStore {
+    /// Root of the shared volume.
+    pub root: Option<String>,
+    /// The same folder as the agent sees it.
+    pub agent_visible_root: Option<String>,
+}
+
+/// `listen:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawListen {
+    /// Vendor-compatible API listener.
+    pub api: Option<String>,
+    /// Forward proxy listener.
+    pub forward_proxy: Option<String>,
+    /// Transparent capture listener.
+    pub transparent: Option<String>,
+    /// Admin listener.
+    pub admin: Option<String>,
+}
+
+/// `fetch:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawFetch {
+    /// TCP (+TLS) connect timeout, ms.
+    pub connect_timeout_ms: Option<u64>,
+    /// Time to response headers, ms.
+    pub header_timeout_ms: Option<u64>,
+    /// Whole fetch including redirects, ms.
+    pub total_timeout_ms: Option<u64>,
+    /// Body cap in bytes (after decompression).
+    pub max_body_bytes: Option<u64>,
+    /// Redirects followed.
+    pub max_redirects: Option<u8>,
+    /// `User-Agent` of direct fetches.
+    pub user_agent: Option<String>,
+}
+
+/// `report:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawReport {
+    /// Hermes home mounted read-only.
+    pub hermes_home: Option<String>,
+    /// File holding the bearer token for `/v1/report`.
+    pub token_file: Option<String>,
+    /// Cron cost window in days.
+    pub days: Option<u32>,
+}

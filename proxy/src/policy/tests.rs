@@ -1,0 +1,181 @@
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/policy")
+        .join(name)
+}
+
+fn fields(err: &PolicyError) -> Vec<&str> {
+    err.errors.iter().map(|e| e.field.as_str()).collect()
+}
+
+#[test]
+fn the_full_fixture_is_valid_and_every_field_is_read() {
+    let p = Policy::load(&fixture("valid_full.yaml")).expect("valid_full must load");
+    assert_eq!(p.web.extract_backend, "direct");
+    assert_eq!(p.web.char_limit, 20_000);
+    assert_eq!(p.web.cache.ttl, Duration::from_secs(30 * 60));
+    assert_eq!(
+        p.web.cache.exempt_hosts,
+        vec!["internal.example", "wiki.example"]
+    );
+    assert_eq!(p.web.cache.max_entries, 1000);
+    assert!(p.blocklist.enabled);
+    assert_eq!(p.blocklist.mode, EnforcementMode::Enforce);
+    assert_eq!(
+        p.blocklist.shared_files,
+        vec![fixture("blocklists/corp.txt")],
+        "relative shared files resolve against the policy's directory"
+    );
+    assert_eq!(p.egress.ports, vec![80, 443, 8443]);
+    assert_eq!(
+        p.egress.resolver.nameservers,
+        vec![
+            "127.0.0.1:5353".parse().unwrap(),
+            "10.96.0.10:53".parse().unwrap()
+        ]
+    );
+    assert_eq!(p.egress.resolver.timeout, Duration::from_millis(2000));
+    assert_eq!(p.store.root, PathBuf::from("/var/cache/fleetgate"));
+    assert_eq!(
+        p.store.agent_visible_root,
+        Some(PathBuf::from("/opt/data/cache/fleetgate"))
+    );
+    assert_eq!(
+        p.listen.forward_proxy,
+        Some("127.0.0.1:15181".parse().unwrap())
+    );
+    assert_eq!(p.listen.admin, "0.0.0.0:15190".parse().unwrap());
+    assert_eq!(p.fetch.max_redirects, 3);
+    assert_eq!(p.fetch.user_agent, "fleetgate-test");
+    assert_eq!(p.report.days, 14);
+    assert_eq!(p.sha256.len(), 64, "the policy hash must be a sha256 hex");
+}
+
+#[test]
+fn the_minimal_fixture_gets_documented_defaults() {
+    let p = Policy::load(&fixture("valid_minimal.yaml")).expect("valid_minimal must load");
+    assert_eq!(p.web.extract_backend, "direct");
+    assert_eq!(p.web.char_limit, 15_000);
+    assert!(p.web.cache.enabled);
+    assert_eq!(p.web.cache.ttl, Duration::from_secs(20 * 60));
+    assert!(!p.blocklist.enabled, "no rules means no blocklist");
+    assert_eq!(p.egress.ports, vec![80, 443]);
+    assert!(
+        p.egress.resolver.nameservers.is_empty(),
+        "default is the system resolver"
+    );
+    assert_eq!(p.listen.api, "127.0.0.1:15180".parse().unwrap());
+    assert_eq!(p.listen.admin, "127.0.0.1:15190".parse().unwrap());
+    assert_eq!(p.fetch.max_redirects, 5);
+}
+
+#[test]
+fn the_embedded_default_is_valid_and_keyless() {
+    let p = Policy::embedded_default().expect("the embedded default must be valid");
+    assert_eq!(p.web.extract_backend, "direct");
+    assert_eq!(p.store.root, Path::new(".").join(".fleetgate"));
+}
+
+#[test]
+fn invalid_fixtures_name_the_field_and_the_fix() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "invalid_char_limit.yaml",
+            &["web.charLimit"],
+            "between 2000 and 500000",
+        ),
+        ("invalid_unknown_field.yaml", &["policy"], "charLimt"),
+        (
+            "invalid_metadata_floor.yaml",
+            &["egress.allowCIDRs[1]"],
+            "metadata",
+        ),
+        (
+            "invalid_backend.yaml",
+            &["web.extractBackend"],
+            "brave-free",
+        ),
+        ("invalid_version.yaml", &["version"], "version: v1"),
+        (
+            "invalid_many.yaml",
+            &[
+                "web.cache.ttlMinutes",
+                "egress.allowCIDRs[0]",
+                "egress.resolver.nameservers[0]",
+                "listen.api",
+            ],
+            "",
+        ),
+    ];
+    for (file, want_fields, want_text) in cases {
+        let err = Policy::load(&fixture(file)).expect_err(&format!("{file} must be refused"));
+        assert_eq!(fields(&err), *want_fields, "{file}: fields named");
+        assert!(
+            err.to_string().contains(want_text),
+            "{file}: message must mention {want_text:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn empty_and_non_utf8_files_are_refused_clearly() {
+    let empty = Policy::parse(b"  \n", Path::new(".")).expect_err("empty must be refused");
+    assert!(empty.to_string().contains("empty"), "{empty}");
+    let binary =
+        Policy::parse(b"version: v1\n\xff\xfe", Path::new(".")).expect_err("non-UTF-8 refused");
+    assert!(binary.to_string().contains("UTF-8"), "{binary}");
+    let missing = Policy::load(Path::new("/nonexistent/policy.yaml")).expect_err("missing refused");
+    assert!(missing.to_string().contains("failed to read"), "{missing}");
+}
+
+#[test]
+fn a_blocklist_with_rules_and_no_enabled_flag_is_on_and_report_mode_parses() {
+    let p = Policy::parse(
+        b"version: v1\nwebsiteBlocklist:\n  mode: report\n  domains: [a.example]\n",
+        Path::new("."),
+    )
+    .expect("must parse");
+    assert!(p.blocklist.enabled, "listing rules turns the blocklist on");
+    assert_eq!(p.blocklist.mode, EnforcementMode::Report);
+    let off = Policy::parse(
+        b"version: v1\nwebsiteBlocklist:\n  enabled: false\n  domains: [a.example]\n",
+        Path::new("."),
+    )
+    .expect("must parse");
+    assert!(!off.blocklist.enabled, "an explicit false wins");
+}
+
+proptest! {
+    #[test]
+    fn char_limits_are_accepted_exactly_inside_the_range(n in -10_000i64..600_000) {
+        let yaml = format!("version: v1\nweb:\n  charLimit: {n}\n");
+        let got = Policy::parse(yaml.as_bytes(), Path::new("."));
+        if (2000..=500_000).contains(&n) {
+            prop_assert_eq!(got.expect("in range must parse").web.char_limit, n as usize);
+        } else {
+            let err = got.expect_err("out of range must be refused");
+            prop_assert_eq!(fields(&err), vec!["web.charLimit"]);
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_parser(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = Policy::parse(&bytes, Path::new("."));
+    }
+
+    #[test]
+    fn arbitrary_yaml_mappings_are_refused_or_valid_never_panicking(
+        key in "[a-zA-Z]{1,12}", value in "[ -~]{0,20}"
+    ) {
+        let yaml = format!("version: v1\n{key}: {value:?}\n");
+        if let Err(e) = Policy::parse(yaml.as_bytes(), Path::new(".")) {
+            prop_assert!(!e.errors.is_empty());
+        }
+    }
+}

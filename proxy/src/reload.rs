@@ -1,0 +1,109 @@
+//! Live policy reload: the file (a ConfigMap mount swaps a symlink) and the blocklist's shared
+//! files are fingerprinted on an interval and on SIGHUP; a change builds a new runtime and
+//! swaps it in. An invalid new policy is logged and counted, and the last good one stays.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::policy::Policy;
+use crate::runtime::Runtime;
+use crate::server::{Shared, unix_now};
+
+/// Fingerprint of everything a policy load reads: the file and its shared blocklist files.
+pub fn fingerprint(policy_path: &Path, shared_files: &[PathBuf]) -> String {
+    let mut h = Sha256::new();
+    for path in std::iter::once(policy_path).chain(shared_files.iter().map(PathBuf::as_path)) {
+        h.update(path.as_os_str().as_encoded_bytes());
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                h.update(b"\x01");
+                h.update(Sha256::digest(&bytes));
+            }
+            Err(e) => h.update(format!("\x00{:?}", e.kind()).as_bytes()),
+        }
+    }
+    hex::encode(h.finalize())
+}
+
+/// Watch `path` every `interval` (and on SIGHUP) and swap in valid changes.
+pub async fn watch(shared: Arc<Shared>, path: PathBuf, interval: Duration) {
+    let mut last = current_fingerprint(&shared, &path);
+    let mut hup = hangup_signal();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = recv(&mut hup) => tracing::info!("SIGHUP: checking the policy"),
+        }
+        let now = current_fingerprint(&shared, &path);
+        if now == last {
+            continue;
+        }
+        last = now;
+        reload_once(&shared, &path);
+    }
+}
+
+fn current_fingerprint(shared: &Shared, path: &Path) -> String {
+    let rt = shared.runtime.load();
+    fingerprint(path, &rt.policy.blocklist.shared_files)
+}
+
+/// Try one reload; keep the running policy on any failure.
+pub fn reload_once(shared: &Shared, path: &Path) -> bool {
+    let result = Policy::load(path)
+        .map_err(|e| e.to_string())
+        .and_then(|p| Runtime::build(p).map_err(|e| e.to_string()));
+    match result {
+        Ok(rt) => {
+            let old = shared.runtime.load();
+            if old.policy.listen != rt.policy.listen {
+                tracing::warn!(
+                    "listener addresses changed in the policy; they take effect on restart"
+                );
+            }
+            for w in &rt.warnings {
+                tracing::warn!(warning = %w, "policy loaded with a warning");
+            }
+            tracing::info!(sha256 = %rt.policy.sha256, rules = rt.blocklist.len(), "policy reloaded");
+            shared
+                .metrics
+                .blocklist_rules
+                .set(rt.blocklist.len() as i64);
+            shared.metrics.policy_loaded_at.set(unix_now());
+            shared
+                .metrics
+                .policy_reloads
+                .with_label_values(&["ok"])
+                .inc();
+            shared.runtime.store(rt);
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, path = %path.display(), "policy reload refused; keeping the last good policy");
+            shared
+                .metrics
+                .policy_reloads
+                .with_label_values(&["invalid"])
+                .inc();
+            false
+        }
+    }
+}
+
+type Hangup = Option<tokio::signal::unix::Signal>;
+
+fn hangup_signal() -> Hangup {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
+}
+
+async fn recv(sig: &mut Hangup) {
+    match sig {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}

@@ -1,0 +1,176 @@
+//! Listeners: binding, the hyper HTTP/1 connection loop, graceful shutdown, and the api
+//! listener's routes (`POST /v1/extract`).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use prometheus::Registry;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::metrics::ProxyMetrics;
+use crate::pipeline::{ExtractOutcome, Pipeline};
+use crate::respond::{self, ApiError, Body};
+use crate::runtime::Runtime;
+
+/// Largest request body the api listener reads.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
+/// State shared by every listener: the swappable runtime and the metrics.
+#[derive(Debug)]
+pub struct Shared {
+    /// The current runtime; a reload swaps it whole.
+    pub runtime: ArcSwap<Runtime>,
+    /// Metrics.
+    pub metrics: ProxyMetrics,
+    /// The registry `/metrics` renders.
+    pub registry: Registry,
+    /// Where each listener is bound, for `/v1/status`.
+    pub listeners: std::sync::Mutex<Vec<(String, SocketAddr)>>,
+}
+
+// === impl Shared ===
+
+impl Shared {
+    /// Shared state around a first runtime.
+    pub fn new(runtime: Arc<Runtime>) -> prometheus::Result<Arc<Self>> {
+        let registry = Registry::new();
+        let metrics = ProxyMetrics::register(&registry)?;
+        metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
+        metrics.policy_loaded_at.set(unix_now());
+        Ok(Arc::new(Self {
+            runtime: ArcSwap::new(runtime),
+            metrics,
+            registry,
+            listeners: std::sync::Mutex::new(Vec::new()),
+        }))
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`.
+pub async fn serve_http<H, F>(
+    listener: TcpListener,
+    handler: H,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    loop {
+        let (stream, _peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "failed to accept a connection");
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let handler = handler.clone();
+        let mut conn_shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let handler = handler.clone();
+                async move { Ok::<_, Infallible>(handler(req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .header_read_timeout(std::time::Duration::from_secs(30))
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                res = conn.as_mut() => {
+                    if let Err(e) = res {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                }
+                _ = conn_shutdown.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+}
+
+/// The api listener's router.
+pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let started = Instant::now();
+    let route = match (req.method(), req.uri().path()) {
+        (&Method::POST, "/v1/extract") => "extract",
+        (_, "/v1/extract") => "method_not_allowed",
+        _ => "not_found",
+    };
+    let resp = match route {
+        "extract" => extract(&shared, req).await,
+        "method_not_allowed" => respond::api_error(&ApiError::MethodNotAllowed),
+        _ => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
+    };
+    shared
+        .metrics
+        .request_duration
+        .with_label_values(&[route])
+        .observe(started.elapsed().as_secs_f64());
+    resp
+}
+
+async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let body = match read_json(req).await {
+        Ok(v) => v,
+        Err(e) => return respond::api_error(&e),
+    };
+    let Some(urls) = body.get("urls") else {
+        return respond::api_error(&ApiError::InvalidRequest(
+            "the body needs a `urls` list".into(),
+        ));
+    };
+    let runtime = shared.runtime.load_full();
+    let pipeline = Pipeline::new(&runtime, &shared.metrics);
+    match pipeline.extract(urls, body.get("char_limit")).await {
+        ExtractOutcome::Refused(reason) => respond::extract_refusal(&reason),
+        ExtractOutcome::Rows(rows) if rows.is_empty() => respond::json(
+            StatusCode::OK,
+            &json!({"error": "Content was inaccessible or not found"}),
+        ),
+        ExtractOutcome::Rows(rows) => respond::json(StatusCode::OK, &json!({"results": rows})),
+    }
+}
+
+/// Read a JSON body of at most [`MAX_REQUEST_BYTES`].
+pub async fn read_json(req: Request<Incoming>) -> Result<Value, ApiError> {
+    let bytes: Bytes = Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                ApiError::PayloadTooLarge(MAX_REQUEST_BYTES)
+            } else {
+                ApiError::InvalidRequest(format!("failed to read the body: {e}"))
+            }
+        })?
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}")))
+}

@@ -1,0 +1,406 @@
+//! The built-in `direct` backend: the gate fetches the page itself.
+//!
+//! It dials only the addresses E2 checked (no second DNS lookup), follows at most
+//! `fetch.maxRedirects` redirects and sends every hop back through the URL gates, enforces
+//! connect / header / total timeouts and a body cap, decompresses gzip and brotli, and turns
+//! HTML into markdown. Text, markdown and JSON pass through.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode, header};
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+use super::{Admitted, HopGate, Page, VendorFailure, html};
+use crate::policy::FetchPolicy;
+
+/// Addresses dialled per connect, like Hermes' `_MAX_SSRF_CONNECT_IPS`; all were checked.
+const MAX_DIAL_ADDRS: usize = 8;
+
+/// The `direct` backend.
+#[derive(Clone)]
+pub struct DirectFetcher {
+    tls: tokio_rustls::TlsConnector,
+    limits: FetchPolicy,
+}
+
+impl std::fmt::Debug for DirectFetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectFetcher")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A response head and raw body of one hop.
+struct HopResponse {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+// === impl DirectFetcher ===
+
+impl DirectFetcher {
+    /// A fetcher trusting the bundled web PKI roots.
+    pub fn new(limits: FetchPolicy) -> Self {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth());
+        let config = match config {
+            Ok(c) => c,
+            // The ring provider always supports the default versions; keep a usable value anyway.
+            Err(_) => rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+        };
+        Self {
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            limits,
+        }
+    }
+
+    /// Fetch an admitted target, re-gating every redirect hop through `gate`.
+    pub async fn fetch<G: HopGate>(
+        &self,
+        first: Admitted,
+        gate: &G,
+    ) -> Result<Page, VendorFailure> {
+        let total = self.limits.total_timeout;
+        match timeout(total, self.follow(first, gate)).await {
+            Ok(result) => result,
+            Err(_) => Err(VendorFailure::Timeout {
+                phase: "total",
+                seconds: total.as_secs(),
+            }),
+        }
+    }
+
+    async fn follow<G: HopGate>(&self, first: Admitted, gate: &G) -> Result<Page, VendorFailure> {
+        let mut hop = first;
+        for _ in 0..=self.limits.max_redirects {
+            let response = self.fetch_once(&hop).await?;
+            let Some(location) = redirect_location(&response) else {
+                return self.to_page(&hop, response);
+            };
+            let next = hop
+                .target
+                .parsed
+                .as_ref()
+                .and_then(|base| base.join(&location).ok())
+                .map(|u| u.to_string())
+                .unwrap_or(location);
+            hop = gate.admit(&next).await.map_err(VendorFailure::Refused)?;
+        }
+        Err(VendorFailure::TooManyRedirects(self.limits.max_redirects))
+    }
+
+    async fn fetch_once(&self, hop: &Admitted) -> Result<HopResponse, VendorFailure> {
+        let url = hop
+            .target
+            .parsed
+            .as_ref()
+            .ok_or_else(|| VendorFailure::Protocol("the admitted URL does not parse".into()))?;
+        let host = hop.target.host.clone().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(80);
+        let tcp = self.connect(&host, &hop.addrs, port).await?;
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let authority = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or(&host)),
+            None => url.host_str().unwrap_or(&host).to_string(),
+        };
+        let request = Request::get(path)
+            .header(header::HOST, authority)
+            .header(header::USER_AGENT, &self.limits.user_agent)
+            .header(
+                header::ACCEPT,
+                "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5",
+            )
+            .header(header::ACCEPT_ENCODING, "gzip, br")
+            .header(header::CONNECTION, "close")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| VendorFailure::Protocol(e.to_string()))?;
+        if url.scheme() == "https" {
+            let name = server_name(&host)?;
+            let tls = timeout(self.limits.connect_timeout, self.tls.connect(name, tcp))
+                .await
+                .map_err(|_| self.timeout("connect"))?
+                .map_err(|e| VendorFailure::Tls {
+                    host: host.clone(),
+                    detail: e.to_string(),
+                })?;
+            self.exchange(tls, request).await
+        } else {
+            self.exchange(tcp, request).await
+        }
+    }
+
+    /// Dial the checked addresses in order; never a name.
+    async fn connect(
+        &self,
+        host: &str,
+        addrs: &[IpAddr],
+        port: u16,
+    ) -> Result<TcpStream, VendorFailure> {
+        let mut last = String::from("no checked address");
+        for ip in addrs.iter().take(MAX_DIAL_ADDRS) {
+            match timeout(
+                self.limits.connect_timeout,
+                TcpStream::connect(SocketAddr::new(*ip, port)),
+            )
+            .await
+            {
+                Ok(Ok(stream)) => {
+                    let _ = stream.set_nodelay(true);
+                    return Ok(stream);
+                }
+                Ok(Err(e)) => last = format!("{ip}: {e}"),
+                Err(_) => last = format!("{ip}: connect timed out"),
+            }
+        }
+        Err(VendorFailure::Connect {
+            host: host.to_string(),
+            detail: last,
+        })
+    }
+
+    async fn exchange<S>(
+        &self,
+        io: S,
+        request: Request<Empty<Bytes>>,
+    ) -> Result<HopResponse, VendorFailure>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+            .await
+            .map_err(|e| VendorFailure::Protocol(e.to_string()))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let response = timeout(self.limits.header_timeout, sender.send_request(request))
+            .await
+            .map_err(|_| self.timeout("headers"))?
+            .map_err(|e| VendorFailure::Protocol(e.to_string()))?;
+        let (parts, body) = response.into_parts();
+        let limit = self.limits.max_body_bytes;
+        let body = Limited::new(body, limit as usize)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    VendorFailure::BodyTooLarge { limit }
+                } else {
+                    VendorFailure::Protocol(e.to_string())
+                }
+            })?
+            .to_bytes();
+        Ok(HopResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    }
+
+    fn to_page(&self, hop: &Admitted, response: HopResponse) -> Result<Page, VendorFailure> {
+        let status = response.status.as_u16();
+        if status >= 400 {
+            return Err(VendorFailure::HttpStatus { status });
+        }
+        let body =
+            decode_content_encoding(&response.headers, response.body, self.limits.max_body_bytes)?;
+        let content_type = response
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let kind = BodyKind::of(content_type.as_deref(), &body);
+        let (title, content) = match kind {
+            BodyKind::Html => {
+                let text = decode_text(content_type.as_deref(), &body);
+                let converted = html::html_to_markdown(&text);
+                (converted.title, converted.markdown)
+            }
+            BodyKind::Text => {
+                let text = decode_text(content_type.as_deref(), &body);
+                (markdown_title(&text), text)
+            }
+            // Latin-1 keeps every byte as one char, so E7 can name the binary kind.
+            BodyKind::Binary => (String::new(), body.iter().map(|&b| b as char).collect()),
+        };
+        Ok(Page {
+            url: hop.target.normalized.clone(),
+            title,
+            content,
+            status,
+            content_type,
+            textual: kind != BodyKind::Binary,
+        })
+    }
+
+    fn timeout(&self, phase: &'static str) -> VendorFailure {
+        let limit: Duration = match phase {
+            "connect" => self.limits.connect_timeout,
+            "headers" => self.limits.header_timeout,
+            _ => self.limits.total_timeout,
+        };
+        VendorFailure::Timeout {
+            phase,
+            seconds: limit.as_secs(),
+        }
+    }
+}
+
+fn server_name(host: &str) -> Result<ServerName<'static>, VendorFailure> {
+    ServerName::try_from(host.to_string()).map_err(|e| VendorFailure::Tls {
+        host: host.to_string(),
+        detail: e.to_string(),
+    })
+}
+
+fn redirect_location(response: &HopResponse) -> Option<String> {
+    if !response.status.is_redirection() || response.status == StatusCode::NOT_MODIFIED {
+        return None;
+    }
+    response
+        .headers
+        .get(header::LOCATION)?
+        .to_str()
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Undo `Content-Encoding` (gzip, deflate, br), capped at `limit` decoded bytes.
+fn decode_content_encoding(
+    headers: &http::HeaderMap,
+    body: Bytes,
+    limit: u64,
+) -> Result<Bytes, VendorFailure> {
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let reader: Box<dyn Read> = match encoding.as_str() {
+        "" | "identity" => return Ok(body),
+        "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(body.as_ref())),
+        "deflate" => Box::new(flate2::read::ZlibDecoder::new(body.as_ref())),
+        "br" => Box::new(brotli::Decompressor::new(body.as_ref(), 8192)),
+        other => {
+            return Err(VendorFailure::Protocol(format!(
+                "unsupported content encoding '{other}'"
+            )));
+        }
+    };
+    let mut out = Vec::new();
+    reader
+        .take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| VendorFailure::Protocol(format!("failed to decompress the body: {e}")))?;
+    if out.len() as u64 > limit {
+        return Err(VendorFailure::BodyTooLarge { limit });
+    }
+    Ok(Bytes::from(out))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyKind {
+    Html,
+    Text,
+    Binary,
+}
+
+impl BodyKind {
+    fn of(content_type: Option<&str>, body: &[u8]) -> Self {
+        let mime = content_type
+            .and_then(|ct| ct.split(';').next())
+            .map(|m| m.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        match mime.as_str() {
+            "text/html" | "application/xhtml+xml" => Self::Html,
+            m if m.starts_with("text/")
+                || m.ends_with("+json")
+                || m.ends_with("+xml")
+                || matches!(
+                    m,
+                    "application/json" | "application/xml" | "application/javascript"
+                ) =>
+            {
+                Self::Text
+            }
+            "" => sniff(body),
+            _ => Self::Binary,
+        }
+    }
+}
+
+/// No `Content-Type`: HTML if it looks like it, text if it is valid UTF-8 without NULs.
+fn sniff(body: &[u8]) -> BodyKind {
+    let head = &body[..body.len().min(512)];
+    let lower = String::from_utf8_lossy(head).to_ascii_lowercase();
+    if lower.trim_start().starts_with("<!doctype html") || lower.contains("<html") {
+        BodyKind::Html
+    } else if std::str::from_utf8(body).is_ok() && !head.contains(&0) {
+        BodyKind::Text
+    } else {
+        BodyKind::Binary
+    }
+}
+
+/// Decode with the declared charset (or `<meta charset>` for HTML), UTF-8 by default.
+fn decode_text(content_type: Option<&str>, body: &[u8]) -> String {
+    let declared = content_type
+        .and_then(charset_param)
+        .or_else(|| meta_charset(body));
+    let encoding = declared
+        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()))
+        .unwrap_or(encoding_rs::UTF_8);
+    let (text, _, _) = encoding.decode(body);
+    text.into_owned()
+}
+
+fn charset_param(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        (k.trim().eq_ignore_ascii_case("charset")).then(|| v.trim().trim_matches('"').to_string())
+    })
+}
+
+fn meta_charset(body: &[u8]) -> Option<String> {
+    let head = String::from_utf8_lossy(&body[..body.len().min(1024)]).to_ascii_lowercase();
+    let at = head.find("charset=")? + "charset=".len();
+    let rest = head[at..].trim_start_matches(['"', '\'']);
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))?;
+    Some(rest[..end].to_string()).filter(|s| !s.is_empty())
+}
+
+/// The title of a markdown/text page: its first `# ` heading, else empty.
+fn markdown_title(text: &str) -> String {
+    text.lines()
+        .take(50)
+        .find_map(|l| l.strip_prefix("# "))
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;
