@@ -95,6 +95,7 @@ pub async fn serve_http<H, F>(
                 async move { Ok::<_, Infallible>(handler(req).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(std::time::Duration::from_secs(30))
                 .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
