@@ -1,5 +1,16 @@
 //! fleetgate-proxy: the egress gate that sits next to every Hermes Agent.
-#![doc = include_str!("../../README.md")]
+//!
+//! The gate applies the Hermes web_extract gate stack outside the agent process, where a
+//! prompt-injected or misconfigured agent cannot switch it off:
+//!
+//! ```text
+//!  request ─► E0 parse items ─► E1 secret URL ─► E2 SSRF (own resolver) ─► E3 backend
+//!          ─► E4 website blocklist ─► E5 shared cache ─► E6 vendor / direct fetch ─► E7 assemble
+//! ```
+//!
+//! [`pipeline`] is the one place that orders the stages; [`gates`] decide, [`vendors`]
+//! fetch, [`assemble`] shapes the page, [`respond`] is the only error → HTTP mapping.
+//! [`policy`] is the file the controller renders; [`report`] reads a Hermes home.
 
 pub mod admin;
 pub mod assemble;

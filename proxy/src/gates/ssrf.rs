@@ -12,12 +12,25 @@ use crate::resolve::{GateResolver, LookupError};
 /// The outcome of E2 for one target: the addresses that passed, in resolver order.
 pub type Checked = Result<Vec<IpAddr>, DenyReason>;
 
+/// What is left to do after the checks that need no DNS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Precheck {
+    /// An IP literal that passed: nothing to resolve.
+    Literal(Vec<IpAddr>),
+    /// A name that passed the pre-DNS name rules and must be resolved.
+    Name(String),
+}
+
 /// Check a URL target: scheme, host, pre-DNS name rules, resolution, every answer.
-pub async fn check_url(
-    target: &TargetUrl,
-    egress: &EgressPolicy,
-    resolver: &GateResolver,
-) -> Checked {
+pub async fn check_url(target: &TargetUrl, egress: &EgressPolicy, resolver: &GateResolver) -> Checked {
+    match precheck_url(target, egress)? {
+        Precheck::Literal(addrs) => Ok(addrs),
+        Precheck::Name(host) => resolve_and_check(&host, egress, resolver).await,
+    }
+}
+
+/// The synchronous part of E2: scheme, host presence, IP literals, the pre-DNS name rules.
+pub fn precheck_url(target: &TargetUrl, egress: &EgressPolicy) -> Result<Precheck, DenyReason> {
     let Some(url) = &target.parsed else {
         return Err(DenyReason::InvalidUrl {
             detail: "the URL does not parse".into(),
@@ -31,27 +44,33 @@ pub async fn check_url(
             });
         }
     }
-    match url.host() {
-        None => Err(DenyReason::InvalidUrl {
+    match (url.host(), &target.host) {
+        (Some(url::Host::Ipv4(ip)), _) => check_addrs(vec![IpAddr::V4(ip)], egress).map(Precheck::Literal),
+        (Some(url::Host::Ipv6(ip)), _) => check_addrs(vec![IpAddr::V6(ip)], egress).map(Precheck::Literal),
+        (Some(url::Host::Domain(_)), Some(host)) => precheck_host(host, egress),
+        _ => Err(DenyReason::InvalidUrl {
             detail: "the URL has no host".into(),
         }),
-        Some(url::Host::Ipv4(ip)) => check_addrs(vec![IpAddr::V4(ip)], egress),
-        Some(url::Host::Ipv6(ip)) => check_addrs(vec![IpAddr::V6(ip)], egress),
-        Some(url::Host::Domain(_)) => match &target.host {
-            Some(host) => check_host(host, egress, resolver).await,
-            None => Err(DenyReason::InvalidUrl {
-                detail: "the URL has an empty host".into(),
-            }),
-        },
     }
 }
 
 /// Check a canonical host name (or IP literal): name rules, resolution, every answer.
 pub async fn check_host(host: &str, egress: &EgressPolicy, resolver: &GateResolver) -> Checked {
+    match precheck_host(host, egress)? {
+        Precheck::Literal(addrs) => Ok(addrs),
+        Precheck::Name(host) => resolve_and_check(&host, egress, resolver).await,
+    }
+}
+
+fn precheck_host(host: &str, egress: &EgressPolicy) -> Result<Precheck, DenyReason> {
     if let Ok(ip) = host.parse::<IpAddr>() {
-        return check_addrs(vec![ip], egress);
+        return check_addrs(vec![ip], egress).map(Precheck::Literal);
     }
     egress.addrs.check_hostname(host)?;
+    Ok(Precheck::Name(host.to_string()))
+}
+
+async fn resolve_and_check(host: &str, egress: &EgressPolicy, resolver: &GateResolver) -> Checked {
     let addrs = resolver.lookup(host).await.map_err(|e| match e {
         LookupError::NoRecords => DenyReason::DnsNoAddresses {
             host: host.to_string(),
@@ -66,11 +85,6 @@ pub async fn check_host(host: &str, egress: &EgressPolicy, resolver: &GateResolv
 
 /// Every answer must pass; one refused answer refuses the name (fail closed).
 fn check_addrs(addrs: Vec<IpAddr>, egress: &EgressPolicy) -> Checked {
-    if addrs.is_empty() {
-        return Err(DenyReason::DnsNoAddresses {
-            host: String::new(),
-        });
-    }
     for ip in &addrs {
         egress.addrs.check(*ip)?;
     }

@@ -1,0 +1,104 @@
+//! Gate decision per URL (E1 + E2 on IP literals + E4), side by side with Hermes' own Python
+//! functions on the same corpus in the same run. `cargo bench -p fleetgate-proxy --bench
+//! gate_decision`; the Python side runs when `FLEETGATE_VENV` points at the test venv.
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use fleetgate_proxy::context::TargetUrl;
+use fleetgate_proxy::gates::secret_url::SecretUrlGate;
+use fleetgate_proxy::gates::ssrf::{Precheck, precheck_url};
+use fleetgate_proxy::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
+use fleetgate_proxy::gates::{Gate, Verdict};
+use fleetgate_proxy::policy::{EgressPolicy, Policy};
+use tokio::time::Instant;
+
+const RULES: usize = 200;
+const ITERATIONS_RUST: usize = 200;
+const ITERATIONS_PY: usize = 3;
+
+/// A deterministic corpus: public and private literals, secrets, query names, blocklisted IPs.
+fn corpus() -> Vec<String> {
+    let mut urls = Vec::new();
+    for n in 0..400u32 {
+        let a = 1 + n % 200;
+        let b = n % 250;
+        urls.push(match n % 10 {
+            0 => format!("https://93.184.{b}.{a}/articles/{n}/index.html?q=rust+proxy&page={n}"),
+            1 => format!("http://10.{b}.0.{a}/internal/{n}"),
+            2 => format!("https://8.8.{b}.{a}/search?q=sk-abcdefghij{n}klmnop"),
+            3 => format!("https://1.1.{b}.{a}/login?token=abc{n}&next=/home"),
+            4 => "http://169.254.169.254/latest/meta-data/".to_string(),
+            5 => format!("http://[2606:4700:4700::{a:x}]/dns-query?name=example{n}"),
+            6 => format!("http://127.0.0.1:{}/admin", 8000 + n),
+            7 => format!("https://203.0.{b}.{a}/doc"),
+            8 => format!("https://9.9.9.{a}/very/long/path/{}/end", "segment/".repeat(8)),
+            _ => format!("https://185.199.{b}.{a}/a%20b/%C3%A9?x=1#frag{n}"),
+        });
+    }
+    urls
+}
+
+fn rules() -> Vec<String> {
+    let mut rules: Vec<String> = (0..RULES - 3).map(|i| format!("ads{i}.tracker{}.example", i % 17)).collect();
+    rules.push("9.9.9.9".into());
+    rules.push("*.doubleclick.example".into());
+    rules.push("185.199.1.2".into());
+    rules
+}
+
+fn decide(raw: &str, egress: &EgressPolicy, list: &Blocklist) -> bool {
+    let target = TargetUrl::new(raw);
+    if matches!(SecretUrlGate.check(&target), Verdict::Deny(_)) {
+        return false;
+    }
+    match precheck_url(&target, egress) {
+        Ok(Precheck::Literal(_)) => {}
+        _ => return false,
+    }
+    !matches!(WebsiteBlocklistGate { list }.check(&target), Verdict::Deny(_))
+}
+
+fn main() {
+    let corpus = corpus();
+    let rules = rules();
+    let policy = Policy::parse(b"version: v1\n", Path::new(".")).expect("policy");
+    let (list, _) = Blocklist::load(true, &rules, &[], Path::new("."));
+    let denied = corpus.iter().filter(|u| !decide(u, &policy.egress, &list)).count();
+
+    let start = Instant::now();
+    let mut sink = 0usize;
+    for _ in 0..ITERATIONS_RUST {
+        for u in &corpus {
+            sink += decide(u, &policy.egress, &list) as usize;
+        }
+    }
+    let rust_ns = start.elapsed().as_nanos() as f64 / (ITERATIONS_RUST * corpus.len()) as f64;
+    println!("gate decision (E1 + E2 literal + E4, {RULES} blocklist rules), {} URLs", corpus.len());
+    println!("  fleetgate (Rust)      {rust_ns:>10.0} ns/URL   denied {denied}  (sink {sink})");
+
+    let Some(venv) = std::env::var_os("FLEETGATE_VENV") else {
+        println!("  Hermes (Python)       skipped: FLEETGATE_VENV not set (tests/run bench sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus_file = dir.path().join("corpus.txt");
+    let rules_file = dir.path().join("rules.txt");
+    std::fs::write(&corpus_file, corpus.join("\n")).expect("write corpus");
+    std::fs::write(&rules_file, rules.join("\n")).expect("write rules");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bench/gate_decision.py");
+    let out = Command::new(Path::new(&venv).join("bin/python"))
+        .arg(&script)
+        .arg(&corpus_file)
+        .arg(&rules_file)
+        .arg(ITERATIONS_PY.to_string())
+        .env("HERMES_HOME", dir.path().join("hermes"))
+        .output()
+        .expect("run python");
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("python json");
+    let py_ns = v["per_url_ns"].as_f64().expect("per_url_ns");
+    println!("  Hermes 0.19.0 (Python) {py_ns:>9.0} ns/URL   denied {}", v["denied"]);
+    println!("  ratio                 {:>10.1}x faster per URL", py_ns / rust_ns);
+}

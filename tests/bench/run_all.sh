@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Every side-by-side benchmark, release builds, one after the other (2 cores: never in parallel).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+for bench in $(ls proxy/benches/*.rs | xargs -n1 basename | sed 's/\.rs$//'); do
+  echo "== proxy bench: $bench"
+  cargo bench --locked -p fleetgate-proxy --bench "$bench"
+done
