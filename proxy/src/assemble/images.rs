@@ -13,6 +13,8 @@
 
 use std::borrow::Cow;
 
+use memchr::memmem;
+
 const DATA_IMAGE: &str = "data:image/";
 const BASE64_MARK: &str = ";base64,";
 const PLACEHOLDER: &str = "[IMAGE]";
@@ -69,10 +71,11 @@ impl Pass {
     /// The pass's output, or `None` when it matched nothing.
     fn apply(self, s: &str) -> Option<String> {
         let mut payloads = Payloads::new(s, !matches!(self, Pass::Bare));
+        let finder = memmem::Finder::new(DATA_IMAGE);
         let mut out: Option<String> = None;
         let mut copied = 0; // bytes of `s` already accounted for in `out`
         let mut from = 0; // where the next match may start
-        while let Some(found) = s[from..].find(DATA_IMAGE) {
+        while let Some(found) = finder.find(&s.as_bytes()[from..]) {
             let d = from + found;
             let Some(rep) = self.match_at(s, copied, d, &mut payloads) else {
                 from = d + 1;
@@ -156,7 +159,7 @@ fn opening_paren(s: &str, floor: usize, d: usize) -> Option<usize> {
 fn markdown_start(s: &str, floor: usize, close: usize) -> Option<usize> {
     // A start before the previous `]` would stop its alt text there instead.
     let lo = s[floor..close].rfind(']').map_or(floor, |r| floor + r + 1);
-    s[lo..close].find("![").map(|i| lo + i)
+    memmem::find(&s.as_bytes()[lo..close], b"![").map(|i| lo + i)
 }
 
 /// Finds where `data:image/<type>;base64,<payload>` ends, remembering the last `;` looked up and
@@ -221,17 +224,32 @@ impl<'a> Payloads<'a> {
     fn scan_payload(&self, semi: usize) -> Option<usize> {
         let rest = self.s[semi..].strip_prefix(BASE64_MARK)?;
         let start = semi + BASE64_MARK.len();
-        let len = rest
-            .char_indices()
-            .find(|&(_, c)| !self.in_payload(c))
-            .map_or(rest.len(), |(i, _)| i);
+        let len = self.payload_len(rest);
         (len > 0).then_some(start + len)
     }
 
-    fn in_payload(&self, c: char) -> bool {
-        c.is_ascii_alphanumeric()
-            || matches!(c, '+' | '/' | '=')
-            || (self.allow_space && is_python_space(c))
+    /// Bytes of the leading run of payload characters in `rest`.
+    fn payload_len(&self, rest: &str) -> usize {
+        let bytes = rest.as_bytes();
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            if b.is_ascii() {
+                let keep = b.is_ascii_alphanumeric()
+                    || matches!(b, b'+' | b'/' | b'=')
+                    || (self.allow_space && is_python_space(char::from(b)));
+                if !keep {
+                    break;
+                }
+                i += 1;
+                continue;
+            }
+            // Only whitespace outside ASCII can continue a payload.
+            match rest[i..].chars().next() {
+                Some(c) if self.allow_space && is_python_space(c) => i += c.len_utf8(),
+                _ => break,
+            }
+        }
+        i
     }
 }
 

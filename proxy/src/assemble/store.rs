@@ -191,7 +191,7 @@ fn write_capped(file: &mut File, content: &str) -> io::Result<()> {
         super::truncate::thousands(MAX_STORED_CHARS),
         super::truncate::thousands(total),
     );
-    file.write_all(content[..cut].as_bytes())?;
+    file.write_all(&content.as_bytes()[..cut])?;
     file.write_all(note.as_bytes())
 }
 

@@ -1,3 +1,5 @@
+//! Tests of the E7 entry points: the char-limit clamp and the per-row assembly order.
+
 use serde_json::{Value, json};
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Tests of binary-payload detection: every listed signature, NUL handling, the 32-character window.
+
 use super::*;
 
 /// Bytes as the text a backend hands back: each byte one latin-1 character.

@@ -1,3 +1,5 @@
+//! Tests of the three base64 image passes, checked case by case against Hermes' results.
+
 use std::borrow::Cow;
 
 use super::*;

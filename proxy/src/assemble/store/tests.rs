@@ -1,3 +1,5 @@
+//! Tests of the store: host slugs as Python parses hosts, atomic symlink-refusing writes, the cap.
+
 use std::os::unix::fs::symlink;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Tests of head/tail truncation: seeds, snapping thresholds, code points, footers, properties.
+
 use std::path::Path;
 
 use proptest::prelude::*;
