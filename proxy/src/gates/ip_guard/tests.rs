@@ -77,7 +77,10 @@ const REF_SPECIALS: &[(&str, &str)] = &[
     ("3fff::/20", "documentation"),
 ];
 
-static REF_TABLE: LazyLock<(Vec<IpNet>, Vec<(IpNet, &'static str)>)> = LazyLock::new(|| {
+/// The reference table parsed once: (floor networks, special blocks with their codes).
+type RefTable = (Vec<IpNet>, Vec<(IpNet, &'static str)>);
+
+static REF_TABLE: LazyLock<RefTable> = LazyLock::new(|| {
     let floor = REF_FLOOR.iter().map(|s| net(s)).collect();
     let specials = REF_SPECIALS.iter().map(|(s, c)| (net(s), *c)).collect();
     (floor, specials)
