@@ -581,7 +581,7 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
         .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
         .collect();
     assert_eq!(lines.len(), 3);
-    assert_eq!(lines[0]["verdict"], "allow");
+    assert_eq!(lines[0]["verdict"], "allow", "{lines:?}");
     assert_eq!(lines[0]["addresses"], json!(["127.0.0.1"]));
     assert_eq!(lines[1]["verdict"], "deny");
     assert_eq!(
