@@ -16,6 +16,7 @@ pub mod admin;
 pub mod assemble;
 pub mod cli;
 pub mod context;
+pub mod front;
 pub mod gates;
 pub mod metrics;
 pub mod pipeline;

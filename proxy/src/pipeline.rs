@@ -46,6 +46,9 @@ pub struct Row {
     pub cached: bool,
     /// The backend that produced the content (fleetgate field).
     pub served_by: Option<String>,
+    /// The upstream HTTP status of the page, when one was fetched (vendor fronts report it).
+    #[serde(skip)]
+    pub upstream_status: Option<u16>,
 }
 
 /// The `blocked_by_policy` object of a row.
@@ -230,6 +233,7 @@ impl<'a> Pipeline<'a> {
     }
 
     fn assemble_row(&self, page: Page, limit: usize, backend: &str) -> Row {
+        let status = page.status;
         let assembled = if page.textual {
             assemble::assemble_page(&page.content, limit, &page.url, Some(&self.rt.store))
         } else {
@@ -259,6 +263,7 @@ impl<'a> Pipeline<'a> {
                     code: None,
                     cached: false,
                     served_by: Some(backend.to_string()),
+                    upstream_status: Some(status),
                 }
             }
             Err(message) => {
@@ -275,6 +280,7 @@ impl<'a> Pipeline<'a> {
                     code: Some("binary_content"),
                     cached: false,
                     served_by: Some(backend.to_string()),
+                    upstream_status: Some(status),
                 }
             }
         }
@@ -297,6 +303,10 @@ impl<'a> Pipeline<'a> {
             code: Some(failure.code()),
             cached: false,
             served_by: Some(backend.to_string()),
+            upstream_status: match failure {
+                VendorFailure::HttpStatus { status } => Some(status),
+                _ => None,
+            },
         }
     }
 
@@ -322,6 +332,7 @@ impl<'a> Pipeline<'a> {
             code: Some(reason.code()),
             cached: false,
             served_by: None,
+            upstream_status: None,
         }
     }
 
