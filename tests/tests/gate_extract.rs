@@ -1,6 +1,7 @@
 //! The gate core end to end: a real `fleetgate-proxy serve` process, a real stub DNS server
 //! and loopback origins. Loopback is reachable only through `egress.allowCIDRs`, exactly as an
 //! operator opens an internal service.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
 use std::net::IpAddr;
 use std::time::Duration;
