@@ -4,9 +4,9 @@
 //! `Accept: application/json`; rows from `web.results[]`, cut to the limit; errors use
 //! Hermes' wording.
 
+use super::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::VendorErrorKind;
 
 /// Brave Search's public API host.
 pub const DEFAULT_BASE_URL: &str = "https://api.search.brave.com";
@@ -83,7 +83,10 @@ fn call_error(err: &CallError) -> VendorError {
         CallError::TooLarge(_) => VendorError::new(
             NAME,
             VendorErrorKind::BodyTooLarge,
-            format!("Brave Search returned an oversized response: {}", err.detail()),
+            format!(
+                "Brave Search returned an oversized response: {}",
+                err.detail()
+            ),
         ),
         _ => VendorError::new(
             NAME,

@@ -379,7 +379,10 @@ impl HttpClient {
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
-        let http = self.http.as_ref().map_err(|e| CallError::Request(e.clone()))?;
+        let http = self
+            .http
+            .as_ref()
+            .map_err(|e| CallError::Request(e.clone()))?;
         let limit = self.endpoint.timeout;
         let cap = self.endpoint.max_body_bytes;
         with_retries(self.endpoint.retries, || {

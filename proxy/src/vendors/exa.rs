@@ -111,7 +111,11 @@ impl ExaClient {
 fn missing(url: &str, statuses: &[Value]) -> VendorFailure {
     let status = statuses
         .iter()
-        .find(|s| s.get("id").and_then(Value::as_str).is_some_and(|id| same_url(url, id)))
+        .find(|s| {
+            s.get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| same_url(url, id))
+        })
         .and_then(|s| s.get("status"))
         .and_then(Value::as_str);
     let message = match status {

@@ -56,7 +56,13 @@ impl FirecrawlClient {
         });
         let answer = self
             .http
-            .post_for_json(NAME, "Firecrawl search failed", "/v2/search", &headers, &body)
+            .post_for_json(
+                NAME,
+                "Firecrawl search failed",
+                "/v2/search",
+                &headers,
+                &body,
+            )
             .await?;
         if answer.get("success").and_then(Value::as_bool) == Some(false) {
             let reason = vendor_error_text(&answer);
@@ -177,7 +183,10 @@ fn vendor_error_text(answer: &Value) -> String {
 
 /// The page of a scrape answer: `data` (or the top level) with `markdown` and `metadata`.
 fn page(requested: &str, answer: &Value) -> Page {
-    let data = answer.get("data").filter(|d| d.is_object()).unwrap_or(answer);
+    let data = answer
+        .get("data")
+        .filter(|d| d.is_object())
+        .unwrap_or(answer);
     let meta = data.get("metadata");
     let field = |name: &str| meta.and_then(|m| m.get(name));
     let title = match field("title") {

@@ -65,7 +65,13 @@ impl ParallelClient {
         });
         let answer = self
             .http
-            .post_for_json(NAME, "Parallel search failed", "/v1beta/search", &headers, &body)
+            .post_for_json(
+                NAME,
+                "Parallel search failed",
+                "/v1beta/search",
+                &headers,
+                &body,
+            )
             .await?;
         let rows = search::rows(answer.get("results")).iter().map(|r| RawHit {
             title: search::text(r.get("title")),
@@ -84,7 +90,13 @@ impl ParallelClient {
         let body = json!({ "urls": urls, "full_content": true });
         match self
             .http
-            .post_for_json(NAME, "Parallel extract failed", "/v1beta/extract", &headers, &body)
+            .post_for_json(
+                NAME,
+                "Parallel extract failed",
+                "/v1beta/extract",
+                &headers,
+                &body,
+            )
             .await
         {
             Ok(answer) => assign_rows(urls, extract_rows(&answer), |_| {

@@ -137,8 +137,14 @@ mod tests {
     #[test]
     fn rows_serialize_in_their_providers_key_order() {
         let cases = [
-            (KeyOrder::WebHit, r#"{"url":"u","title":"t","description":"d","position":1}"#),
-            (KeyOrder::TitleHit, r#"{"title":"t","url":"u","description":"d","position":1}"#),
+            (
+                KeyOrder::WebHit,
+                r#"{"url":"u","title":"t","description":"d","position":1}"#,
+            ),
+            (
+                KeyOrder::TitleHit,
+                r#"{"title":"t","url":"u","description":"d","position":1}"#,
+            ),
         ];
         for (order, want) in cases {
             let raw = RawHit {
@@ -167,7 +173,11 @@ mod tests {
         let positions: Vec<_> = hits.iter().map(|h| (h.position, h.url.as_str())).collect();
         assert_eq!(
             positions,
-            [(1, "https://e.com/0"), (2, "https://e.com/1"), (3, "https://e.com/2")],
+            [
+                (1, "https://e.com/0"),
+                (2, "https://e.com/1"),
+                (3, "https://e.com/2")
+            ],
             "positions must count kept rows from 1"
         );
     }

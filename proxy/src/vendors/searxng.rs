@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
+use super::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::VendorErrorKind;
 
 const NAME: &str = "searxng";
 
@@ -72,7 +72,11 @@ impl SearxngClient {
             _ => VendorError::new(
                 NAME,
                 err.kind(),
-                format!("Could not reach SearXNG at {}: {}", self.base(), err.detail()),
+                format!(
+                    "Could not reach SearXNG at {}: {}",
+                    self.base(),
+                    err.detail()
+                ),
             ),
         }
     }

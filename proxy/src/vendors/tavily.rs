@@ -126,7 +126,10 @@ fn extract_rows(answer: &Value) -> Vec<(String, Result<Page, VendorFailure>)> {
         rows.push((search::text(r.get("url")), Err(page_failed(reason))));
     }
     for r in search::rows(answer.get("failed_urls")) {
-        let url = r.as_str().map(str::to_string).unwrap_or_else(|| r.to_string());
+        let url = r
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| r.to_string());
         rows.push((url, Err(page_failed(EXTRACTION_FAILED))));
     }
     rows

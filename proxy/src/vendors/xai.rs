@@ -8,9 +8,9 @@
 
 use serde_json::{Value, json};
 
+use super::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::VendorErrorKind;
 
 /// xAI's public API (the version prefix is part of the base).
 pub const DEFAULT_BASE_URL: &str = "https://api.x.ai/v1";
@@ -96,7 +96,11 @@ impl XaiClient {
                 format!("xAI returned an error: {message}"),
             ));
         }
-        Ok(search::numbered(KeyOrder::TitleHit, results(&answer, limit), limit))
+        Ok(search::numbered(
+            KeyOrder::TitleHit,
+            results(&answer, limit),
+            limit,
+        ))
     }
 
     /// The Responses API request body.

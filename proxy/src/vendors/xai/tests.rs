@@ -20,7 +20,11 @@ fn a_clean_json_answer_gives_its_rows_without_urlless_ones() {
     let text = r#"{"results":[{"title":" A ","url":"https://a","description":"d"},
         {"title":"no url"},{"title":"B","url":"https://b"}]}"#;
     let rows = results(&message(text, json!([])), 10);
-    assert_eq!(urls(&rows), ["https://a", "https://b"], "rows without a URL must be dropped");
+    assert_eq!(
+        urls(&rows),
+        ["https://a", "https://b"],
+        "rows without a URL must be dropped"
+    );
     assert_eq!(rows[0].title, "A", "fields must be trimmed");
 }
 
@@ -35,7 +39,11 @@ fn prose_around_the_json_object_is_tolerated() {
 fn the_json_limit_applies_before_dropping_rows() {
     let text = r#"{"results":[{"title":"x"},{"url":"https://a"},{"url":"https://b"}]}"#;
     let rows = results(&message(text, json!([])), 2);
-    assert_eq!(urls(&rows), ["https://a"], "Hermes slices to the limit first");
+    assert_eq!(
+        urls(&rows),
+        ["https://a"],
+        "Hermes slices to the limit first"
+    );
 }
 
 #[test]
@@ -49,8 +57,15 @@ fn citations_in_the_text_are_used_when_there_is_no_json() {
         { "type": "url_citation", "url": "https://s" },
     ]);
     let rows = results(&message(text, annotations), 10);
-    assert_eq!(urls(&rows), ["https://r", "https://s"], "duplicates and other types must go");
-    assert_eq!(rows[0].description, "Rust is a language.", "text before the citation");
+    assert_eq!(
+        urls(&rows),
+        ["https://r", "https://s"],
+        "duplicates and other types must go"
+    );
+    assert_eq!(
+        rows[0].description, "Rust is a language.",
+        "text before the citation"
+    );
     assert_eq!(rows[1].description, "", "no indices, no description");
 }
 
@@ -59,7 +74,11 @@ fn the_citations_list_is_the_last_resort() {
     let mut answer = message("no json here", json!([]));
     answer["citations"] = json!(["https://a", " ", 3, "https://b", "https://c"]);
     let rows = results(&answer, 4);
-    assert_eq!(urls(&rows), ["https://a", "https://b"], "blank and non-string entries dropped");
+    assert_eq!(
+        urls(&rows),
+        ["https://a", "https://b"],
+        "blank and non-string entries dropped"
+    );
 }
 
 #[test]
@@ -77,7 +96,9 @@ fn the_body_carries_model_filters_and_the_no_citation_flag() {
         .as_array()
         .expect("allowed domains must be sent");
     assert_eq!(allowed.len(), 5, "at most five domains");
-    let prompt = body["input"][0]["content"].as_str().expect("prompt must be text");
+    let prompt = body["input"][0]["content"]
+        .as_str()
+        .expect("prompt must be text");
     assert!(prompt.contains("at most 3 results") && prompt.ends_with("Query: rust"));
 
     let both = XaiClient::new(endpoint).with_options(XaiOptions {
