@@ -20,6 +20,7 @@ pub mod exa;
 pub mod firecrawl;
 pub mod html;
 pub mod parallel;
+pub mod registry;
 pub mod search;
 pub mod searxng;
 pub mod tavily;
