@@ -4,6 +4,8 @@
 //! execution ledger and session database on a fake clock. Every expected figure is computed
 //! here from the spec (the test author's arithmetic), never by the code under test; what
 //! Hermes itself decides (effective config, pinned keys, silence) comes back from the script.
+// Helpers outside #[test] functions panic on broken fixtures, exactly like the tests do.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod report_common;
 
@@ -73,7 +75,13 @@ struct Job {
 }
 
 fn usage(estimated: f64, actual: Option<f64>, input: u64, output: u64) -> Usage {
-    Usage { estimated, actual, input, output, cache_read: input / 10 }
+    Usage {
+        estimated,
+        actual,
+        input,
+        output,
+        cache_read: input / 10,
+    }
 }
 
 fn agent(reply: &str, silent: bool) -> Agent {
@@ -88,24 +96,53 @@ fn agent(reply: &str, silent: bool) -> Agent {
 }
 
 fn run(at: f64, status: &'static str, agent: Option<Agent>) -> Run {
-    Run { at, status, error: (status == "failed").then(|| "RuntimeError: provider down".into()), agent }
+    Run {
+        at,
+        status,
+        error: (status == "failed").then(|| "RuntimeError: provider down".into()),
+        agent,
+    }
 }
 
 fn job(key: &'static str, age_days: f64, create: Value, runs: Vec<Run>) -> Job {
-    Job { key, created_at: NOW - age_days * DAY, create, update: json!({}), pause: false, runs }
+    Job {
+        key,
+        created_at: NOW - age_days * DAY,
+        create,
+        update: json!({}),
+        pause: false,
+        runs,
+    }
 }
 
 /// Replies of the frequent ungated job: (reply, silent per the cron rule).
 const INBOX_REPLIES: [(&str, bool); 26] = [
-    ("[SILENT]", true), ("  no_reply ", true), ("Nothing new.\n\n[SILENT]", true),
-    ("[silent] checked 4 feeds", true), ("SILENT", true), ("NO REPLY", true),
-    ("[SILENT]\nall quiet", true), ("no   reply", true), ("[SILENT]", true),
-    ("New mail from the bank: card expires soon", false), ("[SILENT]", true), ("SILENT", true),
-    ("I considered staying [SILENT] but the CI is red", false), ("NO_REPLY", true),
-    ("[SILENT]", true), ("\n\n[SILENT]\n", true), ("[SILENT]", true), ("Silent", true),
-    ("Silent retry succeeded on the backup job", false), ("[SILENT]", true), ("NO_REPLY", true),
-    ("[SILENT]", true), ("[SILENT]", true), ("3 new issues assigned to you", false),
-    ("[SILENT]", true), ("nO_rEpLy", true),
+    ("[SILENT]", true),
+    ("  no_reply ", true),
+    ("Nothing new.\n\n[SILENT]", true),
+    ("[silent] checked 4 feeds", true),
+    ("SILENT", true),
+    ("NO REPLY", true),
+    ("[SILENT]\nall quiet", true),
+    ("no   reply", true),
+    ("[SILENT]", true),
+    ("New mail from the bank: card expires soon", false),
+    ("[SILENT]", true),
+    ("SILENT", true),
+    ("I considered staying [SILENT] but the CI is red", false),
+    ("NO_REPLY", true),
+    ("[SILENT]", true),
+    ("\n\n[SILENT]\n", true),
+    ("[SILENT]", true),
+    ("Silent", true),
+    ("Silent retry succeeded on the backup job", false),
+    ("[SILENT]", true),
+    ("NO_REPLY", true),
+    ("[SILENT]", true),
+    ("[SILENT]", true),
+    ("3 new issues assigned to you", false),
+    ("[SILENT]", true),
+    ("nO_rEpLy", true),
 ];
 
 fn spec_jobs() -> Vec<Job> {
@@ -132,37 +169,102 @@ fn spec_jobs() -> Vec<Job> {
         })
         .collect();
     vec![
-        Job { pause: true, ..job("paused", 40.0, json!({"prompt": "weekly digest", "schedule": "every 1d", "name": "digest"}),
-            vec![run(SINCE - 5.0 * DAY, "completed", Some(agent("digest", false))),
-                 run(SINCE - 4.0 * DAY, "completed", Some(agent("digest", false)))]) },
-        job("delegator", 30.0, json!({"prompt": "research", "schedule": "every 1d", "name": "research brief"}), delegator_runs()),
-        Job { update: json!({"failure_streak": 2}), ..job("failing", 20.0,
-            json!({"prompt": "sync", "schedule": "every 6h", "name": "sync"}), failing_runs()) },
-        job("gated", 10.0, json!({"prompt": "summarise", "schedule": "every 3h", "name": "inbox gate",
-            "script": "check_inbox.py"}), gated_runs),
-        job("watchdog", 8.0, json!({"prompt": "", "schedule": "every 1h", "name": "disk watchdog",
-            "script": "disk.sh", "no_agent": true}), watchdog_runs()),
-        Job { update: json!({"monitor_url": "https://status.example.org/feed", "reasoning_effort": "xhigh"}),
-            ..job("monitor", 3.0, json!({"prompt": "what changed?", "schedule": "every 2h", "name": "status page",
+        Job {
+            pause: true,
+            ..job(
+                "paused",
+                40.0,
+                json!({"prompt": "weekly digest", "schedule": "every 1d", "name": "digest"}),
+                vec![
+                    run(SINCE - 5.0 * DAY, "completed", Some(agent("digest", false))),
+                    run(SINCE - 4.0 * DAY, "completed", Some(agent("digest", false))),
+                ],
+            )
+        },
+        job(
+            "delegator",
+            30.0,
+            json!({"prompt": "research", "schedule": "every 1d", "name": "research brief"}),
+            delegator_runs(),
+        ),
+        Job {
+            update: json!({"failure_streak": 2}),
+            ..job(
+                "failing",
+                20.0,
+                json!({"prompt": "sync", "schedule": "every 6h", "name": "sync"}),
+                failing_runs(),
+            )
+        },
+        job(
+            "gated",
+            10.0,
+            json!({"prompt": "summarise", "schedule": "every 3h", "name": "inbox gate",
+            "script": "check_inbox.py"}),
+            gated_runs,
+        ),
+        job(
+            "watchdog",
+            8.0,
+            json!({"prompt": "", "schedule": "every 1h", "name": "disk watchdog",
+            "script": "disk.sh", "no_agent": true}),
+            watchdog_runs(),
+        ),
+        Job {
+            update: json!({"monitor_url": "https://status.example.org/feed", "reasoning_effort": "xhigh"}),
+            ..job(
+                "monitor",
+                3.0,
+                json!({"prompt": "what changed?", "schedule": "every 2h", "name": "status page",
                 "model": "other-model", "provider": "openrouter"}),
-            vec![run(NOW - 2.5 * DAY, "completed", None), run(NOW - 2.0 * DAY, "completed", None),
-                 run(NOW - 1.0 * DAY, "completed", Some(agent("Status page changed: API degraded", false)))]) },
-        job("inbox", 1.0, json!({"prompt": "check my inbox", "schedule": "every 50m", "name": "inbox check"}), inbox_runs),
+                vec![
+                    run(NOW - 2.5 * DAY, "completed", None),
+                    run(NOW - 2.0 * DAY, "completed", None),
+                    run(
+                        NOW - 1.0 * DAY,
+                        "completed",
+                        Some(agent("Status page changed: API degraded", false)),
+                    ),
+                ],
+            )
+        },
+        job(
+            "inbox",
+            1.0,
+            json!({"prompt": "check my inbox", "schedule": "every 50m", "name": "inbox check"}),
+            inbox_runs,
+        ),
     ]
 }
 
 fn delegator_runs() -> Vec<Run> {
-    let mut runs = vec![run(SINCE - 3600.0, "completed", Some(agent("old report", false)))];
+    let mut runs = vec![run(
+        SINCE - 3600.0,
+        "completed",
+        Some(agent("old report", false)),
+    )];
     for k in 1..=5u32 {
         let kf = f64::from(k);
         let mut a = agent(&format!("research brief #{k}"), false);
-        a.usage = usage(0.01 * kf, (k % 2 == 0).then_some(0.015 * kf), 2000 * u64::from(k), 300);
-        a.children = vec![(usage(0.005, None, 500, 50), vec![("compression".into(), usage(0.0011, None, 90, 10))])];
+        a.usage = usage(
+            0.01 * kf,
+            (k % 2 == 0).then_some(0.015 * kf),
+            2000 * u64::from(k),
+            300,
+        );
+        a.children = vec![(
+            usage(0.005, None, 500, 50),
+            vec![("compression".into(), usage(0.0011, None, 90, 10))],
+        )];
         a.aux = vec![("title_generation".into(), usage(0.0007, None, 40, 8))];
         a.tool_call_last = k == 3;
         runs.push(run(SINCE + kf * 100_000.0, "completed", Some(a)));
     }
-    runs.push(run(NOW - 300.0, "running", Some(agent("still thinking", false))));
+    runs.push(run(
+        NOW - 300.0,
+        "running",
+        Some(agent("still thinking", false)),
+    ));
     runs
 }
 
@@ -170,7 +272,11 @@ fn failing_runs() -> Vec<Run> {
     let mut not_started = run(SINCE + 250_000.0, "failed", None);
     not_started.error = Some("Fire claim lost; execution was not started.".into());
     vec![
-        run(SINCE + 50_000.0, "completed", Some(agent("synced 3 folders", false))),
+        run(
+            SINCE + 50_000.0,
+            "completed",
+            Some(agent("synced 3 folders", false)),
+        ),
         run(SINCE + 150_000.0, "failed", Some(agent("", false))),
         not_started,
         run(SINCE + 350_000.0, "failed", Some(agent("", false))),
@@ -178,8 +284,15 @@ fn failing_runs() -> Vec<Run> {
 }
 
 fn watchdog_runs() -> Vec<Run> {
-    let mut runs: Vec<Run> =
-        (0..6).map(|i| run(SINCE + 20_000.0 + f64::from(i) * 60_000.0, "completed", None)).collect();
+    let mut runs: Vec<Run> = (0..6)
+        .map(|i| {
+            run(
+                SINCE + 20_000.0 + f64::from(i) * 60_000.0,
+                "completed",
+                None,
+            )
+        })
+        .collect();
     runs.insert(2, run(SINCE + 70_000.0, "failed", None));
     runs
 }
@@ -267,7 +380,11 @@ fn expected(job: &Job) -> Expected {
         .runs
         .iter()
         .filter(|r| r.status != "running" && r.at >= start && r.at <= NOW)
-        .filter(|r| !r.error.as_deref().is_some_and(|e| e.starts_with("Fire claim lost")))
+        .filter(|r| {
+            !r.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("Fire claim lost"))
+        })
         .collect();
     let no_agent = job.create["no_agent"] == json!(true);
     let empty = counted
@@ -308,17 +425,38 @@ fn expected(job: &Job) -> Expected {
 
 /// Strings classified by Hermes' own cron silence function and by the report's.
 const SILENCE_PROBE: [&str; 22] = [
-    "[SILENT]", "SILENT", "NO_REPLY", "NO REPLY", "no   reply", "  [silent]\n", "NO-REPLY",
-    "[SILENT", "", "  \n ", "2 deals filtered\n\n[SILENT]", "[SILENT]\nmore", "a\nSILENT\nb",
-    "[SILENT] No changes", "SILENT retry succeeded", "mid [SILENT] sentence", ".NO_REPLY",
-    "x\r\n\r\nNO REPLY\r\n", "x\u{2028}SILENT", "\u{a0}SILENT\u{a0}", "*NO_REPLY*", "Silent.",
+    "[SILENT]",
+    "SILENT",
+    "NO_REPLY",
+    "NO REPLY",
+    "no   reply",
+    "  [silent]\n",
+    "NO-REPLY",
+    "[SILENT",
+    "",
+    "  \n ",
+    "2 deals filtered\n\n[SILENT]",
+    "[SILENT]\nmore",
+    "a\nSILENT\nb",
+    "[SILENT] No changes",
+    "SILENT retry succeeded",
+    "mid [SILENT] sentence",
+    ".NO_REPLY",
+    "x\r\n\r\nNO REPLY\r\n",
+    "x\u{2028}SILENT",
+    "\u{a0}SILENT\u{a0}",
+    "*NO_REPLY*",
+    "Silent.",
 ];
 
 fn make_home(python: &Path, dir: &Path, jobs: &[Job]) -> Value {
     let spec_path = dir.join("spec.json");
     let spec = spec_json(jobs, &SILENCE_PROBE);
-    std::fs::write(&spec_path, serde_json::to_vec(&spec).expect("the spec must encode"))
-        .expect("the spec must be written");
+    std::fs::write(
+        &spec_path,
+        serde_json::to_vec(&spec).expect("the spec must encode"),
+    )
+    .expect("the spec must be written");
     let script = report_common::repo_root().join("tests/python/make_hermes_home.py");
     let output = Command::new(python)
         .arg(&script)
@@ -345,20 +483,39 @@ fn options(dir: &Path) -> ReportOptions {
 
 #[test]
 fn reports_over_a_home_written_by_hermes_match_the_spec() {
-    let Some(python) = report_common::venv_python() else { return };
+    let Some(python) = report_common::venv_python() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let jobs = spec_jobs();
     let hermes = make_home(&python, dir.path(), &jobs);
     let opts = options(dir.path());
     let before = report_common::snapshot(&dir.path().join("home"));
     let report = cron_cost(&opts);
-    assert!(report.errors.is_empty(), "every store must read: {:?}", report.errors);
-    assert!(report.cost.sources.executions && report.cost.sources.state_db, "both stores read");
-    assert_eq!(report.cost.sources.executions_coverage_from, None, "the ledger is not pruned");
+    assert!(
+        report.errors.is_empty(),
+        "every store must read: {:?}",
+        report.errors
+    );
+    assert!(
+        report.cost.sources.executions && report.cost.sources.state_db,
+        "both stores read"
+    );
+    assert_eq!(
+        report.cost.sources.executions_coverage_from, None,
+        "the ledger is not pruned"
+    );
     let mut total = 0.0;
     for job in &jobs {
-        let id = hermes["ids"][job.key].as_str().expect("Hermes must report the job id");
-        let got = report.cost.jobs.iter().find(|j| j.id == id).expect("every job must be listed");
+        let id = hermes["ids"][job.key]
+            .as_str()
+            .expect("Hermes must report the job id");
+        let got = report
+            .cost
+            .jobs
+            .iter()
+            .find(|j| j.id == id)
+            .expect("every job must be listed");
         let want = expected(job);
         let got_view = Expected {
             span_days: got.span_days,
@@ -372,11 +529,22 @@ fn reports_over_a_home_written_by_hermes_match_the_spec() {
         };
         assert_eq!(got_view, want, "job {} must match the spec", job.key);
         let per_day = want.cost_usd / want.span_days;
-        assert!((got.cost_per_day_usd - per_day).abs() < 1e-3, "{}: cost per day", job.key);
+        assert!(
+            (got.cost_per_day_usd - per_day).abs() < 1e-3,
+            "{}: cost per day",
+            job.key
+        );
         total += got.cost_per_day_usd;
     }
-    assert_eq!(report.cost.jobs.len(), jobs.len(), "no job may appear twice or from nowhere");
-    assert!((report.cost.total_cost_per_day_usd - total).abs() < 1e-3, "the total sums the jobs");
+    assert_eq!(
+        report.cost.jobs.len(),
+        jobs.len(),
+        "no job may appear twice or from nowhere"
+    );
+    assert!(
+        (report.cost.total_cost_per_day_usd - total).abs() < 1e-3,
+        "the total sums the jobs"
+    );
     let flagged: Vec<&str> = jobs
         .iter()
         .filter(|j| !expected(j).flags.is_empty())
@@ -384,7 +552,10 @@ fn reports_over_a_home_written_by_hermes_match_the_spec() {
         .collect();
     let mut got_flagged: Vec<&str> = report.cost.flagged.iter().map(String::as_str).collect();
     got_flagged.sort_unstable_by_key(|id| flagged.iter().position(|f| f == id));
-    assert_eq!(got_flagged, flagged, "flagged must list exactly the flagged jobs");
+    assert_eq!(
+        got_flagged, flagged,
+        "flagged must list exactly the flagged jobs"
+    );
     assert_eq!(
         (report.cost.since.as_str(), report.cost.until.as_str()),
         ("2026-09-20T12:00:00Z", "2026-09-27T12:00:00Z"),
@@ -396,50 +567,117 @@ fn reports_over_a_home_written_by_hermes_match_the_spec() {
 
 fn check_status_and_audit(opts: &ReportOptions, jobs: &[Job], hermes: &Value) {
     let report = status(opts);
-    assert!(report.errors.is_empty(), "the status must read everything: {:?}", report.errors);
+    assert!(
+        report.errors.is_empty(),
+        "the status must read everything: {:?}",
+        report.errors
+    );
     let effective = serde_json::to_value(&report.effective).expect("effective must encode");
-    assert_eq!(effective, hermes["effective"], "effective must equal Hermes' load_config");
-    assert_eq!(report.managed.keys as u64, hermes["managed_keys"], "pinned keys as Hermes counts");
-    assert!(report.managed.error.is_none() && report.managed.sha256.is_some(), "managed applies");
+    assert_eq!(
+        effective, hermes["effective"],
+        "effective must equal Hermes' load_config"
+    );
+    assert_eq!(
+        report.managed.keys as u64, hermes["managed_keys"],
+        "pinned keys as Hermes counts"
+    );
+    assert!(
+        report.managed.error.is_none() && report.managed.sha256.is_some(),
+        "managed applies"
+    );
     let observed = serde_json::to_value(&report.observed).expect("observed must encode");
-    assert_eq!(observed, observed_json(), "observed roles must come back unchanged");
+    assert_eq!(
+        observed,
+        observed_json(),
+        "observed roles must come back unchanged"
+    );
     let id = |key: &str| hermes["ids"][key].as_str().expect("id").to_string();
     let mut by_creation: Vec<&Job> = jobs.iter().collect();
     by_creation.sort_by(|a, b| a.created_at.total_cmp(&b.created_at));
     let want_ids: Vec<String> = by_creation.iter().map(|j| id(j.key)).collect();
     let got_ids: Vec<String> = report.crons.iter().map(|c| c.id.clone()).collect();
-    assert_eq!(got_ids, want_ids, "crons must list every job in store order");
-    let cron = |key: &str| report.crons.iter().find(|c| c.id == id(key)).expect("listed");
-    assert!(!cron("paused").enabled && cron("inbox").enabled, "a paused job is not enabled");
+    assert_eq!(
+        got_ids, want_ids,
+        "crons must list every job in store order"
+    );
+    let cron = |key: &str| {
+        report
+            .crons
+            .iter()
+            .find(|c| c.id == id(key))
+            .expect("listed")
+    };
+    assert!(
+        !cron("paused").enabled && cron("inbox").enabled,
+        "a paused job is not enabled"
+    );
     let monitor = cron("monitor");
     assert_eq!(
-        (monitor.provider.as_deref(), monitor.model.as_deref(), monitor.reasoning_effort.as_deref()),
+        (
+            monitor.provider.as_deref(),
+            monitor.model.as_deref(),
+            monitor.reasoning_effort.as_deref()
+        ),
         (Some("openrouter"), Some("other-model"), Some("xhigh")),
         "per-job pins are shown"
     );
     let failing = cron("failing");
-    assert_eq!((failing.last_status.as_deref(), failing.failure_streak), (Some("error"), 2), "failing");
+    assert_eq!(
+        (failing.last_status.as_deref(), failing.failure_streak),
+        (Some("error"), 2),
+        "failing"
+    );
     let audit = cron_cost(opts).audit;
-    assert_eq!(audit.pinned_model, [id("monitor")], "only the monitor job pins a model");
-    assert_eq!(audit.pinned_effort, [id("monitor")], "only the monitor job pins an effort");
-    assert_eq!(audit.failing, [id("failing")], "only the failing job failed last");
-    assert_eq!(audit.outside_allowed_models, [id("monitor")], "other-model is not allowed");
+    assert_eq!(
+        audit.pinned_model,
+        [id("monitor")],
+        "only the monitor job pins a model"
+    );
+    assert_eq!(
+        audit.pinned_effort,
+        [id("monitor")],
+        "only the monitor job pins an effort"
+    );
+    assert_eq!(
+        audit.failing,
+        [id("failing")],
+        "only the failing job failed last"
+    );
+    assert_eq!(
+        audit.outside_allowed_models,
+        [id("monitor")],
+        "other-model is not allowed"
+    );
 }
 
 #[test]
 fn silence_matching_agrees_with_hermes_for_every_probe() {
-    let Some(python) = report_common::venv_python() else { return };
+    let Some(python) = report_common::venv_python() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let hermes = make_home(&python, dir.path(), &[]);
-    let verdicts = hermes["silence"].as_array().expect("Hermes must classify the probe");
+    let verdicts = hermes["silence"]
+        .as_array()
+        .expect("Hermes must classify the probe");
     let mut disagreements = BTreeMap::new();
     for (text, verdict) in SILENCE_PROBE.iter().zip(verdicts) {
         if Some(is_silence(text)) != verdict.as_bool() {
             disagreements.insert(*text, verdict.clone());
         }
     }
-    assert_eq!(verdicts.len(), SILENCE_PROBE.len(), "every probe must be classified");
-    assert!(disagreements.is_empty(), "Hermes disagrees on {disagreements:?}");
+    assert_eq!(
+        verdicts.len(),
+        SILENCE_PROBE.len(),
+        "every probe must be classified"
+    );
+    assert!(
+        disagreements.is_empty(),
+        "Hermes disagrees on {disagreements:?}"
+    );
     let report = fleet_report(&options(dir.path()));
-    assert!(report.crons.cost.jobs.is_empty(), "a home without jobs reports no job");
+    assert!(
+        report.crons.cost.jobs.is_empty(),
+        "a home without jobs reports no job"
+    );
 }

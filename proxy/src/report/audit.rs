@@ -29,9 +29,13 @@ pub struct Audit {
 /// Audit `jobs` against the merged config `tree`.
 pub fn audit(jobs: &[CronJob], tree: &Map<String, Value>) -> Audit {
     let allowed: Option<Vec<String>> = match lookup(tree, ALLOWED_MODELS_KEY) {
-        Value::Array(items) => {
-            Some(items.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        }
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        ),
         _ => None,
     };
     let mut audit = Audit::default();
@@ -40,7 +44,11 @@ pub fn audit(jobs: &[CronJob], tree: &Map<String, Value>) -> Audit {
         if job.model.is_some() || job.provider.is_some() {
             audit.pinned_model.push(id());
         }
-        if job.reasoning_effort.as_deref().is_some_and(|e| !e.is_empty()) {
+        if job
+            .reasoning_effort
+            .as_deref()
+            .is_some_and(|e| !e.is_empty())
+        {
             audit.pinned_effort.push(id());
         }
         let failed_last = matches!(job.last_status.as_deref(), Some("error" | "blocked_config"));

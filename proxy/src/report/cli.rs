@@ -46,7 +46,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<String> {
     );
     let report = fleet_report(&args.options());
     if args.json {
-        let mut text = serde_json::to_string_pretty(&report).context("failed to encode the report")?;
+        let mut text =
+            serde_json::to_string_pretty(&report).context("failed to encode the report")?;
         text.push('\n');
         Ok(text)
     } else {

@@ -168,7 +168,11 @@ pub fn compute(inputs: &CostInputs<'_>) -> CostSection {
             executions_coverage_from: coverage.map(format_iso_z),
         },
         definition: DEFINITION,
-        flagged: jobs.iter().filter(|j| !j.flags.is_empty()).map(|j| j.id.clone()).collect(),
+        flagged: jobs
+            .iter()
+            .filter(|j| !j.flags.is_empty())
+            .map(|j| j.id.clone())
+            .collect(),
         total_cost_per_day_usd: round(total, 4),
         jobs,
     }
@@ -179,7 +183,10 @@ type ByJob<'a, T> = HashMap<&'a str, Vec<&'a T>>;
 fn group_executions(ledger: Option<&Ledger>) -> ByJob<'_, Execution> {
     let mut by_job: ByJob<'_, Execution> = HashMap::new();
     for execution in ledger.map_or(&[][..], |l| &l.executions) {
-        by_job.entry(execution.job_id.as_str()).or_default().push(execution);
+        by_job
+            .entry(execution.job_id.as_str())
+            .or_default()
+            .push(execution);
     }
     for list in by_job.values_mut() {
         list.sort_by(|a, b| a.claimed_at.total_cmp(&b.claimed_at));
@@ -196,7 +203,10 @@ fn group_turns(turns: Option<&[AgentTurn]>) -> ByJob<'_, AgentTurn> {
 }
 
 fn span_start(since: f64, created_at: Option<f64>, coverage: Option<f64>) -> f64 {
-    [Some(since), created_at, coverage].into_iter().flatten().fold(f64::MIN, f64::max)
+    [Some(since), created_at, coverage]
+        .into_iter()
+        .flatten()
+        .fold(f64::MIN, f64::max)
 }
 
 fn orphan_ids<'a>(
@@ -230,7 +240,10 @@ impl<'a> Run<'a> {
         self.turns += 1;
         self.cost += turn.cost_usd;
         self.tokens += turn.tokens;
-        if self.latest_turn.is_none_or(|t| t.started_at <= turn.started_at) {
+        if self
+            .latest_turn
+            .is_none_or(|t| t.started_at <= turn.started_at)
+        {
             self.latest_turn = Some(turn);
         }
     }
@@ -270,7 +283,10 @@ fn tally<'a>(
             let counts = e.status.is_terminal() && !e.not_started && in_span(e.claimed_at);
             counts.then(|| {
                 let failed = matches!(e.status, ExecStatus::Failed | ExecStatus::Unknown);
-                runs.push(Run { failed, ..Run::default() });
+                runs.push(Run {
+                    failed,
+                    ..Run::default()
+                });
                 runs.len() - 1
             })
         })
@@ -296,7 +312,9 @@ fn tally<'a>(
 /// The execution whose `[claimed_at, finished_at]` holds `started_at` (runs of one job do not
 /// overlap, so only the last claim at or before it can).
 fn owning_execution(execs: &[&Execution], started_at: f64) -> Option<usize> {
-    let index = execs.partition_point(|e| e.claimed_at <= started_at).checked_sub(1)?;
+    let index = execs
+        .partition_point(|e| e.claimed_at <= started_at)
+        .checked_sub(1)?;
     let end = execs[index].finished_at.unwrap_or(f64::INFINITY);
     (started_at <= end).then_some(index)
 }
@@ -315,7 +333,9 @@ fn job_cost(
     let cost: f64 = tally.runs.iter().map(|r| r.cost).sum();
     let measurable = inputs.turns.is_some() && gate != Some(Gate::NoAgent);
     let empty_runs = measurable.then(|| tally.runs.iter().filter(|r| r.is_empty()).count() as u64);
-    let empty_share = empty_runs.filter(|_| runs > 0).map(|e| e as f64 / runs as f64);
+    let empty_share = empty_runs
+        .filter(|_| runs > 0)
+        .map(|e| e as f64 / runs as f64);
     let runs_per_day = per_day(runs as f64);
     let mut flags = Vec::new();
     if job.is_some() && gate.is_none() && runs_per_day > FREQUENT_RUNS_PER_DAY {

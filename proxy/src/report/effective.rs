@@ -52,7 +52,10 @@ pub struct MergedConfig {
 
 /// Build the merged config of `home` with the `managed` overlay.
 pub fn merge_config(home: &Path, managed: &Map<String, Value>) -> MergedConfig {
-    let mut merged = MergedConfig { tree: defaults(), user_error: None };
+    let mut merged = MergedConfig {
+        tree: defaults(),
+        user_error: None,
+    };
     match read_user_config(home) {
         Ok(Some(user)) => {
             deep_merge(&mut merged.tree, &user);
@@ -99,7 +102,9 @@ fn defaults() -> Map<String, Value> {
 pub fn deep_merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
     for (key, value) in over {
         match (base.get_mut(key), value) {
-            (Some(Value::Object(inner)), Value::Object(over_inner)) => deep_merge(inner, over_inner),
+            (Some(Value::Object(inner)), Value::Object(over_inner)) => {
+                deep_merge(inner, over_inner)
+            }
             (Some(Value::Object(_)), Value::Null) => {}
             _ => {
                 base.insert(key.clone(), value.clone());
@@ -114,10 +119,11 @@ pub fn deep_merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
 pub fn normalize_root_model_keys(config: &mut Map<String, Value>) {
     let model_in = config.get("model");
     let model_dict = model_in.and_then(Value::as_object);
-    let has_alias = model_dict.and_then(|m| m.get("api_base")).is_some_and(truthy);
-    let needs_canon = model_dict.is_some_and(|m| {
-        m.get("model").is_some_and(truthy) || m.get("name").is_some_and(truthy)
-    });
+    let has_alias = model_dict
+        .and_then(|m| m.get("api_base"))
+        .is_some_and(truthy);
+    let needs_canon = model_dict
+        .is_some_and(|m| m.get("model").is_some_and(truthy) || m.get("name").is_some_and(truthy));
     let has_root = ["provider", "base_url", "context_length", "api_base"]
         .iter()
         .any(|k| config.get(*k).is_some_and(truthy));
@@ -167,7 +173,12 @@ fn canonicalize_model_id(model: &mut Map<String, Value>) {
 /// The eight effective keys of a merged tree. A root `model` that is a non-empty string is
 /// the model id Hermes runs with, so it is shown as `model.default`.
 pub fn effective(tree: &Map<String, Value>) -> Effective {
-    Effective(EFFECTIVE_KEYS.iter().map(|key| (*key, lookup(tree, key))).collect())
+    Effective(
+        EFFECTIVE_KEYS
+            .iter()
+            .map(|key| (*key, lookup(tree, key)))
+            .collect(),
+    )
 }
 
 /// A dotted key of a merged tree; null when a step is missing or not a mapping.
@@ -175,7 +186,11 @@ pub fn lookup(tree: &Map<String, Value>, dotted: &str) -> Value {
     if dotted == "model.default"
         && let Some(Value::String(model)) = tree.get("model")
     {
-        return if model.is_empty() { Value::Null } else { Value::String(model.clone()) };
+        return if model.is_empty() {
+            Value::Null
+        } else {
+            Value::String(model.clone())
+        };
     }
     let mut node = tree;
     let mut parts = dotted.split('.').peekable();

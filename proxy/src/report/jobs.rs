@@ -150,9 +150,15 @@ fn normalize(job: &Map<String, Value>) -> CronJob {
         model_snapshot: text(job.get("model_snapshot")),
         reasoning_effort: text(job.get("reasoning_effort")),
         last_status: text(job.get("last_status")),
-        failure_streak: job.get("failure_streak").and_then(Value::as_i64).unwrap_or(0),
+        failure_streak: job
+            .get("failure_streak")
+            .and_then(Value::as_i64)
+            .unwrap_or(0),
         state,
-        created_at: job.get("created_at").and_then(Value::as_str).and_then(parse_iso),
+        created_at: job
+            .get("created_at")
+            .and_then(Value::as_str)
+            .and_then(parse_iso),
         gate: gate(job),
         id,
     }
@@ -183,14 +189,23 @@ fn display_name(job: &Map<String, Value>, id: &str) -> String {
     }
     .or_else(|| text(job.get("skill")));
     let script = text(job.get("script")).unwrap_or_default();
-    let label = [Some(prompt), first_skill, Some(script.trim().to_string()), Some(id.into())]
-        .into_iter()
-        .flatten()
-        .find(|s| !s.is_empty())
-        .unwrap_or_else(|| "cron job".to_string());
+    let label = [
+        Some(prompt),
+        first_skill,
+        Some(script.trim().to_string()),
+        Some(id.into()),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|s| !s.is_empty())
+    .unwrap_or_else(|| "cron job".to_string());
     let short: String = label.chars().take(50).collect();
     let short = short.trim();
-    if short.is_empty() { "cron job".to_string() } else { short.to_string() }
+    if short.is_empty() {
+        "cron job".to_string()
+    } else {
+        short.to_string()
+    }
 }
 
 fn schedule_display(job: &Map<String, Value>) -> String {

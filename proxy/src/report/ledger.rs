@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::sqlite::{DbError, column_or, columns, open_read_only, text_at};
+use super::sqlite::{DbError, column_or, columns, open_read_only, str_at, text_at};
 use super::time::{DAY_SECONDS, format_date, parse_iso};
 
 /// Terminal rows Hermes keeps before pruning the oldest.
@@ -101,10 +101,14 @@ impl Ledger {
 pub fn read_ledger(path: &Path, since: f64, busy: Duration) -> Result<Ledger, DbError> {
     let (conn, _) = open_read_only(path, busy)?;
     let err = |e| DbError::sqlite(path, e);
+    // Rows and pruning statistics from one snapshot.
+    let _snapshot = conn.unchecked_transaction().map_err(err)?;
     let cols = columns(&conn, "executions").map_err(err)?;
     for needed in ["job_id", "status", "claimed_at"] {
         if !cols.contains(needed) {
-            return Err(err(rusqlite::Error::InvalidColumnName(format!("executions.{needed}"))));
+            return Err(err(rusqlite::Error::InvalidColumnName(format!(
+                "executions.{needed}"
+            ))));
         }
     }
     let executions = read_rows(&conn, &cols, since).map_err(err)?;
@@ -140,33 +144,37 @@ fn read_rows(
     let mut rows = stmt.query([format_date(since - 2.0 * DAY_SECONDS)])?;
     let mut executions = Vec::new();
     while let Some(row) = rows.next()? {
-        let (Some(job_id), Some(status), Some(claimed)) =
-            (text_at(row, 0)?, text_at(row, 1)?, text_at(row, 2)?)
+        let (Some(status), Some(claimed)) = (str_at(row, 1)?, str_at(row, 2)?) else {
+            continue;
+        };
+        let Some(mut execution) = execution(status, claimed, str_at(row, 3)?, str_at(row, 4)?)
         else {
             continue;
         };
-        if let Some(e) = execution(job_id, &status, &claimed, text_at(row, 3)?, text_at(row, 4)?) {
-            executions.push(e);
-        }
+        let Some(job_id) = text_at(row, 0)? else {
+            continue;
+        };
+        execution.job_id = job_id;
+        executions.push(execution);
     }
     Ok(executions)
 }
 
+/// An execution from its status, timestamps and error (the job id is filled in by the caller).
 fn execution(
-    job_id: String,
     status: &str,
     claimed: &str,
-    finished: Option<String>,
-    error: Option<String>,
+    finished: Option<&str>,
+    error: Option<&str>,
 ) -> Option<Execution> {
     let status = ExecStatus::parse(status)?;
     let not_started = status == ExecStatus::Failed
-        && error.as_deref().is_some_and(|e| NOT_STARTED.iter().any(|p| e.starts_with(p)));
+        && error.is_some_and(|e| NOT_STARTED.iter().any(|p| e.starts_with(p)));
     Some(Execution {
-        job_id,
+        job_id: String::new(),
         status,
         claimed_at: parse_iso(claimed)?,
-        finished_at: finished.as_deref().and_then(parse_iso),
+        finished_at: finished.and_then(parse_iso),
         not_started,
     })
 }

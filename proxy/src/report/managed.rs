@@ -74,7 +74,10 @@ pub fn load(source: &ManagedDir) -> ManagedScope {
         return ManagedScope::default();
     };
     let mut scope = ManagedScope {
-        state: ManagedState { dir: Some(dir.display().to_string()), ..ManagedState::default() },
+        state: ManagedState {
+            dir: Some(dir.display().to_string()),
+            ..ManagedState::default()
+        },
         config: Map::new(),
     };
     let path = dir.join("config.yaml");
@@ -107,7 +110,11 @@ pub fn pinned_keys(config: &Map<String, Value>) -> BTreeSet<String> {
 
 fn flatten(map: &Map<String, Value>, prefix: &str, keys: &mut BTreeSet<String>) {
     for (key, value) in map {
-        let dotted = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        let dotted = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
         match value {
             Value::Object(inner) if !inner.is_empty() => flatten(inner, &dotted, keys),
             _ => {

@@ -86,7 +86,9 @@ impl ReportOptions {
     /// The report's "now" in Unix seconds.
     pub fn now_unix(&self) -> f64 {
         self.now.unwrap_or_else(|| {
-            SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
         })
     }
 }
@@ -127,9 +129,20 @@ pub fn cron_cost(opts: &ReportOptions) -> CronCostReport {
     let managed = managed::load(&opts.managed_dir);
     let merged = effective::merge_config(&opts.hermes_home, &managed.config);
     let ledger_path = opts.hermes_home.join("cron").join("executions.db");
-    let ledger = readable(ledger::read_ledger(&ledger_path, since, opts.busy_timeout), &mut errors);
     let state_path = opts.hermes_home.join("state.db");
-    let turns = turns::read_turns(&state_path, since, until, opts.busy_timeout);
+    // The two databases are independent files: read them side by side.
+    let (ledger, turns) = std::thread::scope(|scope| {
+        let ledger = scope.spawn(|| ledger::read_ledger(&ledger_path, since, opts.busy_timeout));
+        let turns = turns::read_turns(&state_path, since, until, opts.busy_timeout);
+        (ledger.join(), turns)
+    });
+    let ledger = match ledger {
+        Ok(result) => readable(result, &mut errors),
+        Err(_) => {
+            errors.push("failed to read cron/executions.db: the reader panicked".to_string());
+            None
+        }
+    };
     let turns = readable(turns, &mut errors);
     let cost = cost::compute(&cost::CostInputs {
         jobs: &jobs,
@@ -164,5 +177,8 @@ fn readable<T>(result: Result<T, sqlite::DbError>, errors: &mut Vec<String>) -> 
 
 /// Both reports.
 pub fn fleet_report(opts: &ReportOptions) -> FleetReport {
-    FleetReport { status: status(opts), crons: cron_cost(opts) }
+    FleetReport {
+        status: status(opts),
+        crons: cron_cost(opts),
+    }
 }

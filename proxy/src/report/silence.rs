@@ -21,7 +21,8 @@ pub fn is_silence(reply: &str) -> bool {
     if is_marker(trimmed) {
         return true;
     }
-    let mut lines = py_splitlines(trimmed).filter(|line| !line.trim_matches(is_py_space).is_empty());
+    let mut lines =
+        py_splitlines(trimmed).filter(|line| !line.trim_matches(is_py_space).is_empty());
     let first = lines.next();
     let last = lines.last().or(first);
     if first.is_some_and(is_marker) || last.is_some_and(is_marker) {
@@ -32,7 +33,10 @@ pub fn is_silence(reply: &str) -> bool {
 
 fn is_marker(line: &str) -> bool {
     let upper = line.to_uppercase();
-    let canonical = upper.split(is_py_space).filter(|w| !w.is_empty()).collect::<Vec<_>>();
+    let canonical = upper
+        .split(is_py_space)
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>();
     MARKERS.contains(&canonical.join(" ").as_str())
 }
 
@@ -46,7 +50,14 @@ fn py_splitlines(text: &str) -> impl Iterator<Item = &str> {
     let is_break = |c: char| {
         matches!(
             c,
-            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}'
+            '\n' | '\r'
+                | '\u{b}'
+                | '\u{c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
                 | '\u{2029}'
         )
     };

@@ -70,7 +70,10 @@ pub enum DbError {
 impl DbError {
     /// Wrap a SQLite error with the path it happened on.
     pub fn sqlite(path: &Path, source: rusqlite::Error) -> Self {
-        Self::Sqlite { path: path.to_path_buf(), source }
+        Self::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -88,7 +91,11 @@ pub fn open_read_only(path: &Path, busy: Duration) -> Result<(Connection, OpenMo
     let header = read_header(path)?;
     let wal = header.len() >= 20 && (header[18] == 2 || header[19] == 2);
     let live_wal = side_file(path, "-wal").exists() && side_file(path, "-shm").exists();
-    let mode = if wal && !live_wal { OpenMode::Immutable } else { OpenMode::ReadOnly };
+    let mode = if wal && !live_wal {
+        OpenMode::Immutable
+    } else {
+        OpenMode::ReadOnly
+    };
     let uri = file_uri(path, mode);
     let mut attempt = 0;
     loop {
@@ -109,8 +116,12 @@ fn try_open(uri: &str, busy: Duration) -> rusqlite::Result<Connection> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(uri, flags)?;
     conn.busy_timeout(busy)?;
+    // A report reads each page about once; a larger cache saves re-reads of index pages.
+    conn.pragma_update(None, "cache_size", -32_768)?;
     // Reading the schema forces the header, lock and WAL-index checks now, not mid-report.
-    conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get::<_, i64>(0))?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
+        row.get::<_, i64>(0)
+    })?;
     Ok(conn)
 }
 
@@ -118,12 +129,18 @@ fn read_header(path: &Path) -> Result<Vec<u8>, DbError> {
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => DbError::Missing(path.to_path_buf()),
-        _ => DbError::Io { path: path.to_path_buf(), source },
+        _ => DbError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
     })?;
     let mut header = Vec::with_capacity(100);
     file.take(100)
         .read_to_end(&mut header)
-        .map_err(|source| DbError::Io { path: path.to_path_buf(), source })?;
+        .map_err(|source| DbError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     // A zero-length file is a valid empty database to SQLite; anything else needs the magic.
     if !header.is_empty() && !header.starts_with(MAGIC) {
         return Err(DbError::NotSqlite(path.to_path_buf()));
@@ -163,16 +180,31 @@ pub fn columns(conn: &Connection, table: &str) -> rusqlite::Result<HashSet<Strin
 /// `<alias>.<column>` when the probe found the column, else `fallback` (an SQL literal), for
 /// building SELECTs that work on older and newer schemas alike.
 pub fn column_or(cols: &HashSet<String>, alias: &str, column: &str, fallback: &str) -> String {
-    if cols.contains(column) { format!("{alias}.{column}") } else { fallback.to_string() }
+    if cols.contains(column) {
+        format!("{alias}.{column}")
+    } else {
+        fallback.to_string()
+    }
 }
 
 /// A column as text whatever its storage class (numbers printed); `None` for NULL or a blob.
 pub fn text_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Option<String>> {
     Ok(match row.get_ref(idx)? {
-        ValueRef::Text(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        ValueRef::Text(bytes) => Some(match std::str::from_utf8(bytes) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        }),
         ValueRef::Integer(i) => Some(i.to_string()),
         ValueRef::Real(f) => Some(f.to_string()),
         ValueRef::Null | ValueRef::Blob(_) => None,
+    })
+}
+
+/// A text column borrowed from the row; `None` for NULL, numbers, blobs or invalid UTF-8.
+pub fn str_at<'r>(row: &'r rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Option<&'r str>> {
+    Ok(match row.get_ref(idx)? {
+        ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok(),
+        _ => None,
     })
 }
 
@@ -181,7 +213,9 @@ pub fn real_at(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Option<f
     Ok(match row.get_ref(idx)? {
         ValueRef::Integer(i) => Some(i as f64),
         ValueRef::Real(f) => Some(f),
-        ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok().and_then(|t| t.trim().parse().ok()),
+        ValueRef::Text(bytes) => std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|t| t.trim().parse().ok()),
         ValueRef::Null | ValueRef::Blob(_) => None,
     })
 }

@@ -82,7 +82,10 @@ pub fn status(opts: &ReportOptions) -> StatusReport {
         errors.push(err.to_string());
         Observed::default()
     });
-    let crons = jobs_or_error(opts, &mut errors).iter().map(CronEntry::from).collect();
+    let crons = jobs_or_error(opts, &mut errors)
+        .iter()
+        .map(CronEntry::from)
+        .collect();
     StatusReport {
         plugin: PLUGIN,
         version: CONTRACT_VERSION,

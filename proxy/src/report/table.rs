@@ -33,7 +33,10 @@ fn managed_section(report: &FleetReport, out: &mut String) {
             out,
             "Managed scope: {dir} ({} pinned keys, config.yaml {})",
             managed.keys,
-            managed.sha256.as_deref().map_or("absent".to_string(), |s| format!("sha256 {s}")),
+            managed
+                .sha256
+                .as_deref()
+                .map_or("absent".to_string(), |s| format!("sha256 {s}")),
         ),
     };
     if let Some(error) = &managed.error {
@@ -43,7 +46,12 @@ fn managed_section(report: &FleetReport, out: &mut String) {
 
 fn effective_section(report: &FleetReport, out: &mut String) {
     out.push_str("\nEffective config\n");
-    let rows = report.status.effective.0.iter().map(|(k, v)| vec![k.to_string(), scalar(v)]);
+    let rows = report
+        .status
+        .effective
+        .0
+        .iter()
+        .map(|(k, v)| vec![k.to_string(), scalar(v)]);
     out.push_str(&grid(&["KEY", "VALUE"], rows.collect()));
 }
 
@@ -55,7 +63,12 @@ fn observed_section(report: &FleetReport, out: &mut String) {
     }
     let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_string());
     let rows = report.status.observed.roles().map(|(role, o)| {
-        let cells = [&o.model, &o.reasoning_effort, &o.service_tier, &o.response_service_tier];
+        let cells = [
+            &o.model,
+            &o.reasoning_effort,
+            &o.service_tier,
+            &o.response_service_tier,
+        ];
         let mut row = vec![role.to_string()];
         row.extend(cells.into_iter().map(dash));
         row.push(dash(&o.ts));
@@ -67,14 +80,26 @@ fn observed_section(report: &FleetReport, out: &mut String) {
 
 fn cost_section(report: &FleetReport, out: &mut String) {
     let cost = &report.crons.cost;
-    let _ = writeln!(out, "\nCron cost, {} days ({} to {})", cost.window_days, cost.since, cost.until);
+    let _ = writeln!(
+        out,
+        "\nCron cost, {} days ({} to {})",
+        cost.window_days, cost.since, cost.until
+    );
     let headers = [
         "ID", "NAME", "ON", "GATE", "RUNS", "FAILED", "EMPTY", "RUNS/DAY", "$/DAY", "$/RUN",
         "FLAGS",
     ];
     out.push_str(&grid(&headers, cost.jobs.iter().map(job_row).collect()));
-    let flagged = if cost.flagged.is_empty() { "none".to_string() } else { cost.flagged.join(", ") };
-    let _ = writeln!(out, "Total: ${:.4}/day; flagged: {flagged}", cost.total_cost_per_day_usd);
+    let flagged = if cost.flagged.is_empty() {
+        "none".to_string()
+    } else {
+        cost.flagged.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "Total: ${:.4}/day; flagged: {flagged}",
+        cost.total_cost_per_day_usd
+    );
     let yes_no = |b: bool| if b { "read" } else { "unavailable" };
     let _ = write!(
         out,
@@ -118,8 +143,13 @@ fn job_row(job: &JobCost) -> Vec<String> {
         empty,
         format!("{:.2}", job.runs_per_day),
         format!("{:.4}", job.cost_per_day_usd),
-        job.cost_per_run_usd.map_or("-".to_string(), |c| format!("{c:.4}")),
-        if flags.is_empty() { "-".to_string() } else { flags.join(",") },
+        job.cost_per_run_usd
+            .map_or("-".to_string(), |c| format!("{c:.4}")),
+        if flags.is_empty() {
+            "-".to_string()
+        } else {
+            flags.join(",")
+        },
     ]
 }
 
@@ -143,8 +173,11 @@ fn grid(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let header_row: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
     let mut out = String::new();
     for row in std::iter::once(&header_row).chain(&rows) {
-        let cells: Vec<String> =
-            row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
         let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
     }
     out

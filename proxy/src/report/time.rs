@@ -152,13 +152,22 @@ mod tests {
         ];
         for (text, want) in cases {
             let got = parse_iso(text).expect("a valid timestamp must parse");
-            assert!((got - want).abs() < 1e-6, "{text} must be {want}, got {got}");
+            assert!(
+                (got - want).abs() < 1e-6,
+                "{text} must be {want}, got {got}"
+            );
         }
     }
 
     #[test]
     fn malformed_timestamps_are_rejected() {
-        for text in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-09-27T25:00", "2026-09-27Tx"] {
+        for text in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-09-27T25:00",
+            "2026-09-27Tx",
+        ] {
             assert!(parse_iso(text).is_none(), "{text:?} must not parse");
         }
     }

@@ -29,7 +29,9 @@ pub fn parse_mapping(bytes: &[u8]) -> Result<Map<String, Value>, YamlError> {
     let text = std::str::from_utf8(bytes)?;
     let mut value: serde_yaml::Value =
         serde_yaml::from_str(text).map_err(|err| YamlError::Syntax(err.to_string()))?;
-    value.apply_merge().map_err(|err| YamlError::Syntax(err.to_string()))?;
+    value
+        .apply_merge()
+        .map_err(|err| YamlError::Syntax(err.to_string()))?;
     match to_json(value)? {
         Value::Object(map) => Ok(map),
         Value::Null => Err(YamlError::Empty),
@@ -70,7 +72,9 @@ fn number(n: &serde_yaml::Number) -> Value {
     } else if let Some(u) = n.as_u64() {
         Value::Number(u.into())
     } else {
-        n.as_f64().and_then(Number::from_f64).map_or(Value::Null, Value::Number)
+        n.as_f64()
+            .and_then(Number::from_f64)
+            .map_or(Value::Null, Value::Number)
     }
 }
 
@@ -80,6 +84,10 @@ fn key_text(key: &serde_yaml::Value) -> Result<String, YamlError> {
         serde_yaml::Value::Bool(b) => if *b { "True" } else { "False" }.to_string(),
         serde_yaml::Value::Null => "None".to_string(),
         serde_yaml::Value::Number(n) => n.to_string(),
-        _ => return Err(YamlError::Syntax("a mapping key is not a scalar".to_string())),
+        _ => {
+            return Err(YamlError::Syntax(
+                "a mapping key is not a scalar".to_string(),
+            ));
+        }
     })
 }

@@ -1,5 +1,7 @@
 //! Helpers shared by the report integration tests: the Hermes venv and home snapshots.
-#![allow(dead_code)]
+// Each test crate uses a subset; helpers panic on broken fixtures like the tests do, and the
+// skip line is the documented way to say a venv test did not run.
+#![allow(dead_code, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +12,10 @@ pub fn venv_python() -> Option<PathBuf> {
     match std::env::var_os("FLEETGATE_VENV") {
         Some(venv) => {
             let python = PathBuf::from(venv).join("bin").join("python");
-            assert!(python.exists(), "FLEETGATE_VENV must contain bin/python: {python:?}");
+            assert!(
+                python.exists(),
+                "FLEETGATE_VENV must contain bin/python: {python:?}"
+            );
             Some(python)
         }
         None => {
@@ -26,7 +31,10 @@ pub fn venv_python() -> Option<PathBuf> {
 
 /// The workspace root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the proxy crate has a parent").into()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the proxy crate has a parent")
+        .into()
 }
 
 /// Every file under `dir` with its bytes (relative paths).
@@ -40,7 +48,10 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
                 stack.push(path);
             } else {
                 let bytes = std::fs::read(&path).expect("home files must be readable");
-                let relative = path.strip_prefix(dir).expect("under the home").to_path_buf();
+                let relative = path
+                    .strip_prefix(dir)
+                    .expect("under the home")
+                    .to_path_buf();
                 files.insert(relative, bytes);
             }
         }
@@ -51,7 +62,11 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// Assert two snapshots are identical, naming the first difference.
 pub fn assert_unchanged(before: &BTreeMap<PathBuf, Vec<u8>>, after: &BTreeMap<PathBuf, Vec<u8>>) {
     let names = |s: &BTreeMap<PathBuf, Vec<u8>>| s.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(names(after), names(before), "the report must create or delete no file");
+    assert_eq!(
+        names(after),
+        names(before),
+        "the report must create or delete no file"
+    );
     for (path, bytes) in before {
         assert!(after[path] == *bytes, "the report must not change {path:?}");
     }

@@ -17,7 +17,11 @@ fn each_failure_mode_of_the_managed_file_is_named_and_pins_nothing() {
         ("an empty file", b"", "empty"),
         ("only comments", b"# nothing pinned yet\n", "empty"),
         ("a null document", b"null\n", "empty"),
-        ("invalid UTF-8", b"model:\n  default: \xff\xfe\n", "not_utf8"),
+        (
+            "invalid UTF-8",
+            b"model:\n  default: \xff\xfe\n",
+            "not_utf8",
+        ),
         ("a YAML syntax error", b"model: [unclosed\n", "yaml_error"),
         ("a list at the top", b"- model\n- agent\n", "not_a_mapping"),
         ("a scalar at the top", b"just words\n", "not_a_mapping"),
@@ -25,7 +29,10 @@ fn each_failure_mode_of_the_managed_file_is_named_and_pins_nothing() {
     for (why, bytes, code) in cases {
         let (_dir, scope) = scope_with(Some(bytes));
         let error = scope.state.error.clone().unwrap_or_default();
-        assert!(error.starts_with(code), "{why} must report {code}, got {error:?}");
+        assert!(
+            error.starts_with(code),
+            "{why} must report {code}, got {error:?}"
+        );
         assert_eq!(scope.state.keys, 0, "{why} must pin no key");
         assert!(scope.config.is_empty(), "{why} must overlay nothing");
         assert_eq!(
@@ -49,8 +56,15 @@ fn an_unreadable_managed_file_is_named_unless_running_as_root() {
     }
     let scope = load(&ManagedDir::At(dir.path().to_path_buf()));
     let error = scope.state.error.unwrap_or_default();
-    assert!(error.starts_with("unreadable"), "a permission error must be named, got {error:?}");
-    assert_eq!((scope.state.keys, scope.state.sha256), (0, None), "nothing read, nothing pinned");
+    assert!(
+        error.starts_with("unreadable"),
+        "a permission error must be named, got {error:?}"
+    );
+    assert_eq!(
+        (scope.state.keys, scope.state.sha256),
+        (0, None),
+        "nothing read, nothing pinned"
+    );
 }
 
 #[test]
@@ -59,26 +73,59 @@ fn a_valid_managed_file_counts_its_pinned_leaves() {
 plugins:\n  enabled: [fleet-policy]\nempty_section: {}\nunset: null\n";
     let (dir, scope) = scope_with(Some(yaml));
     assert_eq!(scope.state.error, None, "a valid file must apply");
-    assert_eq!(scope.state.dir, Some(dir.path().display().to_string()), "the dir is reported");
-    assert_eq!(scope.state.keys, 6, "leaves: 2 model, 1 security, 1 list, 1 empty map, 1 null");
-    assert_eq!(scope.config["model"], json!({"default": "grok-4.6", "provider": "xai"}), "parsed");
+    assert_eq!(
+        scope.state.dir,
+        Some(dir.path().display().to_string()),
+        "the dir is reported"
+    );
+    assert_eq!(
+        scope.state.keys, 6,
+        "leaves: 2 model, 1 security, 1 list, 1 empty map, 1 null"
+    );
+    assert_eq!(
+        scope.config["model"],
+        json!({"default": "grok-4.6", "provider": "xai"}),
+        "parsed"
+    );
 }
 
 #[test]
 fn the_directory_resolves_only_when_it_exists() {
     let (dir, scope) = scope_with(None);
-    assert_eq!(scope.state.dir, Some(dir.path().display().to_string()), "dir without config");
-    assert_eq!((scope.state.keys, scope.state.sha256, scope.state.error), (0, None, None), "empty");
+    assert_eq!(
+        scope.state.dir,
+        Some(dir.path().display().to_string()),
+        "dir without config"
+    );
+    assert_eq!(
+        (scope.state.keys, scope.state.sha256, scope.state.error),
+        (0, None, None),
+        "empty"
+    );
     let gone = dir.path().join("missing");
-    assert_eq!(resolve_dir(&ManagedDir::At(gone)), None, "a missing dir is no scope");
+    assert_eq!(
+        resolve_dir(&ManagedDir::At(gone)),
+        None,
+        "a missing dir is no scope"
+    );
     assert_eq!(resolve_dir(&ManagedDir::Off), None, "off is no scope");
-    assert_eq!(load(&ManagedDir::Off).state, ManagedState::default(), "no scope, all null");
+    assert_eq!(
+        load(&ManagedDir::Off).state,
+        ManagedState::default(),
+        "no scope, all null"
+    );
 }
 
 #[test]
 fn pinned_keys_recurse_only_into_non_empty_mappings() {
     let config = json!({"a": {"b": {"c": 1}, "d": []}, "e": {}, "f": {"g": null}});
-    let Value::Object(map) = config else { unreachable!("the literal is an object") };
+    let Value::Object(map) = config else {
+        unreachable!("the literal is an object")
+    };
     let keys: Vec<String> = pinned_keys(&map).into_iter().collect();
-    assert_eq!(keys, ["a.b.c", "a.d", "e", "f.g"], "leaves must be dotted paths");
+    assert_eq!(
+        keys,
+        ["a.b.c", "a.d", "e", "f.g"],
+        "leaves must be dotted paths"
+    );
 }

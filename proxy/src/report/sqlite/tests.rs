@@ -11,13 +11,19 @@ const BUSY: Duration = Duration::from_millis(200);
 fn listing(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .expect("the directory must be listable")
-        .map(|e| e.expect("entries must be readable").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("entries must be readable")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect()
 }
 
 fn make_db(path: &Path, journal: &str) {
     let conn = Connection::open(path).expect("the fixture database must open");
-    conn.pragma_update(None, "journal_mode", journal).expect("the journal mode must be set");
+    conn.pragma_update(None, "journal_mode", journal)
+        .expect("the journal mode must be set");
     conn.execute_batch("CREATE TABLE t(x INTEGER, y TEXT); INSERT INTO t VALUES (1, 'a');")
         .expect("the fixture rows must be written");
 }
@@ -28,12 +34,26 @@ fn a_checkpointed_wal_database_opens_immutable_and_creates_no_side_files() {
     let path = dir.path().join("a.db");
     make_db(&path, "wal");
     let before = listing(dir.path());
-    assert_eq!(before, BTreeSet::from(["a.db".to_string()]), "the writer must have checkpointed");
+    assert_eq!(
+        before,
+        BTreeSet::from(["a.db".to_string()]),
+        "the writer must have checkpointed"
+    );
     let (conn, mode) = open_read_only(&path, BUSY).expect("the database must open");
-    let x: i64 = conn.query_row("SELECT x FROM t", [], |r| r.get(0)).expect("rows must read");
+    let x: i64 = conn
+        .query_row("SELECT x FROM t", [], |r| r.get(0))
+        .expect("rows must read");
     drop(conn);
-    assert_eq!((mode, x), (OpenMode::Immutable, 1), "a closed WAL database must read immutable");
-    assert_eq!(listing(dir.path()), before, "no -wal or -shm may be created");
+    assert_eq!(
+        (mode, x),
+        (OpenMode::Immutable, 1),
+        "a closed WAL database must read immutable"
+    );
+    assert_eq!(
+        listing(dir.path()),
+        before,
+        "no -wal or -shm may be created"
+    );
 }
 
 #[test]
@@ -43,9 +63,15 @@ fn a_rollback_journal_database_opens_read_only_and_creates_no_side_files() {
     make_db(&path, "delete");
     let before = listing(dir.path());
     let (conn, mode) = open_read_only(&path, BUSY).expect("the database must open");
-    let y: String = conn.query_row("SELECT y FROM t", [], |r| r.get(0)).expect("rows must read");
+    let y: String = conn
+        .query_row("SELECT y FROM t", [], |r| r.get(0))
+        .expect("rows must read");
     drop(conn);
-    assert_eq!((mode, y.as_str()), (OpenMode::ReadOnly, "a"), "rollback mode must use mode=ro");
+    assert_eq!(
+        (mode, y.as_str()),
+        (OpenMode::ReadOnly, "a"),
+        "rollback mode must use mode=ro"
+    );
     assert_eq!(listing(dir.path()), before, "no journal may be created");
 }
 
@@ -55,14 +81,24 @@ fn a_live_wal_database_reads_committed_rows_while_a_writer_holds_a_transaction()
     let path = dir.path().join("a.db");
     make_db(&path, "wal");
     let writer = Connection::open(&path).expect("the writer must open");
-    writer.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (2, 'b');").expect("must write");
+    writer
+        .execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (2, 'b');")
+        .expect("must write");
     let files = listing(dir.path());
     let (conn, mode) = open_read_only(&path, BUSY).expect("a reader must not be blocked");
-    let n: i64 = conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).expect("must count");
-    assert_eq!((mode, n), (OpenMode::ReadOnly, 1), "only the committed row may be seen");
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .expect("must count");
+    assert_eq!(
+        (mode, n),
+        (OpenMode::ReadOnly, 1),
+        "only the committed row may be seen"
+    );
     drop(conn);
     assert_eq!(listing(dir.path()), files, "the reader must add no file");
-    writer.execute_batch("COMMIT").expect("the writer must commit");
+    writer
+        .execute_batch("COMMIT")
+        .expect("the writer must commit");
 }
 
 #[test]
@@ -71,7 +107,9 @@ fn a_rollback_database_locked_exclusively_fails_within_the_busy_timeout() {
     let path = dir.path().join("a.db");
     make_db(&path, "delete");
     let writer = Connection::open(&path).expect("the writer must open");
-    writer.execute_batch("BEGIN EXCLUSIVE; INSERT INTO t VALUES (2, 'b');").expect("must lock");
+    writer
+        .execute_batch("BEGIN EXCLUSIVE; INSERT INTO t VALUES (2, 'b');")
+        .expect("must lock");
     let started = tokio::time::Instant::now();
     let result = open_read_only(&path, BUSY);
     let waited = started.elapsed();
@@ -79,23 +117,39 @@ fn a_rollback_database_locked_exclusively_fails_within_the_busy_timeout() {
         matches!(result, Err(DbError::Sqlite { .. })),
         "a locked database must be reported, not read: {result:?}"
     );
-    assert!(waited < Duration::from_secs(3), "the read must give up near the timeout: {waited:?}");
-    writer.execute_batch("ROLLBACK").expect("the writer must roll back");
+    assert!(
+        waited < Duration::from_secs(3),
+        "the read must give up near the timeout: {waited:?}"
+    );
+    writer
+        .execute_batch("ROLLBACK")
+        .expect("the writer must roll back");
 }
 
 #[test]
 fn missing_empty_and_foreign_files_are_classified() {
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let missing = dir.path().join("missing.db");
-    assert!(matches!(open_read_only(&missing, BUSY), Err(DbError::Missing(_))), "absent file");
+    assert!(
+        matches!(open_read_only(&missing, BUSY), Err(DbError::Missing(_))),
+        "absent file"
+    );
     assert!(!missing.exists(), "opening must not create the file");
     let foreign = dir.path().join("foreign.db");
     std::fs::write(&foreign, b"{\"jobs\": []} and more bytes than a header").expect("write");
-    assert!(matches!(open_read_only(&foreign, BUSY), Err(DbError::NotSqlite(_))), "not SQLite");
+    assert!(
+        matches!(open_read_only(&foreign, BUSY), Err(DbError::NotSqlite(_))),
+        "not SQLite"
+    );
     let empty = dir.path().join("empty.db");
     std::fs::write(&empty, b"").expect("write");
     let (conn, _) = open_read_only(&empty, BUSY).expect("an empty file is an empty database");
-    assert!(columns(&conn, "sessions").expect("probe must work").is_empty(), "no table");
+    assert!(
+        columns(&conn, "sessions")
+            .expect("probe must work")
+            .is_empty(),
+        "no table"
+    );
 }
 
 #[test]
@@ -108,6 +162,14 @@ fn paths_with_uri_special_characters_open() {
     let (conn, _) = open_read_only(&path, BUSY).expect("an escaped path must open");
     let cols = columns(&conn, "t").expect("the probe must work");
     assert_eq!(cols.len(), 2, "both columns must be found");
-    assert_eq!(column_or(&cols, "t", "x", "NULL"), "t.x", "a present column is selected");
-    assert_eq!(column_or(&cols, "t", "z", "NULL"), "NULL", "a missing column falls back");
+    assert_eq!(
+        column_or(&cols, "t", "x", "NULL"),
+        "t.x",
+        "a present column is selected"
+    );
+    assert_eq!(
+        column_or(&cols, "t", "z", "NULL"),
+        "NULL",
+        "a missing column falls back"
+    );
 }
