@@ -274,6 +274,29 @@ fn missing_and_foreign_stores_degrade_to_sources_false() {
 }
 
 #[test]
+fn a_corrupt_observer_file_is_reported_and_the_rest_of_the_status_stands() {
+    let home = home();
+    std::fs::create_dir(home.path().join("fleet-policy")).expect("the observer dir");
+    std::fs::write(
+        home.path().join("fleet-policy/observed.json"),
+        b"{\"main\": ",
+    )
+    .expect("w");
+    write_jobs(home.path(), json!([{"id": "a", "name": "a"}]));
+    let report = status(&options(home.path()));
+    assert!(
+        report.observed.is_empty(),
+        "nothing can be observed from a corrupt file"
+    );
+    assert!(
+        report.errors.iter().any(|e| e.contains("observed.json")),
+        "{:?}",
+        report.errors
+    );
+    assert_eq!(report.crons.len(), 1, "the jobs are still listed");
+}
+
+#[test]
 fn a_writer_holding_a_wal_transaction_does_not_block_the_report() {
     let home = home();
     write_jobs(

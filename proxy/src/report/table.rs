@@ -31,7 +31,7 @@ fn managed_section(report: &FleetReport, out: &mut String) {
         None => writeln!(out, "Managed scope: none"),
         Some(dir) => writeln!(
             out,
-            "Managed scope: {dir} ({} pinned keys, config.yaml {})",
+            "Managed scope: {dir} (pinned keys: {}, config.yaml: {})",
             managed.keys,
             managed
                 .sha256

@@ -173,3 +173,35 @@ fn paths_with_uri_special_characters_open() {
         "a missing column falls back"
     );
 }
+
+#[test]
+fn a_wal_file_left_without_its_shm_opens_immutable_without_creating_one() {
+    let dir = tempfile::tempdir().expect("a temp dir must be created");
+    let live = dir.path().join("live.db");
+    make_db(&live, "wal");
+    let writer = Connection::open(&live).expect("the writer must open");
+    writer
+        .execute_batch("INSERT INTO t VALUES (2, 'b')")
+        .expect("a committed row in the WAL");
+    // What a crash leaves behind: the database and its -wal, no -shm.
+    let copy = tempfile::tempdir().expect("a second temp dir must be created");
+    let path = copy.path().join("a.db");
+    std::fs::copy(&live, &path).expect("the database must copy");
+    std::fs::copy(side_file(&live, "-wal"), side_file(&path, "-wal")).expect("the WAL must copy");
+    let before = listing(copy.path());
+    let (conn, mode) = open_read_only(&path, BUSY).expect("the database must open");
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .expect("must count");
+    drop(conn);
+    assert_eq!(
+        mode,
+        OpenMode::Immutable,
+        "without -shm the reader must not create one"
+    );
+    assert_eq!(
+        n, 1,
+        "frames not yet checkpointed are not seen on this path"
+    );
+    assert_eq!(listing(copy.path()), before, "no -shm may be created");
+}
