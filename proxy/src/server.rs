@@ -34,6 +34,8 @@ pub struct Shared {
     pub runtime: ArcSwap<Runtime>,
     /// Metrics.
     pub metrics: ProxyMetrics,
+    /// Fleet report gauges (cost per day per cron job, flagged jobs).
+    pub report_gauges: crate::report::gauges::ReportGauges,
     /// The registry `/metrics` renders.
     pub registry: Registry,
     /// Where each listener is bound, for `/v1/status`.
@@ -47,11 +49,13 @@ impl Shared {
     pub fn new(runtime: Arc<Runtime>) -> prometheus::Result<Arc<Self>> {
         let registry = Registry::new();
         let metrics = ProxyMetrics::register(&registry)?;
+        let report_gauges = crate::report::gauges::ReportGauges::register(&registry)?;
         metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
         metrics.policy_loaded_at.set(unix_now());
         Ok(Arc::new(Self {
             runtime: ArcSwap::new(runtime),
             metrics,
+            report_gauges,
             registry,
             listeners: std::sync::Mutex::new(Vec::new()),
         }))

@@ -205,6 +205,9 @@ pub struct ReportPolicy {
     pub token_file: Option<PathBuf>,
     /// Cron cost window in days. Default 7.
     pub days: u32,
+    /// The agent's managed config directory as mounted in the gate; default resolved like
+    /// Hermes (`HERMES_MANAGED_DIR`, else `/etc/hermes`).
+    pub managed_dir: Option<PathBuf>,
 }
 
 /// One problem in a policy file.
@@ -675,6 +678,7 @@ impl<'a> Validator<'a> {
             hermes_home: raw.hermes_home.as_deref().map(|p| self.path(p)),
             token_file: raw.token_file.as_deref().map(|p| self.path(p)),
             days,
+            managed_dir: raw.managed_dir.as_deref().map(|p| self.path(p)),
         }
     }
 

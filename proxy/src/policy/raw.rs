@@ -197,4 +197,6 @@ pub struct RawReport {
     pub token_file: Option<String>,
     /// Cron cost window in days.
     pub days: Option<u32>,
+    /// The agent's managed config directory as mounted in the gate.
+    pub managed_dir: Option<String>,
 }
