@@ -170,7 +170,7 @@ pub fn urlunsplit(scheme: &str, netloc: &str, path: &str, query: &str, fragment:
 /// The scheme length when the text before the first `:` is a Python scheme.
 fn scheme_len(s: &str) -> Option<usize> {
     let i = s.find(':')?;
-    let head = s[..i].as_bytes();
+    let head = &s.as_bytes()[..i];
     let first_ok = head.first().is_some_and(u8::is_ascii_alphabetic);
     let all_ok = head
         .iter()
