@@ -87,7 +87,7 @@ impl SplitUrl<'_> {
 }
 
 /// Python `str.lower()`: ASCII fast path, full Unicode lowercase otherwise.
-pub(crate) fn py_lower(s: &str) -> Cow<'_, str> {
+fn py_lower(s: &str) -> Cow<'_, str> {
     if s.is_ascii() {
         if s.bytes().any(|b| b.is_ascii_uppercase()) {
             return Cow::Owned(s.to_ascii_lowercase());
