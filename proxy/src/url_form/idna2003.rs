@@ -8,15 +8,16 @@
 //! - RFC 3454 table B.1 characters map to nothing (soft hyphen, ZWJ/ZWNJ, variation
 //!   selectors, ...) and the deviation characters map as IDNA 2003 does (`ß` → `ss`,
 //!   `ς` → `σ`), which is UTS-46 *transitional* processing;
-//! - a label that maps to ASCII is returned without further checks; the result is refused
-//!   when a label is empty or longer than 63 bytes.
+//! - a label that maps to ASCII is returned lowercased without further checks; the result is
+//!   refused when a label is empty or longer than 63 bytes.
 //!
 //! Accepted differences (IDNA 2003 in Python vs UTS-46 here; none occurs in ordinary
-//! internationalised names): characters assigned after Unicode 3.2 and the few whose mapping
-//! changed; UTS-46 refusing a label that starts with a combining mark or breaks the RFC 5893
-//! bidi rule where IDNA 2003's older bidi rule decides otherwise; characters IDNA 2003
-//! prohibits that UTS-46 maps (and the reverse); a non-ASCII label whose mapping produces a dot
-//! (Python punycodes the dot inside the label, UTS-46 splits there).
+//! internationalised names, and the differential test lists every one it meets): characters
+//! assigned after Unicode 3.2 and the few whose mapping changed; UTS-46 refusing a label that
+//! starts with a combining mark (`\u{301}a`) or breaks the RFC 5893 bidi rule where IDNA 2003's
+//! older rule accepts it (a Latin label holding Arabic-Indic digits); characters IDNA 2003
+//! prohibits that UTS-46 maps, and the reverse; a compatibility character whose NFKC form holds
+//! a dot (Python turns `a⒈b` into the label `a1.b`, UTS-46 refuses it).
 
 use std::borrow::Cow;
 
@@ -67,7 +68,9 @@ fn label_to_ascii(label: &str) -> Option<Cow<'_, str>> {
     } else {
         let mapped = map_idna2003_only(label);
         if mapped.is_ascii() {
-            Cow::Owned(mapped)
+            // Nameprep case-folds the whole label, ASCII included (an IPv6 zone keeps its
+            // case through `hostname`, so uppercase can reach this point).
+            Cow::Owned(mapped.to_ascii_lowercase())
         } else {
             let uts46 = Uts46::new();
             let encoded = uts46

@@ -87,7 +87,7 @@ impl SplitUrl<'_> {
 }
 
 /// Python `str.lower()`: ASCII fast path, full Unicode lowercase otherwise.
-pub(crate) fn py_lower(s: &str) -> Cow<'_, str> {
+fn py_lower(s: &str) -> Cow<'_, str> {
     if s.is_ascii() {
         if s.bytes().any(|b| b.is_ascii_uppercase()) {
             return Cow::Owned(s.to_ascii_lowercase());
@@ -170,7 +170,7 @@ pub fn urlunsplit(scheme: &str, netloc: &str, path: &str, query: &str, fragment:
 /// The scheme length when the text before the first `:` is a Python scheme.
 fn scheme_len(s: &str) -> Option<usize> {
     let i = s.find(':')?;
-    let head = s[..i].as_bytes();
+    let head = &s.as_bytes()[..i];
     let first_ok = head.first().is_some_and(u8::is_ascii_alphabetic);
     let all_ok = head
         .iter()

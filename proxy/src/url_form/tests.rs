@@ -1,3 +1,5 @@
+//! Unit tests of the URL forms: normalisation, unquote, strip, IDNA, Python splitting.
+
 use std::borrow::Cow;
 
 use proptest::prelude::*;

@@ -8,37 +8,40 @@
 //! - bodies are greedy and case-sensitive; the only non-ASCII characters any family accepts
 //!   are the Unicode decimal digits of the Slack `xapp-` id (Python `\d`).
 //!
-//! Every body class is either inside `[A-Za-z0-9_-]` or a superset of it, so the greedy run
-//! is the only candidate length (no backtracking), and every failed candidate stops within a
-//! bounded distance, which keeps the scan linear.
+//! The scan looks at each position through a table of the first two bytes of every prefix,
+//! so nearly all positions cost one load. Every body class is either inside `[A-Za-z0-9_-]`
+//! or a superset of it, so the greedy run is the only candidate length (no backtracking); a
+//! failed candidate either stops within a bounded distance or consumed a run that holds no
+//! further boundary, which keeps the scan linear.
 
 use std::ops::Range;
 
-/// A set of ASCII bytes.
+/// A set of ASCII bytes as a 128-bit mask (cheap to copy and test).
 #[derive(Clone, Copy)]
-struct Class([bool; 128]);
+struct Class(u128);
 
 impl Class {
     const fn new(letters: bool, upper_only: bool, extra: &[u8]) -> Self {
-        let mut set = [false; 128];
-        let mut b = 0;
+        let mut mask = 0u128;
+        let mut b = 0u8;
         while b < 128 {
-            let c = b as u8;
-            let letter = c.is_ascii_uppercase() || (!upper_only && c.is_ascii_lowercase());
-            set[b] = (letters && letter) || c.is_ascii_digit();
+            let letter = b.is_ascii_uppercase() || (!upper_only && b.is_ascii_lowercase());
+            if (letters && letter) || b.is_ascii_digit() {
+                mask |= 1 << b;
+            }
             b += 1;
         }
         let mut i = 0;
         while i < extra.len() {
-            set[extra[i] as usize] = true;
+            mask |= 1 << extra[i];
             i += 1;
         }
-        Self(set)
+        Self(mask)
     }
 
     #[inline]
-    fn has(&self, b: u8) -> bool {
-        b < 128 && self.0[usize::from(b)]
+    const fn has(self, b: u8) -> bool {
+        b < 128 && (self.0 >> b) & 1 == 1
     }
 }
 
@@ -86,9 +89,12 @@ const fn at_least(prefix: &'static [u8], class: Class, min: usize) -> Family {
     }
 }
 
+/// Table entries: the 56 families, with `xox[baprs]-` counted as five.
+const FAMILY_COUNT: usize = 60;
+
 /// The 56 families in the regex's alternation order (Hermes `agent/redact.py`
 /// `_PREFIX_PATTERNS`); the Slack `xox[baprs]-` family is spelled out as five entries.
-const FAMILIES: [Family; 60] = [
+const TABLE: [Family; FAMILY_COUNT] = [
     Family {
         prefix: b"sk-",
         body: Body::DottedUnits,
@@ -166,56 +172,80 @@ const FAMILIES: [Family; 60] = [
     },
 ];
 
-/// Family indices grouped by the first prefix byte, list order kept inside a group.
-struct FirstByteIndex {
-    order: [u8; FAMILIES.len()],
+/// The table the scan reads (a `static`, so lookups never copy the `const`).
+static FAMILIES: [Family; FAMILY_COUNT] = TABLE;
+
+/// Lookup tables derived from [`TABLE`] at compile time.
+struct Index {
+    /// Family indices grouped by first prefix byte, list order kept inside a group.
+    order: [u8; FAMILY_COUNT],
     /// `(start, len)` into `order` per first byte.
     groups: [(u8, u8); 128],
+    /// Per byte pair `(first << 8) | second`: whether the pair opens some prefix. A byte per
+    /// pair (64 KiB, of which a scan touches a few cache lines) keeps the test to one load.
+    pairs: [bool; 65536],
 }
 
-const INDEX: FirstByteIndex = {
-    let mut order = [0u8; FAMILIES.len()];
-    let mut groups = [(0u8, 0u8); 128];
+static INDEX: Index = {
+    let mut index = Index {
+        order: [0; FAMILY_COUNT],
+        groups: [(0, 0); 128],
+        pairs: [false; 65536],
+    };
     let mut n = 0;
     let mut b = 0;
     while b < 128 {
         let start = n;
         let mut i = 0;
-        while i < FAMILIES.len() {
-            if FAMILIES[i].prefix[0] as usize == b {
-                order[n] = i as u8;
+        while i < TABLE.len() {
+            let prefix = TABLE[i].prefix;
+            if prefix[0] as usize == b {
+                index.order[n] = i as u8;
+                index.pairs[(b << 8) | prefix[1] as usize] = true;
                 n += 1;
             }
             i += 1;
         }
-        groups[b] = (start as u8, (n - start) as u8);
+        index.groups[b] = (start as u8, (n - start) as u8);
         b += 1;
     }
-    FirstByteIndex { order, groups }
+    index
 };
 
 /// Find a credential-shaped token with Hermes' `_PREFIX_RE` semantics; the byte range of the
 /// leftmost match.
+///
+/// One pass over the byte pairs: a position is examined further only when its two bytes open
+/// some family's prefix (one table load), then the leading boundary is checked, then the
+/// families of that first byte in list order. No allocation.
 pub fn find_credential_prefix(s: &str) -> Option<Range<usize>> {
     let bytes = s.as_bytes();
-    // Escape reliefs need a backslash; without one the boundary is the previous byte alone.
-    let has_backslash = bytes.contains(&b'\\');
-    let mut prev_word = false;
-    for (i, &b) in bytes.iter().enumerate() {
-        if b < 128 {
-            let (start, len) = INDEX.groups[usize::from(b)];
-            if len > 0 && (!prev_word || (has_backslash && escape_relief(bytes, i))) {
-                let group = &INDEX.order[usize::from(start)..usize::from(start + len)];
-                for &f in group {
-                    if let Some(end) = match_family(&FAMILIES[usize::from(f)], s, i) {
-                        return Some(i..end);
-                    }
-                }
-            }
+    for (i, pair) in bytes.windows(2).enumerate() {
+        let key = (usize::from(pair[0]) << 8) | usize::from(pair[1]);
+        if INDEX.pairs[key]
+            && leading_ok(bytes, i)
+            && let Some(end) = match_group(s, i, pair[0])
+        {
+            return Some(i..end);
         }
-        prev_word = WORD.has(b);
     }
     None
+}
+
+/// The leading boundary at `i`: the start, a non-word byte before, or an escape relief.
+#[inline]
+fn leading_ok(b: &[u8], i: usize) -> bool {
+    i == 0 || !WORD.has(b[i - 1]) || escape_relief(b, i)
+}
+
+/// The first family (list order) with first byte `b` matching at `i`.
+#[inline(never)]
+fn match_group(s: &str, i: usize, b: u8) -> Option<usize> {
+    let &(start, len) = INDEX.groups.get(usize::from(b))?;
+    let group = &INDEX.order[usize::from(start)..usize::from(start) + usize::from(len)];
+    group
+        .iter()
+        .find_map(|&f| match_family(&FAMILIES[usize::from(f)], s, i))
 }
 
 /// The escape reliefs of the leading boundary: `\` + letter, `\uXXXX` or `\xHH` right before.
@@ -230,7 +260,9 @@ fn escape_relief(b: &[u8], i: usize) -> bool {
 #[inline]
 fn match_family(family: &Family, s: &str, i: usize) -> Option<usize> {
     let b = s.as_bytes();
-    if !b[i..].starts_with(family.prefix) {
+    // A byte loop: prefixes are short and usually differ early, cheaper than a memcmp call.
+    let rest = &b[i..];
+    if rest.len() < family.prefix.len() || rest.iter().zip(family.prefix).any(|(x, y)| x != y) {
         return None;
     }
     let p = i + family.prefix.len();

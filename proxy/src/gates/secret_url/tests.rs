@@ -1,3 +1,5 @@
+//! Unit tests of gate E1: spec vectors, per-family boundaries, query names, the gate.
+
 use proptest::prelude::*;
 
 use super::*;
