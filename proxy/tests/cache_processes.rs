@@ -10,6 +10,7 @@
 //!
 //! The volume tests need root and `unshare`: the child runs in a private mount namespace on a
 //! fresh tmpfs (remounted read-only, or 64 KiB small). Without root they print a skip line.
+#![cfg(test)]
 
 use std::fs;
 use std::path::Path;
@@ -80,7 +81,11 @@ fn four_processes_hammering_one_folder_never_see_a_partial_entry() {
             .expect("the spawner must not panic")
             .expect("a worker must start");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "a worker must not crash: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "a worker must not crash: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let line = stdout
             .lines()
             .find_map(|l| l.split_once(REPORT_PREFIX).map(|(_, report)| report))
@@ -90,11 +95,26 @@ fn four_processes_hammering_one_folder_never_see_a_partial_entry() {
     }
     let total = |f: fn(&HammerReport) -> u64| reports.iter().map(f).sum::<u64>();
     println!("hammer reports: {reports:?}");
-    assert_eq!(total(|r| r.bad_hits), 0, "no reader may see a partial or mixed entry");
+    assert_eq!(
+        total(|r| r.bad_hits),
+        0,
+        "no reader may see a partial or mixed entry"
+    );
     assert_eq!(total(|r| r.corrupt), 0, "no reader may see a corrupt entry");
-    assert_eq!(total(|r| r.other_bypass), 0, "no lookup may bypass on a healthy volume");
-    assert_eq!(total(|r| r.put_failures), 0, "no put may fail on a healthy volume");
-    assert!(total(|r| r.hits) > 100, "the workers must have read each other's entries");
+    assert_eq!(
+        total(|r| r.other_bypass),
+        0,
+        "no lookup may bypass on a healthy volume"
+    );
+    assert_eq!(
+        total(|r| r.put_failures),
+        0,
+        "no put may fail on a healthy volume"
+    );
+    assert!(
+        total(|r| r.hits) > 100,
+        "the workers must have read each other's entries"
+    );
     assert!(total(|r| r.puts) > 100, "the workers must have written");
     check_final_folder(&dir.path().join("extract"), &reports);
 }
@@ -109,7 +129,10 @@ fn check_final_folder(extract: &Path, reports: &[HammerReport]) {
     for dirent in fs::read_dir(extract).expect("the extract folder must exist") {
         let dirent = dirent.expect("a dirent must read");
         let name = dirent.file_name().to_string_lossy().into_owned();
-        assert!(!name.ends_with(".tmp"), "no temporary file may be left: {name}");
+        assert!(
+            !name.ends_with(".tmp"),
+            "no temporary file may be left: {name}"
+        );
         entries += 1;
         bytes += dirent.metadata().expect("metadata").len();
     }
@@ -177,7 +200,10 @@ fn run_in_namespace(case: &str, size: &str) -> Option<Output> {
 fn assert_worker_passed(case: &str, out: &Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the {case} worker must pass:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the {case} worker must pass:\n{stdout}\n{stderr}"
+    );
     assert!(
         stdout.contains(&format!("NS_CASE_DONE {case}")),
         "the {case} worker must have run its checks:\n{stdout}"
@@ -227,7 +253,9 @@ fn page(i: usize, bytes: usize) -> NewEntry {
 
 fn read_only_checks(root: &Path) {
     let cache = DiskCache::new(root, CacheSettings::default());
-    cache.put(&page(0, 100)).expect("a writable tmpfs must accept a put");
+    cache
+        .put(&page(0, 100))
+        .expect("a writable tmpfs must accept a put");
     let remount = Command::new("mount")
         .args(["-o", "remount,ro"])
         .arg(root)
@@ -239,13 +267,28 @@ fn read_only_checks(root: &Path) {
         Err(NoCacheReason::VolumeUnwritable),
         "a put on a read-only volume must report volume_unwritable"
     );
-    assert_eq!(cache.volume_fault(), Some(NoCacheReason::VolumeUnwritable), "the fault must show");
+    assert_eq!(
+        cache.volume_fault(),
+        Some(NoCacheReason::VolumeUnwritable),
+        "the fault must show"
+    );
     let hit = cache.lookup("https://volume.example/0", "direct");
-    assert_eq!(hit.outcome, CacheOutcome::Hit, "entries must stay readable on a read-only volume");
+    assert_eq!(
+        hit.outcome,
+        CacheOutcome::Hit,
+        "entries must stay readable on a read-only volume"
+    );
     let miss = cache.lookup("https://volume.example/1", "direct");
-    assert_eq!(miss.outcome, CacheOutcome::Miss, "a refused put must leave a plain miss");
+    assert_eq!(
+        miss.outcome,
+        CacheOutcome::Miss,
+        "a refused put must leave a plain miss"
+    );
     let stats = cache.sweep_at(SystemTime::now() + Duration::from_secs(86_400));
-    assert!(stats.failed > 0 && stats.remaining_entries == 1, "a sweep must fail softly: {stats:?}");
+    assert!(
+        stats.failed > 0 && stats.remaining_entries == 1,
+        "a sweep must fail softly: {stats:?}"
+    );
 }
 
 fn full_checks(root: &Path) {
@@ -258,25 +301,53 @@ fn full_checks(root: &Path) {
         }
         Err(reason) => Some(reason),
     });
-    assert_eq!(failure, Some(NoCacheReason::VolumeFull), "a full tmpfs must report volume_full");
-    assert!(!stored.is_empty(), "some entries must fit before the volume fills");
-    assert_eq!(cache.volume_fault(), Some(NoCacheReason::VolumeFull), "the fault must show");
+    assert_eq!(
+        failure,
+        Some(NoCacheReason::VolumeFull),
+        "a full tmpfs must report volume_full"
+    );
+    assert!(
+        !stored.is_empty(),
+        "some entries must fit before the volume fills"
+    );
+    assert_eq!(
+        cache.volume_fault(),
+        Some(NoCacheReason::VolumeFull),
+        "the fault must show"
+    );
     let extract = root.join("extract");
     let debris: Vec<String> = fs::read_dir(&extract)
         .expect("list")
-        .map(|d| d.expect("dirent").file_name().to_string_lossy().into_owned())
+        .map(|d| {
+            d.expect("dirent")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|n| n.ends_with(".tmp"))
         .collect();
-    assert!(debris.is_empty(), "a failed write must remove its temporary file: {debris:?}");
+    assert!(
+        debris.is_empty(),
+        "a failed write must remove its temporary file: {debris:?}"
+    );
     for i in &stored {
         let found = cache.lookup(&format!("https://volume.example/{i}"), "direct");
-        assert!(found.outcome.is_hit(), "entry {i} must stay readable on a full volume");
+        assert!(
+            found.outcome.is_hit(),
+            "entry {i} must stay readable on a full volume"
+        );
     }
     let first = extract.join(
         fleetgate_proxy::cache::CacheKey::new("https://volume.example/0", "markdown", "direct")
             .file_name(),
     );
     fs::remove_file(first).expect("an entry must be removable");
-    cache.put(&page(99, 1000)).expect("freed space must accept a put again");
-    assert_eq!(cache.volume_fault(), None, "a successful put must clear the fault");
+    cache
+        .put(&page(99, 1000))
+        .expect("freed space must accept a put again");
+    assert_eq!(
+        cache.volume_fault(),
+        None,
+        "a successful put must clear the fault"
+    );
 }

@@ -120,9 +120,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     // Everything outside global unicast 2000::/3 (loopback, mapped, ULA, link-local, multicast,
     // reserved) is refused, then the documentation, benchmarking/ORCHID and 6to4 blocks.
     let global_unicast = (seg[0] & 0xe000) == 0x2000;
-    let special = (seg[0] == 0x2001 && seg[1] < 0x0200)
-        || (seg[0] == 0x2001 && seg[1] == 0x0db8)
-        || seg[0] == 0x2002;
+    let special = (seg[0] == 0x2001 && (seg[1] < 0x0200 || seg[1] == 0x0db8)) || seg[0] == 0x2002;
     global_unicast && !special
 }
 

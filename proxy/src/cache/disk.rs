@@ -254,7 +254,9 @@ impl DiskCache {
         let key = CacheKey::new(&entry.url, FORMAT_MARKDOWN, &entry.provider);
         let header = encode_header(entry, now)?;
         let written = self.write_atomically(&key.file_name(), &header, &entry.content, now);
-        self.inner.health.record(written.as_ref().err(), &self.inner.dir, now);
+        self.inner
+            .health
+            .record(written.as_ref().err(), &self.inner.dir, now);
         written.map_err(|(reason, _)| reason)?;
         self.maybe_sweep_at(now);
         Ok(())

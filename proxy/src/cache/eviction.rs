@@ -254,9 +254,7 @@ fn list_entries(dir: &Path, now: SystemTime, stats: &mut SweepStats) -> io::Resu
                 stats.debris += 1;
             }
         } else if !is_temp && meta.file_type().is_file() {
-            let fetched_ms = meta
-                .modified()
-                .map_or(0, unix_millis);
+            let fetched_ms = meta.modified().map_or(0, unix_millis);
             entries.push(EntryMeta {
                 path,
                 fetched_ms,

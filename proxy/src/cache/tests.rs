@@ -6,12 +6,16 @@ use super::*;
 
 #[test]
 fn outcome_and_reason_codes_are_unique_snake_case() {
-    let mut outcomes: Vec<CacheOutcome> = vec![CacheOutcome::Hit, CacheOutcome::Miss, CacheOutcome::Stale];
+    let mut outcomes: Vec<CacheOutcome> =
+        vec![CacheOutcome::Hit, CacheOutcome::Miss, CacheOutcome::Stale];
     outcomes.extend(NoCacheReason::ALL.iter().copied().map(CacheOutcome::Bypass));
     let mut seen = HashSet::new();
     for outcome in &outcomes {
         let code = outcome.code();
-        assert!(seen.insert(code), "code {code} must be unique across outcomes and reasons");
+        assert!(
+            seen.insert(code),
+            "code {code} must be unique across outcomes and reasons"
+        );
         assert!(
             !code.is_empty()
                 && code
@@ -20,7 +24,11 @@ fn outcome_and_reason_codes_are_unique_snake_case() {
             "code {code} must match ^[a-z0-9_]+$"
         );
     }
-    assert_eq!(seen.len(), 3 + NoCacheReason::ALL.len(), "every reason must be listed in ALL");
+    assert_eq!(
+        seen.len(),
+        3 + NoCacheReason::ALL.len(),
+        "every reason must be listed in ALL"
+    );
 }
 
 #[test]
@@ -34,7 +42,19 @@ fn settings_follow_the_policy() {
     };
     let settings = CacheSettings::from(&policy);
     assert!(!settings.enabled, "enabled must come from the policy");
-    assert_eq!(settings.ttl, Duration::from_secs(5400), "the ttl must come from the policy");
-    assert_eq!(settings.exempt_hosts, vec!["x.com".to_string()], "exempt hosts must come from the policy");
-    assert_eq!((settings.max_entries, settings.max_bytes), (7, 4096), "the bounds must come from the policy");
+    assert_eq!(
+        settings.ttl,
+        Duration::from_secs(5400),
+        "the ttl must come from the policy"
+    );
+    assert_eq!(
+        settings.exempt_hosts,
+        vec!["x.com".to_string()],
+        "exempt hosts must come from the policy"
+    );
+    assert_eq!(
+        (settings.max_entries, settings.max_bytes),
+        (7, 4096),
+        "the bounds must come from the policy"
+    );
 }

@@ -171,7 +171,12 @@ fn exempt_host_matching_table() {
             "www.x.com",
             true,
         ),
-        ("an empty pattern matches nothing", &["", "*."], "x.com", false),
+        (
+            "an empty pattern matches nothing",
+            &["", "*."],
+            "x.com",
+            false,
+        ),
         (
             "an international pattern matches the punycode host",
             &["bücher.de"],

@@ -58,13 +58,34 @@ fn a_put_entry_is_a_hit_with_its_age() {
         .put_at(&page(URL, "# Hello\n\nbody ✓"), t(0))
         .expect("a cacheable page must be stored");
     let found = cache.lookup_at(URL, "firecrawl", t(61_500));
-    assert_eq!(found.outcome, CacheOutcome::Hit, "a fresh entry must be a hit");
+    assert_eq!(
+        found.outcome,
+        CacheOutcome::Hit,
+        "a fresh entry must be a hit"
+    );
     let entry = found.entry.expect("a hit must carry the entry");
-    assert_eq!(entry.content, "# Hello\n\nbody ✓", "content must round-trip");
-    assert_eq!(entry.title, "A title\nwith a newline", "the title must round-trip");
-    assert_eq!(entry.final_url, URL, "no redirect means final_url is the url");
-    assert_eq!(entry.fetched_at, t(0), "fetched_at must keep millisecond precision");
-    assert_eq!(entry.age_secs(), 61, "the age must be whole seconds since fetched_at");
+    assert_eq!(
+        entry.content, "# Hello\n\nbody ✓",
+        "content must round-trip"
+    );
+    assert_eq!(
+        entry.title, "A title\nwith a newline",
+        "the title must round-trip"
+    );
+    assert_eq!(
+        entry.final_url, URL,
+        "no redirect means final_url is the url"
+    );
+    assert_eq!(
+        entry.fetched_at,
+        t(0),
+        "fetched_at must keep millisecond precision"
+    );
+    assert_eq!(
+        entry.age_secs(),
+        61,
+        "the age must be whole seconds since fetched_at"
+    );
     let text = fs::read_to_string(entry_path(&cache, URL)).expect("the entry file must exist");
     let header: serde_json::Value =
         serde_json::from_str(text.lines().next().expect("a header line must exist"))
@@ -83,16 +104,32 @@ fn ttl_edges_and_clock_skew() {
         .expect("the page must be stored");
     let ttl_ms = 20 * 60 * 1000;
     let cases = [
-        ("one millisecond before the ttl", t(ttl_ms + ttl_ms - 1), CacheOutcome::Hit),
+        (
+            "one millisecond before the ttl",
+            t(ttl_ms + ttl_ms - 1),
+            CacheOutcome::Hit,
+        ),
         ("exactly the ttl", t(ttl_ms + ttl_ms), CacheOutcome::Stale),
         ("long after", t(10 * ttl_ms), CacheOutcome::Stale),
-        ("a writer clock slightly ahead", t(ttl_ms - 5_000), CacheOutcome::Hit),
-        ("a writer clock a whole ttl ahead", t(0), CacheOutcome::Stale),
+        (
+            "a writer clock slightly ahead",
+            t(ttl_ms - 5_000),
+            CacheOutcome::Hit,
+        ),
+        (
+            "a writer clock a whole ttl ahead",
+            t(0),
+            CacheOutcome::Stale,
+        ),
     ];
     for (name, now, want) in cases {
         let found = cache.lookup_at(URL, "firecrawl", now);
         assert_eq!(found.outcome, want, "{name}: the outcome must be {want:?}");
-        assert_eq!(found.entry.is_some(), want.is_hit(), "{name}: only a hit carries the entry");
+        assert_eq!(
+            found.entry.is_some(),
+            want.is_hit(),
+            "{name}: only a hit carries the entry"
+        );
     }
     let skewed = cache.lookup_at(URL, "firecrawl", t(ttl_ms - 5_000));
     assert_eq!(
@@ -111,12 +148,38 @@ fn misses_and_bypasses_on_lookup() {
         CacheOutcome::Miss,
         "a cache without its folder yet must miss"
     );
-    cache.put_at(&page(URL, "x"), t(0)).expect("the page must be stored");
-    let disabled = DiskCache::new(dir.path(), CacheSettings { enabled: false, ..settings() });
+    cache
+        .put_at(&page(URL, "x"), t(0))
+        .expect("the page must be stored");
+    let disabled = DiskCache::new(
+        dir.path(),
+        CacheSettings {
+            enabled: false,
+            ..settings()
+        },
+    );
     let cases = [
-        ("another provider", URL, "direct", &cache, CacheOutcome::Miss),
-        ("another url", "https://example.com/other", "firecrawl", &cache, CacheOutcome::Miss),
-        ("a disabled cache", URL, "firecrawl", &disabled, CacheOutcome::Bypass(NoCacheReason::Disabled)),
+        (
+            "another provider",
+            URL,
+            "direct",
+            &cache,
+            CacheOutcome::Miss,
+        ),
+        (
+            "another url",
+            "https://example.com/other",
+            "firecrawl",
+            &cache,
+            CacheOutcome::Miss,
+        ),
+        (
+            "a disabled cache",
+            URL,
+            "firecrawl",
+            &disabled,
+            CacheOutcome::Bypass(NoCacheReason::Disabled),
+        ),
         (
             "a loopback url",
             "http://127.0.0.1/x",
@@ -139,7 +202,9 @@ fn an_entry_under_a_colliding_name_for_another_url_is_a_miss_and_kept() {
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let cache = cache_in(&dir);
     let other = "https://example.com/other";
-    cache.put_at(&page(other, "other page"), t(0)).expect("the page must be stored");
+    cache
+        .put_at(&page(other, "other page"), t(0))
+        .expect("the page must be stored");
     // Simulate a 64-bit collision: the other url's entry sits under this url's name.
     fs::rename(entry_path(&cache, other), entry_path(&cache, URL)).expect("rename must work");
     assert_eq!(
@@ -147,7 +212,10 @@ fn an_entry_under_a_colliding_name_for_another_url_is_a_miss_and_kept() {
         CacheOutcome::Miss,
         "an entry naming another url must not be served"
     );
-    assert!(entry_path(&cache, URL).exists(), "a valid entry of another key must not be removed");
+    assert!(
+        entry_path(&cache, URL).exists(),
+        "a valid entry of another key must not be removed"
+    );
 }
 
 #[test]
@@ -155,7 +223,10 @@ fn never_cache_rules_on_put() {
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let cache = DiskCache::new(
         dir.path(),
-        CacheSettings { exempt_hosts: vec!["*.exempt.org".into()], ..settings() },
+        CacheSettings {
+            exempt_hosts: vec!["*.exempt.org".into()],
+            ..settings()
+        },
     );
     let big_ascii = "a".repeat(MAX_CACHED_CHARS + 1);
     let with = |f: &dyn Fn(&mut NewEntry)| {
@@ -167,12 +238,36 @@ fn never_cache_rules_on_put() {
         ("a plain page", with(&|_| {}), Ok(())),
         ("an unknown status", with(&|e| e.status = 0), Ok(())),
         ("a 2xx status", with(&|e| e.status = 203), Ok(())),
-        ("a rescued page", with(&|e| e.rescued = true), Err(NoCacheReason::Rescued)),
-        ("a 404 page", with(&|e| e.status = 404), Err(NoCacheReason::ErrorRow)),
-        ("a 500 page", with(&|e| e.status = 500), Err(NoCacheReason::ErrorRow)),
-        ("a redirect status", with(&|e| e.status = 302), Err(NoCacheReason::ErrorRow)),
-        ("a binary body", with(&|e| e.textual = false), Err(NoCacheReason::NotText)),
-        ("an empty page", with(&|e| e.content.clear()), Err(NoCacheReason::EmptyContent)),
+        (
+            "a rescued page",
+            with(&|e| e.rescued = true),
+            Err(NoCacheReason::Rescued),
+        ),
+        (
+            "a 404 page",
+            with(&|e| e.status = 404),
+            Err(NoCacheReason::ErrorRow),
+        ),
+        (
+            "a 500 page",
+            with(&|e| e.status = 500),
+            Err(NoCacheReason::ErrorRow),
+        ),
+        (
+            "a redirect status",
+            with(&|e| e.status = 302),
+            Err(NoCacheReason::ErrorRow),
+        ),
+        (
+            "a binary body",
+            with(&|e| e.textual = false),
+            Err(NoCacheReason::NotText),
+        ),
+        (
+            "an empty page",
+            with(&|e| e.content.clear()),
+            Err(NoCacheReason::EmptyContent),
+        ),
         (
             "a page over 2,000,000 characters",
             with(&|e| e.content = big_ascii.clone()),
@@ -201,11 +296,25 @@ fn never_cache_rules_on_put() {
     ];
     for (name, entry, want) in cases {
         let _ = fs::remove_dir_all(cache.dir());
-        assert_eq!(cache.put_at(&entry, t(0)), want, "{name}: the put must be {want:?}");
+        assert_eq!(
+            cache.put_at(&entry, t(0)),
+            want,
+            "{name}: the put must be {want:?}"
+        );
         let stored = entry_path(&cache, &entry.url).exists();
-        assert_eq!(stored, want.is_ok(), "{name}: a file must exist exactly when stored");
+        assert_eq!(
+            stored,
+            want.is_ok(),
+            "{name}: a file must exist exactly when stored"
+        );
     }
-    let disabled = DiskCache::new(dir.path(), CacheSettings { enabled: false, ..settings() });
+    let disabled = DiskCache::new(
+        dir.path(),
+        CacheSettings {
+            enabled: false,
+            ..settings()
+        },
+    );
     assert_eq!(
         disabled.put_at(&page(URL, "x"), t(0)),
         Err(NoCacheReason::Disabled),
@@ -217,18 +326,34 @@ fn never_cache_rules_on_put() {
 fn a_write_leaves_no_temporary_file_and_sets_mtime_to_fetched_at() {
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let cache = cache_in(&dir);
-    cache.put_at(&page(URL, "one"), t(0)).expect("the first put must work");
-    cache.put_at(&page(URL, "two"), t(5)).expect("an overwrite must work");
+    cache
+        .put_at(&page(URL, "one"), t(0))
+        .expect("the first put must work");
+    cache
+        .put_at(&page(URL, "two"), t(5))
+        .expect("an overwrite must work");
     let names: Vec<String> = fs::read_dir(cache.dir())
         .expect("the folder must be listable")
-        .map(|d| d.expect("a dirent must read").file_name().to_string_lossy().into_owned())
+        .map(|d| {
+            d.expect("a dirent must read")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
-    assert_eq!(names.len(), 1, "only the entry must remain, found {names:?}");
+    assert_eq!(
+        names.len(),
+        1,
+        "only the entry must remain, found {names:?}"
+    );
     let mtime = fs::metadata(entry_path(&cache, URL))
         .and_then(|m| m.modified())
         .expect("the entry must have an mtime");
     assert_eq!(mtime, t(5), "the mtime must be the latest fetched_at");
-    let hit = cache.lookup_at(URL, "firecrawl", t(6)).entry.expect("the entry must hit");
+    let hit = cache
+        .lookup_at(URL, "firecrawl", t(6))
+        .entry
+        .expect("the entry must hit");
     assert_eq!(hit.content, "two", "the last writer must win");
 }
 
@@ -238,8 +363,12 @@ type Damage = (&'static str, fn(&Path));
 #[test]
 fn corrupt_entries_are_misses_and_removed() {
     let cases: &[Damage] = &[
-        ("a header that is not json", |p| rewrite_header(p, "not json")),
-        ("no header line at all", |p| fs::write(p, b"just text").expect("write")),
+        ("a header that is not json", |p| {
+            rewrite_header(p, "not json")
+        }),
+        ("no header line at all", |p| {
+            fs::write(p, b"just text").expect("write")
+        }),
         ("an empty file", |p| fs::write(p, b"").expect("write")),
         ("a truncated body", |p| {
             let bytes = fs::read(p).expect("read");
@@ -256,9 +385,15 @@ fn corrupt_entries_are_misses_and_removed() {
             bytes[n - 2] = 0xff;
             fs::write(p, bytes).expect("write");
         }),
-        ("an unknown layout version", |p| edit_header(p, "\"v\":1", "\"v\":9")),
-        ("a negative fetched_at", |p| edit_header(p, "\"fetched_at\":", "\"fetched_at\":-")),
-        ("a missing field", |p| edit_header(p, "\"provider\":", "\"provider_x\":")),
+        ("an unknown layout version", |p| {
+            edit_header(p, "\"v\":1", "\"v\":9")
+        }),
+        ("a negative fetched_at", |p| {
+            edit_header(p, "\"fetched_at\":", "\"fetched_at\":-")
+        }),
+        ("a missing field", |p| {
+            edit_header(p, "\"provider\":", "\"provider_x\":")
+        }),
         ("an oversized file", |p| {
             let file = OpenOptions::new().write(true).open(p).expect("open");
             file.set_len(MAX_ENTRY_BYTES + 1).expect("set_len");
@@ -272,7 +407,9 @@ fn corrupt_entries_are_misses_and_removed() {
     for (name, damage) in cases {
         let dir = tempfile::tempdir().expect("a temp dir must be created");
         let cache = cache_in(&dir);
-        cache.put_at(&page(URL, "héllo wörld"), t(0)).expect("the page must be stored");
+        cache
+            .put_at(&page(URL, "héllo wörld"), t(0))
+            .expect("the page must be stored");
         let path = entry_path(&cache, URL);
         damage(&path);
         let found = cache.lookup_at(URL, "firecrawl", t(1));
@@ -282,9 +419,17 @@ fn corrupt_entries_are_misses_and_removed() {
             "{name}: the lookup must report corrupt_entry"
         );
         assert!(found.entry.is_none(), "{name}: nothing must be served");
-        assert!(fs::symlink_metadata(&path).is_err(), "{name}: the entry must be removed");
-        cache.put_at(&page(URL, "fresh"), t(2)).expect("a new put must replace it");
-        assert!(cache.lookup_at(URL, "firecrawl", t(3)).outcome.is_hit(), "{name}: it must heal");
+        assert!(
+            fs::symlink_metadata(&path).is_err(),
+            "{name}: the entry must be removed"
+        );
+        cache
+            .put_at(&page(URL, "fresh"), t(2))
+            .expect("a new put must replace it");
+        assert!(
+            cache.lookup_at(URL, "firecrawl", t(3)).outcome.is_hit(),
+            "{name}: it must heal"
+        );
     }
 }
 
@@ -312,15 +457,25 @@ fn an_unusable_volume_degrades_to_no_cache() {
         Err(NoCacheReason::VolumeUnwritable),
         "a root under a file must be unwritable"
     );
-    assert_eq!(cache.volume_fault(), Some(NoCacheReason::VolumeUnwritable), "the fault must show");
+    assert_eq!(
+        cache.volume_fault(),
+        Some(NoCacheReason::VolumeUnwritable),
+        "the fault must show"
+    );
     assert_eq!(
         cache.lookup_at(URL, "firecrawl", t(1)).outcome,
         CacheOutcome::Bypass(NoCacheReason::VolumeUnreadable),
         "the lookup must bypass, not fail"
     );
     fs::remove_file(&blocker).expect("the blocker must be removed");
-    cache.put_at(&page(URL, "x"), t(2)).expect("a repaired volume must accept puts");
-    assert_eq!(cache.volume_fault(), None, "a successful put must clear the fault");
+    cache
+        .put_at(&page(URL, "x"), t(2))
+        .expect("a repaired volume must accept puts");
+    assert_eq!(
+        cache.volume_fault(),
+        None,
+        "a successful put must clear the fault"
+    );
 }
 
 #[test]
@@ -367,7 +522,10 @@ struct Captured(Arc<StdMutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().expect("the log buffer must lock").extend_from_slice(buf);
+        self.0
+            .lock()
+            .expect("the log buffer must lock")
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -394,16 +552,24 @@ fn a_lasting_volume_fault_is_logged_once_a_minute() {
     });
     let text = String::from_utf8(logs.0.lock().expect("lock").clone()).expect("utf-8 logs");
     let warnings = text.matches("cache volume degraded").count();
-    assert_eq!(warnings, 2, "the fault must be logged at 0 s and again after a minute:\n{text}");
-    assert!(text.contains("code=\"volume_unwritable\"") || text.contains("code=volume_unwritable"),
-        "the log line must carry the code:\n{text}");
+    assert_eq!(
+        warnings, 2,
+        "the fault must be logged at 0 s and again after a minute:\n{text}"
+    );
+    assert!(
+        text.contains("code=\"volume_unwritable\"") || text.contains("code=volume_unwritable"),
+        "the log line must carry the code:\n{text}"
+    );
 }
 
 #[tokio::test]
 async fn put_async_stores_from_the_blocking_pool() {
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let cache = cache_in(&dir);
-    cache.put_async(page(URL, "async body")).await.expect("the async put must store");
+    cache
+        .put_async(page(URL, "async body"))
+        .await
+        .expect("the async put must store");
     let hit = cache.lookup(URL, "firecrawl");
     assert_eq!(
         hit.entry.map(|e| e.content),

@@ -26,6 +26,9 @@ fn meta(name: &str, fetched_ms: u64, bytes: u64) -> EntryMeta {
     }
 }
 
+/// One planner case: name, entry bound, byte bound, expected removals.
+type PlanCase<'a> = (&'a str, u64, u64, &'a [(&'a str, Removal)]);
+
 fn names(entries: &[EntryMeta], plan: &[(usize, Removal)]) -> Vec<(String, Removal)> {
     plan.iter()
         .map(|&(i, why)| (entries[i].path.display().to_string(), why))
@@ -43,15 +46,47 @@ fn the_planner_removes_expired_then_oldest_past_the_bounds() {
         meta("future", 10_000_000, 10),
     ];
     let ttl = Duration::from_millis(1000);
-    let cases: &[(&str, u64, u64, &[(&str, Removal)])] = &[
-        ("within both bounds only the expired go", 10, 1000, &[("old", Expired), ("future", Expired)]),
-        ("the entry bound evicts the oldest", 2, 1000, &[("old", Expired), ("future", Expired), ("a", Evicted)]),
-        ("the byte bound evicts until the bytes fit", 10, 20, &[("old", Expired), ("future", Expired), ("a", Evicted), ("b", Evicted)]),
-        ("a zero byte bound empties the folder", 10, 0, &[("old", Expired), ("future", Expired), ("a", Evicted), ("b", Evicted), ("c", Evicted)]),
+    let cases: &[PlanCase<'_>] = &[
+        (
+            "within both bounds only the expired go",
+            10,
+            1000,
+            &[("old", Expired), ("future", Expired)],
+        ),
+        (
+            "the entry bound evicts the oldest",
+            2,
+            1000,
+            &[("old", Expired), ("future", Expired), ("a", Evicted)],
+        ),
+        (
+            "the byte bound evicts until the bytes fit",
+            10,
+            20,
+            &[
+                ("old", Expired),
+                ("future", Expired),
+                ("a", Evicted),
+                ("b", Evicted),
+            ],
+        ),
+        (
+            "a zero byte bound empties the folder",
+            10,
+            0,
+            &[
+                ("old", Expired),
+                ("future", Expired),
+                ("a", Evicted),
+                ("b", Evicted),
+                ("c", Evicted),
+            ],
+        ),
     ];
     for (name, max_entries, max_bytes, want) in cases {
         let plan = plan_sweep(&entries, 1000, ttl, *max_entries, *max_bytes);
-        let want: Vec<(String, Removal)> = want.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
+        let want: Vec<(String, Removal)> =
+            want.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect();
         assert_eq!(names(&entries, &plan), want, "{name}");
     }
 }
@@ -62,7 +97,10 @@ fn ties_on_fetched_at_are_broken_by_path() {
     let plan = plan_sweep(&entries, 5, HOUR, 1, u64::MAX);
     assert_eq!(
         names(&entries, &plan),
-        vec![("a".to_owned(), Removal::Evicted), ("b".to_owned(), Removal::Evicted)],
+        vec![
+            ("a".to_owned(), Removal::Evicted),
+            ("b".to_owned(), Removal::Evicted)
+        ],
         "equal times must evict in path order"
     );
 }
@@ -125,7 +163,9 @@ fn fill(cache: &DiskCache, count: usize, content_bytes: usize) {
             textual: true,
             ..NewEntry::default()
         };
-        cache.put_at(&entry, t(i as u64 * 1000)).expect("the entry must be stored");
+        cache
+            .put_at(&entry, t(i as u64 * 1000))
+            .expect("the entry must be stored");
     }
 }
 
@@ -141,9 +181,17 @@ fn a_sweep_bounds_the_folder_by_entries() {
     let cache = DiskCache::new(dir.path(), settings(4, u64::MAX));
     fill(&cache, 10, 100);
     let stats = cache.sweep_at(t(20_000));
-    assert_eq!((stats.scanned, stats.evicted, stats.remaining_entries), (10, 6, 4), "six must go: {stats:?}");
+    assert_eq!(
+        (stats.scanned, stats.evicted, stats.remaining_entries),
+        (10, 6, 4),
+        "six must go: {stats:?}"
+    );
     let want: Vec<bool> = (0..10).map(|i| i >= 6).collect();
-    assert_eq!(hits(&cache, 10, t(20_000)), want, "the four newest must remain");
+    assert_eq!(
+        hits(&cache, 10, t(20_000)),
+        want,
+        "the four newest must remain"
+    );
 }
 
 #[test]
@@ -152,14 +200,27 @@ fn a_sweep_bounds_the_folder_by_bytes() {
     let cache = DiskCache::new(dir.path(), settings(u64::MAX, 3_500));
     fill(&cache, 10, 1000);
     let stats = cache.sweep_at(t(20_000));
-    assert!(stats.remaining_bytes <= 3_500, "the bytes must fit: {stats:?}");
-    assert_eq!(stats.remaining_entries, 3, "three entries of ~1.1 KB must fit: {stats:?}");
+    assert!(
+        stats.remaining_bytes <= 3_500,
+        "the bytes must fit: {stats:?}"
+    );
+    assert_eq!(
+        stats.remaining_entries, 3,
+        "three entries of ~1.1 KB must fit: {stats:?}"
+    );
     let on_disk: u64 = fs::read_dir(cache.dir())
         .expect("list")
         .map(|d| d.expect("dirent").metadata().expect("meta").len())
         .sum();
-    assert_eq!(on_disk, stats.remaining_bytes, "the reported bytes must match the folder");
-    assert_eq!(hits(&cache, 10, t(20_000))[7..], [true, true, true], "the newest must remain");
+    assert_eq!(
+        on_disk, stats.remaining_bytes,
+        "the reported bytes must match the folder"
+    );
+    assert_eq!(
+        hits(&cache, 10, t(20_000))[7..],
+        [true, true, true],
+        "the newest must remain"
+    );
 }
 
 #[test]
@@ -169,7 +230,11 @@ fn a_sweep_removes_expired_entries() {
     fill(&cache, 5, 10);
     // Entry i was fetched at i s; at 1 h + 2.5 s entries 0, 1 and 2 are past the hour.
     let stats = cache.sweep_at(t(3_602_500));
-    assert_eq!((stats.expired, stats.remaining_entries), (3, 2), "three must expire: {stats:?}");
+    assert_eq!(
+        (stats.expired, stats.remaining_entries),
+        (3, 2),
+        "three must expire: {stats:?}"
+    );
 }
 
 #[test]
@@ -184,14 +249,39 @@ fn a_sweep_removes_abandoned_temporary_files_and_symlinks_only() {
     let unrelated = cache.dir().join("README");
     fs::write(&unrelated, b"keep").expect("an unrelated file must be written");
     let now = SystemTime::now();
-    let fresh = sweep_dir(cache.dir(), now, Duration::from_secs(u64::MAX / 4), 100, u64::MAX);
-    assert!(temp.exists(), "a fresh temporary file belongs to a live writer and must stay");
-    assert!(fs::symlink_metadata(&link).is_err(), "a planted symlink must go");
+    let fresh = sweep_dir(
+        cache.dir(),
+        now,
+        Duration::from_secs(u64::MAX / 4),
+        100,
+        u64::MAX,
+    );
+    assert!(
+        temp.exists(),
+        "a fresh temporary file belongs to a live writer and must stay"
+    );
+    assert!(
+        fs::symlink_metadata(&link).is_err(),
+        "a planted symlink must go"
+    );
     assert_eq!(fresh.debris, 1, "only the symlink is debris now: {fresh:?}");
-    let later = sweep_dir(cache.dir(), now + TEMP_GRACE + Duration::from_secs(1), Duration::from_secs(u64::MAX / 4), 100, u64::MAX);
+    let later = sweep_dir(
+        cache.dir(),
+        now + TEMP_GRACE + Duration::from_secs(1),
+        Duration::from_secs(u64::MAX / 4),
+        100,
+        u64::MAX,
+    );
     assert!(!temp.exists(), "a temporary file past the grace must go");
-    assert_eq!((later.debris, later.remaining_entries), (1, 1), "the entry must stay: {later:?}");
-    assert!(unrelated.exists(), "files that are not entries must be left alone");
+    assert_eq!(
+        (later.debris, later.remaining_entries),
+        (1, 1),
+        "the entry must stay: {later:?}"
+    );
+    assert!(
+        unrelated.exists(),
+        "files that are not entries must be left alone"
+    );
 }
 
 #[test]
@@ -209,44 +299,81 @@ fn concurrent_sweeps_remove_each_entry_once_and_keep_the_newest() {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a sweeper must not panic")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a sweeper must not panic"))
+            .collect()
     });
     let evicted: u64 = all.iter().map(|s| s.evicted).sum();
     let failed: u64 = all.iter().map(|s| s.failed).sum();
-    assert_eq!(evicted, 150, "each surplus entry must be removed exactly once: {all:?}");
-    assert_eq!(failed, 0, "a lost race must not count as a failure: {all:?}");
+    assert_eq!(
+        evicted, 150,
+        "each surplus entry must be removed exactly once: {all:?}"
+    );
+    assert_eq!(
+        failed, 0,
+        "a lost race must not count as a failure: {all:?}"
+    );
     let want: Vec<bool> = (0..200).map(|i| i >= 150).collect();
-    assert_eq!(hits(&cache, 200, t(300_000)), want, "exactly the 50 newest must remain");
+    assert_eq!(
+        hits(&cache, 200, t(300_000)),
+        want,
+        "exactly the 50 newest must remain"
+    );
 }
 
 #[test]
 fn the_trigger_sweeps_every_n_puts_or_after_the_interval() {
-    let trigger = SweepTrigger::new(SweepPolicy { every_puts: 3, every: Duration::from_secs(60) });
+    let trigger = SweepTrigger::new(SweepPolicy {
+        every_puts: 3,
+        every: Duration::from_secs(60),
+    });
     let mut fired = Vec::new();
     // The first put of a process sweeps (the interval since "never" has passed).
-    for (i, ms) in [0u64, 1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 70_000, 71_000].iter().enumerate() {
+    for (i, ms) in [
+        0u64, 1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 70_000, 71_000,
+    ]
+    .iter()
+    .enumerate()
+    {
         if trigger.claim(t(*ms)).is_some() {
             fired.push(i);
         }
     }
-    assert_eq!(fired, vec![0, 3, 6, 7], "sweeps must fire on put 1, every third put, and after 60 s");
+    assert_eq!(
+        fired,
+        vec![0, 3, 6, 7],
+        "sweeps must fire on put 1, every third put, and after 60 s"
+    );
 }
 
 #[test]
 fn only_one_thread_of_a_process_sweeps_at_a_time() {
-    let trigger = SweepTrigger::new(SweepPolicy { every_puts: 1, every: HOUR });
+    let trigger = SweepTrigger::new(SweepPolicy {
+        every_puts: 1,
+        every: HOUR,
+    });
     let first = trigger.claim(t(0));
     assert!(first.is_some(), "a due sweep must be claimed");
-    assert!(trigger.claim(t(1)).is_none(), "a second claim while one runs must be refused");
+    assert!(
+        trigger.claim(t(1)).is_none(),
+        "a second claim while one runs must be refused"
+    );
     drop(first);
-    assert!(trigger.claim(t(2)).is_some(), "after the first ends, the next due sweep must run");
+    assert!(
+        trigger.claim(t(2)).is_some(),
+        "after the first ends, the next due sweep must run"
+    );
 }
 
 #[test]
 fn puts_sweep_by_the_trigger_policy() {
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let mut s = settings(2, u64::MAX);
-    s.sweep = SweepPolicy { every_puts: 3, every: HOUR };
+    s.sweep = SweepPolicy {
+        every_puts: 3,
+        every: HOUR,
+    };
     let cache = DiskCache::new(dir.path(), s);
     let count = || fs::read_dir(cache.dir()).expect("list").count();
     let mut seen = Vec::new();
@@ -255,7 +382,11 @@ fn puts_sweep_by_the_trigger_policy() {
         seen.push(count());
     }
     // Put 1 sweeps (first of the process), then puts 4 and 7.
-    assert_eq!(seen, vec![1, 2, 3, 2, 3, 4, 2], "the folder must shrink on triggered puts only");
+    assert_eq!(
+        seen,
+        vec![1, 2, 3, 2, 3, 4, 2],
+        "the folder must shrink on triggered puts only"
+    );
 }
 
 fn fill_one(cache: &DiskCache, i: usize) {
@@ -267,5 +398,7 @@ fn fill_one(cache: &DiskCache, i: usize) {
         textual: true,
         ..NewEntry::default()
     };
-    cache.put_at(&entry, t(i as u64)).expect("the entry must be stored");
+    cache
+        .put_at(&entry, t(i as u64))
+        .expect("the entry must be stored");
 }

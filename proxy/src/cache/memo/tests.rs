@@ -9,7 +9,9 @@ use super::*;
 const TTL: Duration = Duration::from_secs(20 * 60);
 
 fn response(n: usize) -> Value {
-    let web: Vec<Value> = (0..n).map(|i| json!({"url": format!("https://r/{i}"), "position": i + 1})).collect();
+    let web: Vec<Value> = (0..n)
+        .map(|i| json!({"url": format!("https://r/{i}"), "position": i + 1}))
+        .collect();
     json!({"success": true, "data": {"web": web}})
 }
 
@@ -27,7 +29,19 @@ fn counting<'a>(
 
 #[test]
 fn buckets_round_up_to_10_20_50_100() {
-    let cases = [(0, 10), (1, 10), (5, 10), (10, 10), (11, 20), (20, 20), (21, 50), (50, 50), (51, 100), (100, 100), (1000, 100)];
+    let cases = [
+        (0, 10),
+        (1, 10),
+        (5, 10),
+        (10, 10),
+        (11, 20),
+        (20, 20),
+        (21, 50),
+        (50, 50),
+        (51, 100),
+        (100, 100),
+        (1000, 100),
+    ];
     for (limit, want) in cases {
         assert_eq!(bucket(limit), want, "limit {limit} must use bucket {want}");
     }
@@ -42,7 +56,11 @@ fn queries_are_trimmed_lowercased_and_collapsed() {
         ("   ", ""),
     ];
     for (query, want) in cases {
-        assert_eq!(normalize_query(query), want, "{query:?} must normalise to {want:?}");
+        assert_eq!(
+            normalize_query(query),
+            want,
+            "{query:?} must normalise to {want:?}"
+        );
     }
 }
 
@@ -51,28 +69,62 @@ async fn a_repeat_within_the_ttl_is_a_hit_and_asks_the_vendor_for_the_bucket() {
     // Seed 10: limit 5 asks for 10; a repeat differing in case and spacing hits.
     let memo = SearchMemo::new(true, TTL);
     let (calls, asked) = (AtomicUsize::new(0), std::sync::Mutex::new(Vec::new()));
-    let (first, hit) = memo.get_or_fetch("searxng", "Rust memo", 5, counting(&calls, &asked)).await;
+    let (first, hit) = memo
+        .get_or_fetch("searxng", "Rust memo", 5, counting(&calls, &asked))
+        .await;
     assert!(!hit, "the first call must miss");
-    assert_eq!(*asked.lock().expect("lock"), vec![10], "the vendor must be asked for the bucket");
+    assert_eq!(
+        *asked.lock().expect("lock"),
+        vec![10],
+        "the vendor must be asked for the bucket"
+    );
     tokio::time::advance(TTL - Duration::from_millis(1)).await;
-    let (second, hit) = memo.get_or_fetch("searxng", "  rust   MEMO ", 7, counting(&calls, &asked)).await;
+    let (second, hit) = memo
+        .get_or_fetch("searxng", "  rust   MEMO ", 7, counting(&calls, &asked))
+        .await;
     assert!(hit, "a normalised repeat in the same bucket must hit");
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "a hit must not call the vendor");
-    assert_eq!(first.expect("ok"), second.expect("ok"), "a hit must return the stored response");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "a hit must not call the vendor"
+    );
+    assert_eq!(
+        first.expect("ok"),
+        second.expect("ok"),
+        "a hit must return the stored response"
+    );
     tokio::time::advance(Duration::from_millis(1)).await;
-    let (_, hit) = memo.get_or_fetch("searxng", "rust memo", 5, counting(&calls, &asked)).await;
+    let (_, hit) = memo
+        .get_or_fetch("searxng", "rust memo", 5, counting(&calls, &asked))
+        .await;
     assert!(!hit, "at the ttl the entry must be expired");
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "an expired entry must be fetched again");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "an expired entry must be fetched again"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn keys_separate_providers_and_buckets() {
     let memo = SearchMemo::new(true, TTL);
     let (calls, asked) = (AtomicUsize::new(0), std::sync::Mutex::new(Vec::new()));
-    for (provider, limit) in [("searxng", 5), ("tavily", 5), ("searxng", 15), ("searxng", 10), ("searxng", 101)] {
-        let _ = memo.get_or_fetch(provider, "q", limit, counting(&calls, &asked)).await;
+    for (provider, limit) in [
+        ("searxng", 5),
+        ("tavily", 5),
+        ("searxng", 15),
+        ("searxng", 10),
+        ("searxng", 101),
+    ] {
+        let _ = memo
+            .get_or_fetch(provider, "q", limit, counting(&calls, &asked))
+            .await;
     }
-    assert_eq!(*asked.lock().expect("lock"), vec![10, 10, 20, 100], "limit 10 shares bucket 10 with limit 5");
+    assert_eq!(
+        *asked.lock().expect("lock"),
+        vec![10, 10, 20, 100],
+        "limit 10 shares bucket 10 with limit 5"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -84,14 +136,22 @@ async fn errors_are_not_stored() {
         std::future::ready(Err::<Value, _>("vendor down"))
     };
     let (result, hit) = memo.get_or_fetch("exa", "q", 5, failing).await;
-    assert_eq!((result, hit), (Err("vendor down"), false), "the error must reach the caller");
+    assert_eq!(
+        (result, hit),
+        (Err("vendor down"), false),
+        "the error must reach the caller"
+    );
     let ok = |_| {
         calls.fetch_add(1, Ordering::SeqCst);
         std::future::ready(Ok::<_, &str>(response(1)))
     };
     let (_, hit) = memo.get_or_fetch("exa", "q", 5, ok).await;
     assert!(!hit, "after an error the next call must fetch");
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "both calls must reach the vendor");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "both calls must reach the vendor"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -117,7 +177,11 @@ async fn concurrent_identical_calls_make_one_fetch() {
         assert!(result.is_ok(), "every caller must get the response");
         hits += usize::from(hit);
     }
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "single-flight must make exactly one fetch");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "single-flight must make exactly one fetch"
+    );
     assert_eq!(hits, 9, "the waiters must be served from the memo");
 }
 
@@ -126,10 +190,16 @@ async fn a_disabled_memo_always_fetches() {
     let memo = SearchMemo::new(false, TTL);
     let (calls, asked) = (AtomicUsize::new(0), std::sync::Mutex::new(Vec::new()));
     for _ in 0..3 {
-        let (_, hit) = memo.get_or_fetch("searxng", "q", 5, counting(&calls, &asked)).await;
+        let (_, hit) = memo
+            .get_or_fetch("searxng", "q", 5, counting(&calls, &asked))
+            .await;
         assert!(!hit, "a disabled memo must never hit");
     }
-    assert_eq!(calls.load(Ordering::SeqCst), 3, "every call must reach the vendor");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "every call must reach the vendor"
+    );
     assert!(memo.is_empty(), "a disabled memo must hold nothing");
 }
 
@@ -137,12 +207,20 @@ async fn a_disabled_memo_always_fetches() {
 async fn a_hit_is_a_deep_copy() {
     let memo = SearchMemo::new(true, TTL);
     let (calls, asked) = (AtomicUsize::new(0), std::sync::Mutex::new(Vec::new()));
-    let (first, _) = memo.get_or_fetch("searxng", "q", 5, counting(&calls, &asked)).await;
+    let (first, _) = memo
+        .get_or_fetch("searxng", "q", 5, counting(&calls, &asked))
+        .await;
     let mut first = first.expect("ok");
     slice_results(&mut first, 1);
-    let (second, hit) = memo.get_or_fetch("searxng", "q", 5, counting(&calls, &asked)).await;
+    let (second, hit) = memo
+        .get_or_fetch("searxng", "q", 5, counting(&calls, &asked))
+        .await;
     assert!(hit, "the repeat must hit");
-    assert_eq!(second.expect("ok"), response(10), "slicing a returned copy must not touch the memo");
+    assert_eq!(
+        second.expect("ok"),
+        response(10),
+        "slicing a returned copy must not touch the memo"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -151,35 +229,67 @@ async fn the_lock_table_is_pruned_past_256_idle_locks() {
     let (calls, asked) = (AtomicUsize::new(0), std::sync::Mutex::new(Vec::new()));
     let mut peak = 0;
     for i in 0..600 {
-        let _ = memo.get_or_fetch("searxng", &format!("q{i}"), 5, counting(&calls, &asked)).await;
+        let _ = memo
+            .get_or_fetch("searxng", &format!("q{i}"), 5, counting(&calls, &asked))
+            .await;
         peak = peak.max(memo.lock_count());
     }
-    assert!(peak <= LOCK_TABLE_PRUNE_AT, "idle locks past 256 must be pruned, peak {peak}");
-    assert!(memo.lock_count() < 600 - LOCK_TABLE_PRUNE_AT, "the table must not grow with keys");
-    assert_eq!(memo.len(), 600, "pruning locks must keep the stored responses");
+    assert!(
+        peak <= LOCK_TABLE_PRUNE_AT,
+        "idle locks past 256 must be pruned, peak {peak}"
+    );
+    assert!(
+        memo.lock_count() < 600 - LOCK_TABLE_PRUNE_AT,
+        "the table must not grow with keys"
+    );
+    assert_eq!(
+        memo.len(),
+        600,
+        "pruning locks must keep the stored responses"
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn expired_responses_are_dropped_on_store() {
     let memo = SearchMemo::new(true, TTL);
     let (calls, asked) = (AtomicUsize::new(0), std::sync::Mutex::new(Vec::new()));
-    let _ = memo.get_or_fetch("searxng", "old", 5, counting(&calls, &asked)).await;
+    let _ = memo
+        .get_or_fetch("searxng", "old", 5, counting(&calls, &asked))
+        .await;
     tokio::time::advance(TTL).await;
-    let _ = memo.get_or_fetch("searxng", "new", 5, counting(&calls, &asked)).await;
-    assert_eq!(memo.len(), 1, "the expired response must be swept when a new one is stored");
+    let _ = memo
+        .get_or_fetch("searxng", "new", 5, counting(&calls, &asked))
+        .await;
+    assert_eq!(
+        memo.len(),
+        1,
+        "the expired response must be swept when a new one is stored"
+    );
 }
 
 #[test]
 fn slicing_cuts_every_result_list_to_the_limit() {
     let cases = [
-        ("data.web", json!({"data": {"web": [1, 2, 3]}}), json!({"data": {"web": [1, 2]}})),
+        (
+            "data.web",
+            json!({"data": {"web": [1, 2, 3]}}),
+            json!({"data": {"web": [1, 2]}}),
+        ),
         (
             "web, news and images",
             json!({"data": {"web": [1, 2, 3], "news": [1, 2, 3], "images": [1], "total": 3}}),
             json!({"data": {"web": [1, 2], "news": [1, 2], "images": [1], "total": 3}}),
         ),
-        ("data as the list", json!({"data": [1, 2, 3]}), json!({"data": [1, 2]})),
-        ("no data", json!({"results": [1, 2, 3]}), json!({"results": [1, 2, 3]})),
+        (
+            "data as the list",
+            json!({"data": [1, 2, 3]}),
+            json!({"data": [1, 2]}),
+        ),
+        (
+            "no data",
+            json!({"results": [1, 2, 3]}),
+            json!({"results": [1, 2, 3]}),
+        ),
     ];
     for (name, mut input, want) in cases {
         slice_results(&mut input, 2);
