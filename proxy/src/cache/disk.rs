@@ -15,8 +15,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -58,6 +58,7 @@ struct Inner {
     exempt: ExemptHosts,
     trigger: SweepTrigger,
     health: VolumeHealth,
+    last_sweep: Mutex<Option<SweepStats>>,
 }
 
 /// A page to store, as the vendor returned it (before E7).
@@ -111,6 +112,25 @@ pub struct Lookup {
     pub entry: Option<CachedPage>,
 }
 
+/// The cache's state for the status endpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CacheStatus {
+    /// Whether the cache is on.
+    pub enabled: bool,
+    /// The entry folder, as the gate sees it.
+    pub dir: String,
+    /// Entry lifetime in seconds.
+    pub ttl_seconds: u64,
+    /// Entry bound.
+    pub max_entries: u64,
+    /// Byte bound.
+    pub max_bytes: u64,
+    /// The code of the volume fault the last put hit, if it failed on the volume.
+    pub volume_fault: Option<&'static str>,
+    /// This process's most recent sweep, if any.
+    pub last_sweep: Option<SweepStats>,
+}
+
 /// The header line of an entry, as written.
 #[derive(Serialize)]
 struct HeaderOut<'a> {
@@ -162,6 +182,7 @@ impl DiskCache {
                 trigger,
                 settings,
                 health: VolumeHealth::default(),
+                last_sweep: Mutex::new(None),
             }),
         }
     }
@@ -280,7 +301,13 @@ impl DiskCache {
     /// [`sweep`](Self::sweep) as of `now`.
     pub fn sweep_at(&self, now: SystemTime) -> SweepStats {
         let s = &self.inner.settings;
-        eviction::sweep_dir(&self.inner.dir, now, s.ttl, s.max_entries, s.max_bytes)
+        let stats = eviction::sweep_dir(&self.inner.dir, now, s.ttl, s.max_entries, s.max_bytes);
+        *self
+            .inner
+            .last_sweep
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(stats);
+        stats
     }
 
     /// Sweep when the trigger policy says one is due (and no other thread of this process is
@@ -299,6 +326,25 @@ impl DiskCache {
         (index > 0)
             .then(|| NoCacheReason::ALL.get(usize::from(index) - 1).copied())
             .flatten()
+    }
+
+    /// What `/v1/status` shows about the cache: settings, the current volume fault, and what
+    /// this process's last sweep saw (entries and bytes on the volume).
+    pub fn status(&self) -> CacheStatus {
+        let s = &self.inner.settings;
+        CacheStatus {
+            enabled: s.enabled,
+            dir: self.inner.dir.display().to_string(),
+            ttl_seconds: s.ttl.as_secs(),
+            max_entries: s.max_entries,
+            max_bytes: s.max_bytes,
+            volume_fault: self.volume_fault().map(|r| r.code()),
+            last_sweep: *self
+                .inner
+                .last_sweep
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        }
     }
 
     /// The never-cache rules for a result.

@@ -37,7 +37,7 @@ pub struct SweepPolicy {
 }
 
 /// What one sweep did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepStats {
     /// Entry files listed.
     pub scanned: u64,

@@ -3,8 +3,9 @@
 //!
 //! The vendor is asked for the bucket (10, 20, 50 or 100 results), so a later call with a
 //! smaller or nearby limit is a hit; the caller slices the response to its own limit with
-//! [`slice_results`]. Only `Ok` responses are stored; a rescued response must not be passed
-//! through the memo at all. Expiry runs on tokio's clock, so paused-time tests are exact.
+//! [`slice_results`]. Only `Ok` responses are stored (and not one whose `success` is `false`).
+//! A rescued response is never stored: wrap only the configured backend's call in
+//! [`SearchMemo::get_or_fetch`] and run the rescue on its `Err`, outside the memo. Expiry runs on tokio's clock, so paused-time tests are exact.
 //! Values are cloned on store and on hit (a `serde_json::Value` clone is a deep copy).
 
 use std::collections::HashMap;
@@ -54,7 +55,7 @@ impl SearchMemo {
     }
 
     /// The response for `(provider, query, limit)`: from the memo when a fresh one is held, else
-    /// from `fetch(bucket(limit))`, stored when `Ok`. Concurrent calls for one key make one
+    /// from `fetch(bucket(limit))`, stored when `Ok` (unless its `success` is `false`). Concurrent calls for one key make one
     /// fetch: the others wait and then hit. Returns the response and whether it was a hit; the
     /// caller slices it to `limit`.
     pub async fn get_or_fetch<F, Fut, E>(
@@ -83,7 +84,9 @@ impl SearchMemo {
             return (Ok(value), true);
         }
         let result = fetch(bucket).await;
-        if let Ok(value) = &result {
+        if let Ok(value) = &result
+            && value.get("success") != Some(&Value::Bool(false))
+        {
             self.store(key, value.clone());
         }
         drop(held);

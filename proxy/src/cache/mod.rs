@@ -16,6 +16,14 @@
 //! page still goes through E7. [`CacheOutcome`] and [`NoCacheReason`] carry the stable codes used
 //! as the `outcome` metric label and the `cache` field of the decision log line.
 //!
+//! In the pipeline (per URL, after E4): `lookup(&target.normalized, backend)`; on a hit the row
+//! is assembled from [`CachedPage`] with `cached: true` and `cache_age_s: age_secs()`; on any
+//! other outcome the vendor fetches and a successful page goes to [`DiskCache::put_async`]
+//! (`rescued: true` for rescue results, which `put` then refuses). The outcome's code is the
+//! `fleetgate_cache_lookups_total{outcome}` label; `put`'s refusal code (or `stored`) labels the
+//! writes. A lookup costs a file read and a UTF-8 check (tens of µs for 50 KB); a put costs an
+//! fsync (milliseconds on a real disk), hence `put_async`.
+//!
 //! - [`key`]: the entry key and file name.
 //! - [`cacheable`]: which hosts are never cached (hostname heuristics, exempt hosts).
 //! - [`disk`]: [`DiskCache`] lookup and atomic put.
@@ -32,7 +40,7 @@ pub mod eviction;
 pub mod key;
 pub mod memo;
 
-pub use disk::{CachedPage, DiskCache, Lookup, NewEntry};
+pub use disk::{CacheStatus, CachedPage, DiskCache, Lookup, NewEntry};
 pub use eviction::{SweepPolicy, SweepStats};
 pub use key::CacheKey;
 pub use memo::SearchMemo;

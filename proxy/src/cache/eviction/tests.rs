@@ -186,6 +186,16 @@ fn a_sweep_bounds_the_folder_by_entries() {
         (10, 6, 4),
         "six must go: {stats:?}"
     );
+    let status = cache.status();
+    assert_eq!(
+        status.last_sweep,
+        Some(stats),
+        "the status must show the last sweep"
+    );
+    assert_eq!(
+        status.volume_fault, None,
+        "a healthy volume must show no fault"
+    );
     let want: Vec<bool> = (0..10).map(|i| i >= 6).collect();
     assert_eq!(
         hits(&cache, 10, t(20_000)),

@@ -155,6 +155,26 @@ async fn errors_are_not_stored() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_ok_response_saying_success_false_is_not_stored() {
+    let memo = SearchMemo::new(true, TTL);
+    for want_calls in [1, 2] {
+        let (_, hit) = memo
+            .get_or_fetch("searxng", "q", 5, |_| {
+                std::future::ready(Ok::<_, String>(json!({"success": false, "error": "quota"})))
+            })
+            .await;
+        assert!(
+            !hit,
+            "call {want_calls}: an unsuccessful response must not be served again"
+        );
+    }
+    assert!(
+        memo.is_empty(),
+        "an unsuccessful response must not be stored"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn concurrent_identical_calls_make_one_fetch() {
     let memo = Arc::new(SearchMemo::new(true, TTL));
     let calls = Arc::new(AtomicUsize::new(0));
