@@ -17,6 +17,7 @@ pub mod assemble;
 pub mod cache;
 pub mod cli;
 pub mod context;
+pub mod front;
 pub mod gates;
 pub mod metrics;
 pub mod pipeline;

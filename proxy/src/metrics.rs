@@ -23,6 +23,9 @@ pub struct ProxyMetrics {
     pub store_writes: IntCounterVec,
     /// `fleetgate_blocklist_rules`: rules in the active website blocklist.
     pub blocklist_rules: IntGauge,
+    /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
+    /// (`served`, `failed`).
+    pub rescues: IntCounterVec,
 }
 
 // === impl ProxyMetrics ===
@@ -83,6 +86,13 @@ impl ProxyMetrics {
                 ),
                 &["outcome"],
             )?,
+            rescues: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_extract_rescues_total",
+                    "Rescue passes after the extract backend failed every URL, by backend and outcome.",
+                ),
+                &["from", "to", "outcome"],
+            )?,
             blocklist_rules: IntGauge::new(
                 "fleetgate_blocklist_rules",
                 "Rules in the active website blocklist.",
@@ -96,6 +106,7 @@ impl ProxyMetrics {
         reg.register(Box::new(m.policy_loaded_at.clone()))?;
         reg.register(Box::new(m.store_writes.clone()))?;
         reg.register(Box::new(m.blocklist_rules.clone()))?;
+        reg.register(Box::new(m.rescues.clone()))?;
         Ok(m)
     }
 

@@ -42,6 +42,15 @@ pub fn clamp_char_limit(value: Option<&Value>, default: usize) -> usize {
     }
 }
 
+/// One assembled page: the model text and, when it was truncated, its sizes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assembled {
+    /// The base64-cleaned, budgeted model text.
+    pub content: String,
+    /// Set when the page was truncated (and a store write was attempted when a store was given).
+    pub truncation: Option<truncate::TruncationStats>,
+}
+
 /// E7 for one successful row: `Err(message)` for a binary payload (the content is dropped and the
 /// message becomes the row's error), else the base64-cleaned, budgeted model text.
 pub fn assemble_page(
@@ -49,16 +58,20 @@ pub fn assemble_page(
     limit: usize,
     url: &str,
     store: Option<&Store>,
-) -> Result<String, String> {
+) -> Result<Assembled, String> {
     if let Some(kind) = binary::detect_binary(content) {
         return Err(binary::binary_error_message(kind));
     }
     let clean = images::convert_base64_images_to_links(content);
-    let text = truncate::truncate_and_store(&clean, limit, url, store);
-    Ok(match text {
+    let (text, truncation) = truncate::truncate_with_stats(&clean, limit, url, store);
+    let content = match text {
         std::borrow::Cow::Owned(cut) => cut,
         // Not truncated: hand back the cleaned text itself instead of copying it again.
         std::borrow::Cow::Borrowed(_) => clean.into_owned(),
+    };
+    Ok(Assembled {
+        content,
+        truncation,
     })
 }
 

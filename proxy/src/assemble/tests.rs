@@ -133,7 +133,9 @@ fn images_are_replaced_before_the_page_is_measured() {
         "intro ![logo](data:image/png;base64,{}) outro",
         "A".repeat(3_000)
     );
-    let out = assemble_page(&page, 2_000, "https://e.com/", None).expect("a text page must pass");
+    let out = assemble_page(&page, 2_000, "https://e.com/", None)
+        .expect("a text page must pass")
+        .content;
     assert_eq!(
         out, "intro [IMAGE: logo] outro",
         "the image must be replaced and nothing cut"
@@ -143,7 +145,9 @@ fn images_are_replaced_before_the_page_is_measured() {
 #[test]
 fn a_long_page_is_truncated_after_the_image_pass() {
     let page = format!("data:image/gif;base64,AAAA {}", "x".repeat(5_000));
-    let out = assemble_page(&page, 2_000, "https://e.com/", None).expect("a text page must pass");
+    let out = assemble_page(&page, 2_000, "https://e.com/", None)
+        .expect("a text page must pass")
+        .content;
     assert!(
         out.starts_with("[IMAGE] xxx"),
         "the image must be replaced in the head: {out:.40}"
@@ -157,6 +161,8 @@ fn a_long_page_is_truncated_after_the_image_pass() {
 
 #[test]
 fn an_empty_page_stays_empty() {
-    let out = assemble_page("", 2_000, "https://e.com/", None).expect("an empty page must pass");
+    let out = assemble_page("", 2_000, "https://e.com/", None)
+        .expect("an empty page must pass")
+        .content;
     assert_eq!(out, "", "an empty page must come back empty");
 }

@@ -24,6 +24,8 @@ pub struct TruncationStats {
     pub original_chars: usize,
     /// Characters of the model text, footer included.
     pub sent_chars: usize,
+    /// Whether the full text was written to the store.
+    pub stored: bool,
 }
 
 /// Truncate `clean` to `limit` characters (75/25 head/tail) with the footer, storing the full
@@ -64,6 +66,7 @@ pub fn truncate_with_stats<'a>(
     let stats = TruncationStats {
         original_chars: total,
         sent_chars,
+        stored: stored.is_some(),
     };
     (Cow::Owned(text), Some(stats))
 }
