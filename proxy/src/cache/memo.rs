@@ -6,7 +6,7 @@
 //! [`slice_results`]. Only `Ok` responses are stored (and not one whose `success` is `false`).
 //! A rescued response is never stored: wrap only the configured backend's call in
 //! [`SearchMemo::get_or_fetch`] and run the rescue on its `Err`, outside the memo. Expiry runs on tokio's clock, so paused-time tests are exact.
-//! Values are cloned on store and on hit (a `serde_json::Value` clone is a deep copy).
+//! Values are cloned on store and on hit (a deep copy for `serde_json::Value` and `Vec<SearchHit>`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,18 +27,38 @@ pub const LOCK_TABLE_PRUNE_AT: usize = 256;
 /// The memo key: provider, normalised query, bucket.
 type MemoKey = (String, String, usize);
 
-/// The per-process search memo. Share it behind an `Arc` (or inside the runtime).
+/// A response the memo can hold: cloned on store and on hit.
+pub trait Memoizable: Clone {
+    /// Whether this `Ok` response may be stored. Default: always.
+    fn is_storable(&self) -> bool {
+        true
+    }
+}
+
+/// The per-process search memo over responses of type `T` (a JSON response by default, or
+/// the vendor layer's `Vec<SearchHit>`). Share it behind an `Arc` (or inside the runtime).
 #[derive(Debug)]
-pub struct SearchMemo {
+pub struct SearchMemo<T = Value> {
     enabled: bool,
     ttl: Duration,
-    entries: Mutex<HashMap<MemoKey, (Instant, Value)>>,
+    entries: Mutex<HashMap<MemoKey, (Instant, T)>>,
     locks: Mutex<HashMap<MemoKey, Arc<tokio::sync::Mutex<()>>>>,
 }
 
+// === impl Memoizable ===
+
+impl Memoizable for Value {
+    /// A JSON response saying `"success": false` is not stored.
+    fn is_storable(&self) -> bool {
+        self.get("success") != Some(&Value::Bool(false))
+    }
+}
+
+impl<T: Clone> Memoizable for Vec<T> {}
+
 // === impl SearchMemo ===
 
-impl SearchMemo {
+impl<T: Memoizable> SearchMemo<T> {
     /// A memo keeping responses for `ttl`; when `enabled` is false every call goes to the vendor.
     pub fn new(enabled: bool, ttl: Duration) -> Self {
         Self {
@@ -55,7 +75,7 @@ impl SearchMemo {
     }
 
     /// The response for `(provider, query, limit)`: from the memo when a fresh one is held, else
-    /// from `fetch(bucket(limit))`, stored when `Ok` (unless its `success` is `false`). Concurrent calls for one key make one
+    /// from `fetch(bucket(limit))`, stored when `Ok` and [`Memoizable::is_storable`]. Concurrent calls for one key make one
     /// fetch: the others wait and then hit. Returns the response and whether it was a hit; the
     /// caller slices it to `limit`.
     pub async fn get_or_fetch<F, Fut, E>(
@@ -64,10 +84,10 @@ impl SearchMemo {
         query: &str,
         limit: usize,
         fetch: F,
-    ) -> (Result<Value, E>, bool)
+    ) -> (Result<T, E>, bool)
     where
         F: FnOnce(usize) -> Fut,
-        Fut: Future<Output = Result<Value, E>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         let bucket = bucket(limit);
         if !self.enabled {
@@ -85,7 +105,7 @@ impl SearchMemo {
         }
         let result = fetch(bucket).await;
         if let Ok(value) = &result
-            && value.get("success") != Some(&Value::Bool(false))
+            && value.is_storable()
         {
             self.store(key, value.clone());
         }
@@ -116,13 +136,13 @@ impl SearchMemo {
             .len()
     }
 
-    fn fresh(&self, key: &MemoKey) -> Option<Value> {
+    fn fresh(&self, key: &MemoKey) -> Option<T> {
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let (stored_at, value) = entries.get(key)?;
         (stored_at.elapsed() < self.ttl).then(|| value.clone())
     }
 
-    fn store(&self, key: MemoKey, value: Value) {
+    fn store(&self, key: MemoKey, value: T) {
         let now = Instant::now();
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         // Expired entries go opportunistically, on store.

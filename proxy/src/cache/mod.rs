@@ -43,7 +43,7 @@ pub mod memo;
 pub use disk::{CacheStatus, CachedPage, DiskCache, Lookup, NewEntry};
 pub use eviction::{SweepPolicy, SweepStats};
 pub use key::CacheKey;
-pub use memo::SearchMemo;
+pub use memo::{Memoizable, SearchMemo};
 
 /// What a cache lookup found. [`code`](CacheOutcome::code) is the metric label value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

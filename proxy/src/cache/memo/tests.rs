@@ -175,6 +175,31 @@ async fn an_ok_response_saying_success_false_is_not_stored() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_memo_of_result_lists_serves_them_too() {
+    let memo: SearchMemo<Vec<String>> = SearchMemo::new(true, TTL);
+    let calls = AtomicUsize::new(0);
+    for want_hit in [false, true] {
+        let (result, hit) = memo
+            .get_or_fetch("brave-free", "q", 3, |n| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(Ok::<_, String>((0..n).map(|i| i.to_string()).collect()))
+            })
+            .await;
+        assert_eq!(hit, want_hit, "the second call must hit");
+        assert_eq!(
+            result.map(|v| v.len()),
+            Ok(10),
+            "the bucket's worth must come back"
+        );
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "one vendor call must serve both"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn concurrent_identical_calls_make_one_fetch() {
     let memo = Arc::new(SearchMemo::new(true, TTL));
     let calls = Arc::new(AtomicUsize::new(0));
