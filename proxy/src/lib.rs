@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod assemble;
+pub mod cache;
 pub mod cli;
 pub mod context;
 pub mod front;
