@@ -23,6 +23,12 @@ pub struct ProxyMetrics {
     pub store_writes: IntCounterVec,
     /// `fleetgate_blocklist_rules`: rules in the active website blocklist.
     pub blocklist_rules: IntGauge,
+    /// `fleetgate_cache_lookups_total{outcome}`: `hit`, `miss`, `stale` or a no-cache reason.
+    pub cache_lookups: IntCounterVec,
+    /// `fleetgate_cache_writes_total{outcome}`: `stored` or a no-cache reason.
+    pub cache_writes: IntCounterVec,
+    /// `fleetgate_search_requests_total{outcome}`: `ok`, `memo_hit` or a failure code.
+    pub searches: IntCounterVec,
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
     pub rescues: IntCounterVec,
@@ -86,6 +92,27 @@ impl ProxyMetrics {
                 ),
                 &["outcome"],
             )?,
+            cache_lookups: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_cache_lookups_total",
+                    "Shared cache lookups by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            cache_writes: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_cache_writes_total",
+                    "Shared cache writes by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            searches: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_search_requests_total",
+                    "Search calls by outcome.",
+                ),
+                &["outcome"],
+            )?,
             rescues: IntCounterVec::new(
                 Opts::new(
                     "fleetgate_extract_rescues_total",
@@ -107,6 +134,9 @@ impl ProxyMetrics {
         reg.register(Box::new(m.store_writes.clone()))?;
         reg.register(Box::new(m.blocklist_rules.clone()))?;
         reg.register(Box::new(m.rescues.clone()))?;
+        reg.register(Box::new(m.cache_lookups.clone()))?;
+        reg.register(Box::new(m.cache_writes.clone()))?;
+        reg.register(Box::new(m.searches.clone()))?;
         Ok(m)
     }
 
