@@ -198,7 +198,7 @@ impl Pipeline<'_> {
     /// E7 for one item from the configured backend; a successful page is written to the
     /// shared cache in the background (an fsync must not hold the response).
     fn finish(&self, pending: &Pending, result: Fetched, backend: &Backend, limit: usize) -> Row {
-        if let Ok(page) = &result {
+        if let (Ok(page), false) = (&result, reaches_internal_address(pending)) {
             let entry = NewEntry {
                 url: pending.admitted.target.normalized.clone(),
                 final_url: page.url.clone(),
@@ -266,4 +266,15 @@ impl Pipeline<'_> {
             .with_label_values(&[from.name(), to.name(), outcome])
             .inc();
     }
+}
+
+/// Whether any checked address of the item is outside public unicast space (it was let
+/// through by an explicit `egress.allowCIDRs` exception).
+fn reaches_internal_address(pending: &Pending) -> bool {
+    use crate::gates::ip_guard::{AddrClass, classify_addr};
+    pending
+        .admitted
+        .addrs
+        .iter()
+        .any(|ip| classify_addr(*ip) != AddrClass::Public)
 }
