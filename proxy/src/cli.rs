@@ -1,4 +1,4 @@
-//! The command line: `serve`, `check-policy`, `check-url`, `extract`.
+//! The command line: `serve`, `check-policy`, `check-url`, `extract`, `init-iptables`.
 //!
 //! Exit codes: 0 success; 1 a URL was refused (`check-url`) or a command failed at run time;
 //! 2 an invalid policy for the one-shot commands; 64 (`EX_USAGE`) an invalid policy for `serve`.
@@ -54,6 +54,9 @@ pub enum Command {
     },
     /// Print the fleet report of a Hermes home (status, cron cost); read-only.
     Report(crate::report::cli::ReportArgs),
+    /// Install (or `--cleanup`, or `--dry-run` print) the nat-table rules that redirect the
+    /// pod's outbound TCP to the transparent listener. Needs NET_ADMIN and NET_RAW.
+    InitIptables(crate::iptables::Args),
     /// Run the extract pipeline once and print the JSON result.
     Extract {
         /// Policy file (default: the embedded default).
@@ -110,6 +113,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::InitIptables(args) => crate::iptables::run(&args),
         Command::CheckUrl { policy, urls } => rt.block_on(check_url(policy.as_deref(), &urls)),
         Command::Extract {
             policy,
@@ -296,6 +300,34 @@ async fn serve(args: ServeArgs) -> ExitCode {
                 rx,
             )),
         });
+    }
+    // Transparent capture (`listen.transparent`): its own listeners, kept apart from the others.
+    if let Some(addr) = listen.transparent {
+        let listeners = match crate::transparent::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
+                );
+                return ExitCode::from(1);
+            }
+        };
+        let config =
+            crate::transparent::TransparentConfig::from_policy(&shared.runtime.load().policy);
+        for (name, listener) in listeners {
+            let local = listener.local_addr().unwrap_or(addr);
+            bound.insert(name.to_string(), json!(local.to_string()));
+            if let Ok(mut l) = shared.listeners.lock() {
+                l.push((name.to_string(), local));
+            }
+            tasks.push(tokio::spawn(crate::transparent::serve(
+                listener,
+                shared.clone(),
+                crate::transparent::OriginalDstSource::Kernel,
+                config.clone(),
+                stop_rx.clone(),
+            )));
+        }
     }
     println!("{}", json!({"listening": bound}));
     let _ = std::io::stdout().flush();

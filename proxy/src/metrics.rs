@@ -32,6 +32,14 @@ pub struct ProxyMetrics {
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
     pub rescues: IntCounterVec,
+    /// `fleetgate_transparent_connections_total{outcome}`: transparent connections by outcome
+    /// (`ok` when spliced, else the refusal code).
+    pub transparent_connections: IntCounterVec,
+    /// `fleetgate_transparent_bytes_total{direction}`: spliced bytes, `upstream` (client to
+    /// origin, replayed first bytes included) and `downstream`.
+    pub transparent_bytes: IntCounterVec,
+    /// `fleetgate_transparent_active_connections`: transparent connections open now.
+    pub transparent_active: IntGauge,
 }
 
 // === impl ProxyMetrics ===
@@ -124,6 +132,24 @@ impl ProxyMetrics {
                 "fleetgate_blocklist_rules",
                 "Rules in the active website blocklist.",
             )?,
+            transparent_connections: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_transparent_connections_total",
+                    "Transparent connections by outcome: ok or the refusal code.",
+                ),
+                &["outcome"],
+            )?,
+            transparent_bytes: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_transparent_bytes_total",
+                    "Bytes spliced by the transparent listener, by direction.",
+                ),
+                &["direction"],
+            )?,
+            transparent_active: IntGauge::new(
+                "fleetgate_transparent_active_connections",
+                "Transparent connections open now.",
+            )?,
         };
         reg.register(Box::new(m.gate_decisions.clone()))?;
         reg.register(Box::new(m.extract_items.clone()))?;
@@ -137,6 +163,9 @@ impl ProxyMetrics {
         reg.register(Box::new(m.cache_lookups.clone()))?;
         reg.register(Box::new(m.cache_writes.clone()))?;
         reg.register(Box::new(m.searches.clone()))?;
+        reg.register(Box::new(m.transparent_connections.clone()))?;
+        reg.register(Box::new(m.transparent_bytes.clone()))?;
+        reg.register(Box::new(m.transparent_active.clone()))?;
         Ok(m)
     }
 

@@ -1,0 +1,678 @@
+//! `fleetgate-proxy init-iptables`: the nat-table rules that send the pod's outbound TCP to
+//! the transparent listener, generated as data ([`Rules`]) and rendered for
+//! `iptables-restore` / `ip6tables-restore` or as `iptables` argv lists.
+//!
+//! ```text
+//!  nat OUTPUT ─(-p tcp)─► FLEETGATE_OUTPUT
+//!     ├─ -m owner --uid-owner 15000          RETURN   the gate's own traffic (no loop)
+//!     ├─ [-m owner --gid-owner G]            RETURN
+//!     ├─ -o lo                               RETURN   loopback (the gate's API, the agent's own ports)
+//!     ├─ [-m multiport --dports P,..]        RETURN   --ignore-ports, 15 per rule
+//!     ├─ [-d CIDR]                           RETURN   --ignore-cidrs of this family
+//!     └─ -p tcp ─► FLEETGATE_REDIRECT ─► REDIRECT --to-ports 15182
+//! ```
+//!
+//! Applying is idempotent: `iptables-save -t nat` is read first; the chain declarations
+//! create-or-flush the two chains, and the jump from OUTPUT is inserted only when missing
+//! (extra copies are deleted). `--cleanup` deletes the jumps, flushes and deletes the chains.
+//! UDP is never redirected: QUIC and DNS are not captured by these rules.
+
+// Printing to stdout is this module's job: `--dry-run` prints the rules.
+#![allow(clippy::print_stdout)]
+
+use std::fmt;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::str::FromStr;
+
+use ipnet::IpNet;
+
+#[cfg(test)]
+mod tests;
+
+/// The uid the gate runs as; its traffic is never redirected.
+pub const DEFAULT_PROXY_UID: u32 = 15000;
+/// The transparent listener's port.
+pub const DEFAULT_TO_PORT: u16 = crate::transparent::listener::DEFAULT_PORT;
+/// The chain jumped to from nat OUTPUT: the exemptions.
+pub const OUTPUT_CHAIN: &str = "FLEETGATE_OUTPUT";
+/// The chain that redirects to the transparent listener.
+pub const REDIRECT_CHAIN: &str = "FLEETGATE_REDIRECT";
+/// `-m multiport` takes at most 15 ports (a range counts as two).
+const MULTIPORT_MAX: usize = 15;
+
+/// `init-iptables` options.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// The gate's uid: its traffic is exempt (loops otherwise).
+    #[arg(long, default_value_t = DEFAULT_PROXY_UID)]
+    pub proxy_uid: u32,
+    /// Also exempt traffic of this gid.
+    #[arg(long)]
+    pub proxy_gid: Option<u32>,
+    /// The transparent listener's port.
+    #[arg(long, default_value_t = DEFAULT_TO_PORT)]
+    pub to_port: u16,
+    /// Destination ports never redirected (`22`, `8000-8100`; comma-separated or repeated).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_ports: Vec<PortRange>,
+    /// Destination networks never redirected (IPv4 and IPv6 CIDRs; each family gets its own).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_cidrs: Vec<IpNet>,
+    /// Leave IPv6 alone (only for kernels without IPv6: an unredirected family is an egress hole).
+    #[arg(long)]
+    pub no_ipv6: bool,
+    /// Print the rules instead of applying them.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Remove the rules instead of installing them.
+    #[arg(long)]
+    pub cleanup: bool,
+    /// `--dry-run` output: `restore` (the iptables-restore input) or `commands` (iptables argv).
+    #[arg(long, value_enum, default_value_t = Format::Restore)]
+    pub format: Format,
+    /// Which iptables binaries: `auto` (nft, then the default, then legacy), `nft`, `legacy`.
+    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    pub backend: Backend,
+}
+
+/// How `--dry-run` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// `iptables-restore --noflush` input.
+    Restore,
+    /// One `iptables ...` command per line.
+    Commands,
+}
+
+/// Which iptables implementation applies the rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// `iptables-nft-restore`, else `iptables-restore`, else `iptables-legacy-restore`.
+    Auto,
+    /// Only the nft variant.
+    Nft,
+    /// Only the legacy variant.
+    Legacy,
+}
+
+/// An address family: one rule set each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// iptables.
+    V4,
+    /// ip6tables.
+    V6,
+}
+
+/// A destination port or inclusive port range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRange {
+    /// First port.
+    pub first: u16,
+    /// Last port (equal to `first` for one port).
+    pub last: u16,
+}
+
+/// What the rules are built from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Exempt uid.
+    pub proxy_uid: u32,
+    /// Exempt gid, if any.
+    pub proxy_gid: Option<u32>,
+    /// REDIRECT target port.
+    pub to_port: u16,
+    /// Exempt destination ports.
+    pub ignore_ports: Vec<PortRange>,
+    /// Exempt destination networks (both families; [`Rules::build`] keeps its own).
+    pub ignore_cidrs: Vec<IpNet>,
+}
+
+/// One rule: the chain it belongs to and its match/target arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The chain.
+    pub chain: &'static str,
+    /// Everything after `-A CHAIN`.
+    pub args: Vec<String>,
+}
+
+/// The nat-table rule set of one family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// The family.
+    pub family: Family,
+    /// The chains, in declaration order.
+    pub chains: Vec<&'static str>,
+    /// The rules of those chains, in order.
+    pub rules: Vec<Rule>,
+    /// The jump from nat OUTPUT into [`OUTPUT_CHAIN`].
+    pub jump: Rule,
+}
+
+/// Why `init-iptables` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IptablesError {
+    /// The arguments make no sense.
+    #[error("invalid arguments: {0}")]
+    Invalid(String),
+    /// No iptables binary of the wanted backend on PATH.
+    #[error("failed to find {0} on PATH (install the iptables package)")]
+    ToolMissing(String),
+    /// The binary could not be started or fed.
+    #[error("failed to run {tool}: {source}")]
+    Spawn {
+        /// The binary.
+        tool: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The binary refused the rules.
+    #[error("failed to apply the {family} rules: {tool} exited with {status}: {stderr}")]
+    Failed {
+        /// `IPv4` or `IPv6`.
+        family: &'static str,
+        /// The binary.
+        tool: String,
+        /// Its exit status.
+        status: String,
+        /// What it said.
+        stderr: String,
+    },
+}
+
+// === impl PortRange ===
+
+impl FromStr for PortRange {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let port = |p: &str| match p.trim().parse::<u16>() {
+            Ok(0) | Err(_) => Err(format!("`{s}` is not a port (1-65535) or a range a-b")),
+            Ok(n) => Ok(n),
+        };
+        let (first, last) = match s.split_once(['-', ':']) {
+            Some((a, b)) => (port(a)?, port(b)?),
+            None => (port(s)?, port(s)?),
+        };
+        if first > last {
+            return Err(format!("`{s}`: the range ends before it starts"));
+        }
+        Ok(Self { first, last })
+    }
+}
+
+impl fmt::Display for PortRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.first == self.last {
+            write!(f, "{}", self.first)
+        } else {
+            write!(f, "{}:{}", self.first, self.last)
+        }
+    }
+}
+
+// === impl Family ===
+
+impl Family {
+    /// `IPv4` / `IPv6`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::V4 => "IPv4",
+            Self::V6 => "IPv6",
+        }
+    }
+
+    /// `iptables` / `ip6tables`.
+    pub fn command(self) -> &'static str {
+        match self {
+            Self::V4 => "iptables",
+            Self::V6 => "ip6tables",
+        }
+    }
+
+    fn contains(self, net: &IpNet) -> bool {
+        matches!(
+            (self, net),
+            (Self::V4, IpNet::V4(_)) | (Self::V6, IpNet::V6(_))
+        )
+    }
+}
+
+// === impl Config ===
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            proxy_uid: DEFAULT_PROXY_UID,
+            proxy_gid: None,
+            to_port: DEFAULT_TO_PORT,
+            ignore_ports: Vec::new(),
+            ignore_cidrs: Vec::new(),
+        }
+    }
+}
+
+impl TryFrom<&Args> for Config {
+    type Error = IptablesError;
+
+    fn try_from(args: &Args) -> Result<Self, Self::Error> {
+        if args.proxy_uid == 0 {
+            return Err(IptablesError::Invalid(
+                "--proxy-uid must not be 0: every root process would bypass the capture".into(),
+            ));
+        }
+        if args.to_port == 0 {
+            return Err(IptablesError::Invalid("--to-port must be 1-65535".into()));
+        }
+        Ok(Self {
+            proxy_uid: args.proxy_uid,
+            proxy_gid: args.proxy_gid,
+            to_port: args.to_port,
+            ignore_ports: args.ignore_ports.clone(),
+            ignore_cidrs: args.ignore_cidrs.iter().map(IpNet::trunc).collect(),
+        })
+    }
+}
+
+// === impl Rule ===
+
+impl Rule {
+    fn new(chain: &'static str, args: &[&str], comment: &str) -> Self {
+        let mut all: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+        all.extend(["-m", "comment", "--comment"].map(String::from));
+        all.push(format!("fleetgate/{comment}"));
+        Self { chain, args: all }
+    }
+
+    /// `-A CHAIN args...` (or another operation).
+    fn line(&self, op: &str) -> String {
+        format!("{op} {} {}", self.chain, self.args.join(" "))
+    }
+}
+
+// === impl Rules ===
+
+impl Rules {
+    /// The rule set of `family` for `cfg`.
+    pub fn build(cfg: &Config, family: Family) -> Self {
+        let mut rules = Vec::new();
+        let uid = cfg.proxy_uid.to_string();
+        let uid_args = ["-m", "owner", "--uid-owner", uid.as_str(), "-j", "RETURN"];
+        rules.push(Rule::new(OUTPUT_CHAIN, &uid_args, "ignore-proxy-uid"));
+        if let Some(gid) = cfg.proxy_gid {
+            let gid = gid.to_string();
+            let gid_args = ["-m", "owner", "--gid-owner", gid.as_str(), "-j", "RETURN"];
+            rules.push(Rule::new(OUTPUT_CHAIN, &gid_args, "ignore-proxy-gid"));
+        }
+        let lo = ["-o", "lo", "-j", "RETURN"];
+        rules.push(Rule::new(OUTPUT_CHAIN, &lo, "ignore-loopback"));
+        for group in port_groups(&cfg.ignore_ports) {
+            let ports = ["-p", "tcp", "-m", "multiport", "--dports", group.as_str()];
+            let args: Vec<&str> = ports.iter().copied().chain(["-j", "RETURN"]).collect();
+            rules.push(Rule::new(OUTPUT_CHAIN, &args, "ignore-ports"));
+        }
+        for net in cfg.ignore_cidrs.iter().filter(|n| family.contains(n)) {
+            let net = net.to_string();
+            let args = ["-d", net.as_str(), "-j", "RETURN"];
+            rules.push(Rule::new(OUTPUT_CHAIN, &args, "ignore-cidr"));
+        }
+        let to_redirect = ["-p", "tcp", "-j", REDIRECT_CHAIN];
+        rules.push(Rule::new(OUTPUT_CHAIN, &to_redirect, "redirect-tcp"));
+        let port = cfg.to_port.to_string();
+        let redirect = ["-p", "tcp", "-j", "REDIRECT", "--to-ports", port.as_str()];
+        rules.push(Rule::new(
+            REDIRECT_CHAIN,
+            &redirect,
+            "to-transparent-listener",
+        ));
+        let jump = Rule::new(
+            "OUTPUT",
+            &["-p", "tcp", "-j", OUTPUT_CHAIN],
+            "capture-outbound-tcp",
+        );
+        Self {
+            family,
+            chains: vec![OUTPUT_CHAIN, REDIRECT_CHAIN],
+            rules,
+            jump,
+        }
+    }
+
+    /// `iptables-restore --noflush` input that installs this set over `existing` (the output
+    /// of `iptables-save -t nat`; empty when nothing is installed).
+    pub fn restore_script(&self, existing: &str) -> String {
+        let installed = Installed::parse(existing);
+        let mut out = format!(
+            "# fleetgate init-iptables: {} nat table\n*nat\n",
+            self.family.label()
+        );
+        for chain in &self.chains {
+            // In --noflush mode a declared chain is created, or flushed when it exists.
+            out.push_str(&format!(":{chain} - [0:0]\n"));
+        }
+        for rule in &self.rules {
+            out.push_str(&rule.line("-A"));
+            out.push('\n');
+        }
+        match installed.jumps.split_first() {
+            None => out.push_str(&format!("-I OUTPUT 1 {}\n", self.jump.args.join(" "))),
+            Some((_kept, extra)) => {
+                for line in extra {
+                    out.push_str(&delete_line(line));
+                }
+            }
+        }
+        out.push_str("COMMIT\n");
+        out
+    }
+
+    /// One `iptables`/`ip6tables` argv per step of a fresh install.
+    pub fn commands(&self) -> Vec<Vec<String>> {
+        let base = |rest: Vec<String>| {
+            let mut argv = vec![self.family.command().to_string(), "-t".into(), "nat".into()];
+            argv.extend(rest);
+            argv
+        };
+        let mut out: Vec<Vec<String>> = self
+            .chains
+            .iter()
+            .map(|c| base(vec!["-N".into(), (*c).into()]))
+            .collect();
+        for rule in self.rules.iter().chain([&self.jump]) {
+            let mut rest = vec!["-A".to_string(), rule.chain.to_string()];
+            rest.extend(rule.args.iter().cloned());
+            out.push(base(rest));
+        }
+        out
+    }
+
+    /// What `iptables-save -t nat` shows once this set is installed (for `--cleanup --dry-run`).
+    pub fn as_saved(&self) -> String {
+        let mut out = String::from("*nat\n:OUTPUT ACCEPT [0:0]\n");
+        for chain in &self.chains {
+            out.push_str(&format!(":{chain} - [0:0]\n"));
+        }
+        out.push_str(&self.jump.line("-A"));
+        out.push('\n');
+        for rule in &self.rules {
+            out.push_str(&rule.line("-A"));
+            out.push('\n');
+        }
+        out.push_str("COMMIT\n");
+        out
+    }
+}
+
+/// `iptables-restore --noflush` input removing fleetgate's jumps and chains from `existing`;
+/// `None` when nothing of fleetgate's is installed.
+pub fn cleanup_script(family: Family, existing: &str) -> Option<String> {
+    let installed = Installed::parse(existing);
+    if installed.jumps.is_empty() && installed.chains.is_empty() {
+        return None;
+    }
+    let mut out = format!(
+        "# fleetgate init-iptables --cleanup: {} nat table\n*nat\n",
+        family.label()
+    );
+    for line in &installed.jumps {
+        out.push_str(&delete_line(line));
+    }
+    for op in ["-F", "-X"] {
+        for chain in &installed.chains {
+            out.push_str(&format!("{op} {chain}\n"));
+        }
+    }
+    out.push_str("COMMIT\n");
+    Some(out)
+}
+
+/// The `-D` twin of a saved `-A` line.
+fn delete_line(saved: &str) -> String {
+    format!("-D{}\n", saved.strip_prefix("-A").unwrap_or(saved))
+}
+
+/// fleetgate's traces in an `iptables-save -t nat` dump.
+#[derive(Debug, Default)]
+struct Installed {
+    /// `-A OUTPUT ... -j FLEETGATE_OUTPUT` lines, verbatim.
+    jumps: Vec<String>,
+    /// Which of fleetgate's chains exist (in declaration order).
+    chains: Vec<&'static str>,
+}
+
+impl Installed {
+    fn parse(save: &str) -> Self {
+        let mut found = Self::default();
+        for line in save.lines().map(str::trim) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.first() == Some(&"-A")
+                && words.get(1) == Some(&"OUTPUT")
+                && words.windows(2).any(|w| w == ["-j", OUTPUT_CHAIN])
+            {
+                found.jumps.push(line.to_string());
+            }
+        }
+        for chain in [OUTPUT_CHAIN, REDIRECT_CHAIN] {
+            let declared = format!(":{chain} ");
+            if save.lines().any(|l| l.trim_start().starts_with(&declared)) {
+                found.chains.push(chain);
+            }
+        }
+        found
+    }
+}
+
+/// Ports as `-m multiport --dports` lists of at most 15 slots (a range takes two).
+fn port_groups(ports: &[PortRange]) -> Vec<String> {
+    let mut groups = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    let mut slots = 0;
+    for p in ports {
+        let need = if p.first == p.last { 1 } else { 2 };
+        if slots + need > MULTIPORT_MAX {
+            groups.push(current.join(","));
+            current.clear();
+            slots = 0;
+        }
+        current.push(p.to_string());
+        slots += need;
+    }
+    if !current.is_empty() {
+        groups.push(current.join(","));
+    }
+    groups
+}
+
+/// The families `args` selects.
+pub fn families(args: &Args) -> Vec<Family> {
+    if args.no_ipv6 {
+        vec![Family::V4]
+    } else {
+        vec![Family::V4, Family::V6]
+    }
+}
+
+/// The `--dry-run` text for `args`: per family, the restore input (or the argv lines).
+pub fn render_dry_run(args: &Args) -> Result<String, IptablesError> {
+    let cfg = Config::try_from(args)?;
+    let mut out = String::new();
+    for family in families(args) {
+        let rules = Rules::build(&cfg, family);
+        let restore = format!("{}-restore --noflush", family.command());
+        match (args.format, args.cleanup) {
+            (Format::Restore, false) => {
+                out.push_str(&format!("# {}: {restore}\n", family.label()));
+                out.push_str(&rules.restore_script(""));
+            }
+            (Format::Restore, true) => {
+                out.push_str(&format!("# {}: {restore}\n", family.label()));
+                let script = cleanup_script(family, &rules.as_saved()).unwrap_or_default();
+                out.push_str(&script);
+            }
+            (Format::Commands, false) => {
+                for argv in rules.commands() {
+                    out.push_str(&argv.join(" "));
+                    out.push('\n');
+                }
+            }
+            (Format::Commands, true) => {
+                let cmd = family.command();
+                let jump = rules.jump.args.join(" ");
+                out.push_str(&format!("{cmd} -t nat -D OUTPUT {jump}\n"));
+                for op in ["-F", "-X"] {
+                    for chain in &rules.chains {
+                        out.push_str(&format!("{cmd} -t nat {op} {chain}\n"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Run `init-iptables`: print (`--dry-run`) or apply/remove the rules for every family.
+pub fn run(args: &Args) -> ExitCode {
+    if args.dry_run {
+        return match render_dry_run(args) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("fleetgate-proxy: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let result = Config::try_from(args).and_then(|cfg| {
+        families(args)
+            .into_iter()
+            .try_for_each(|family| apply(&cfg, family, args))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ IptablesError::Invalid(_)) => {
+            eprintln!("fleetgate-proxy: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("fleetgate-proxy: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Apply (or clean up) one family, then print one JSON line saying what was done.
+fn apply(cfg: &Config, family: Family, args: &Args) -> Result<(), IptablesError> {
+    let tools = Tools::find(family, args.backend)?;
+    let existing = tools.save()?;
+    let (action, script) = if args.cleanup {
+        ("cleanup", cleanup_script(family, &existing))
+    } else {
+        (
+            "install",
+            Some(Rules::build(cfg, family).restore_script(&existing)),
+        )
+    };
+    let changed = script.is_some();
+    if let Some(script) = script {
+        tools.restore(family, &script)?;
+    }
+    let line = serde_json::json!({
+        "family": family.label(), "action": action, "changed": changed,
+        "tool": tools.restore.display().to_string(),
+    });
+    println!("{line}");
+    Ok(())
+}
+
+/// The save/restore pair of one family and backend.
+#[derive(Debug)]
+struct Tools {
+    save: PathBuf,
+    restore: PathBuf,
+}
+
+impl Tools {
+    fn find(family: Family, backend: Backend) -> Result<Self, IptablesError> {
+        let cmd = family.command();
+        let variants: &[&str] = match backend {
+            Backend::Auto => &["-nft", "", "-legacy"],
+            Backend::Nft => &["-nft"],
+            Backend::Legacy => &["-legacy"],
+        };
+        for variant in variants {
+            let restore = on_path(&format!("{cmd}{variant}-restore"));
+            let save = on_path(&format!("{cmd}{variant}-save"));
+            if let (Some(restore), Some(save)) = (restore, save) {
+                return Ok(Self { save, restore });
+            }
+        }
+        let wanted: Vec<String> = variants
+            .iter()
+            .map(|v| format!("{cmd}{v}-restore"))
+            .collect();
+        Err(IptablesError::ToolMissing(wanted.join(" or ")))
+    }
+
+    fn save(&self) -> Result<String, IptablesError> {
+        let tool = self.save.display().to_string();
+        let out = Command::new(&self.save)
+            .args(["-t", "nat"])
+            .output()
+            .map_err(|source| IptablesError::Spawn {
+                tool: tool.clone(),
+                source,
+            })?;
+        // A table that was never used may make save fail on some backends: treat as empty.
+        Ok(if out.status.success() {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            String::new()
+        })
+    }
+
+    fn restore(&self, family: Family, script: &str) -> Result<(), IptablesError> {
+        let tool = self.restore.display().to_string();
+        let spawn = |source| IptablesError::Spawn {
+            tool: tool.clone(),
+            source,
+        };
+        let mut child = Command::new(&self.restore)
+            .arg("--noflush")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(script.as_bytes()).map_err(spawn)?;
+        }
+        let out = child.wait_with_output().map_err(spawn)?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(IptablesError::Failed {
+            family: family.label(),
+            tool,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// The first executable called `name` on PATH, then in the sbin folders (which a non-login
+/// PATH may lack).
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}

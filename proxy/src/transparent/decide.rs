@@ -1,0 +1,178 @@
+//! The transparent listener's gate order for one sniffed name, and the addresses it may dial.
+//!
+//! ```text
+//!  name? ─► (HTTP: E1 on the first request's URL) ─► secret in host ─► egress.ports (original port) ─► SSRF: own resolver, every answer
+//!        ─► website blocklist ─► dial targets = checked answers × original port
+//!  no name / IP literal ─► refused, unless raw-IP egress is allowed (then the original
+//!                          address itself goes through the address table and the port list)
+//! ```
+//!
+//! Same order as the extract pipeline (E1, E2, E4), with the port check first because the port
+//! belongs to the connection, not to the name.
+
+use std::net::{IpAddr, SocketAddr};
+
+use super::refusal::Refusal;
+use super::sniff::{Sniffed, TargetName};
+use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
+use crate::metrics::ProxyMetrics;
+use crate::policy::{EnforcementMode, Policy};
+use crate::runtime::Runtime;
+
+/// Whether a connection without a name may go to the address the agent chose. This is the
+/// future `egress.allowRawIP` policy field (default `false`); until the policy has it, off.
+pub const ALLOW_RAW_IP: bool = false;
+
+/// The raw-IP switch for `policy`: [`ALLOW_RAW_IP`] until `egress.allowRawIP` exists.
+pub fn raw_ip_allowed(_policy: &Policy) -> bool {
+    ALLOW_RAW_IP
+}
+
+/// A connection the gates let through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admission {
+    /// The canonical name (or the IP, for raw-IP egress), for logs.
+    pub host: String,
+    /// Where the gate may connect, in resolver order: the checked answers on the original port.
+    pub targets: Vec<SocketAddr>,
+}
+
+/// A refusal with the gate that made it (the `gate` log field and metric label).
+pub type Refused = (&'static str, Refusal);
+
+/// Run the gates for one sniffed connection whose original destination is `original`.
+pub async fn admit(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    sniffed: &Sniffed,
+    original: SocketAddr,
+    allow_raw_ip: bool,
+) -> Result<Admission, Refused> {
+    match &sniffed.name {
+        Some(TargetName::Domain(host)) => {
+            let raw = sniffed.raw_name.as_deref().unwrap_or(host);
+            check_first_request(metrics, host, sniffed.path.as_deref())?;
+            admit_name(rt, metrics, raw, host, original).await
+        }
+        None | Some(TargetName::Ip(_)) if allow_raw_ip => admit_raw_ip(rt, metrics, original).await,
+        None | Some(TargetName::Ip(_)) => Err(("transparent", Refusal::NoTargetName)),
+    }
+}
+
+async fn admit_name(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    raw: &str,
+    host: &str,
+    original: SocketAddr,
+) -> Result<Admission, Refused> {
+    // The raw form keeps its case: DNS is case-insensitive, a secret's prefix is not.
+    let secret = match secret_url::check_host_secret(raw) {
+        Verdict::Allow => secret_url::check_host_secret(host),
+        deny => deny,
+    };
+    record(metrics, "secret_url", &secret);
+    if let Verdict::Deny(reason) = secret {
+        return Err(("secret_url", Refusal::Gate(reason)));
+    }
+    check_port(rt, metrics, original.port())?;
+    let checked = ssrf::check_host(host, &rt.policy.egress, &rt.resolver).await;
+    record(metrics, "ssrf", &verdict_of(&checked));
+    let addrs = checked.map_err(|r| ("ssrf", Refusal::Gate(r)))?;
+    let blocked = rt
+        .blocklist
+        .check_host(host)
+        .map(|m| DenyReason::BlockedByPolicy {
+            host: m.host,
+            rule: m.rule,
+            source: m.source,
+        });
+    let verdict = match (blocked, rt.policy.blocklist.mode) {
+        (None, _) => Verdict::Allow,
+        (Some(reason), EnforcementMode::Report) => Verdict::Report(reason),
+        (Some(reason), _) => Verdict::Deny(reason),
+    };
+    record(metrics, "website_blocklist", &verdict);
+    if let Verdict::Deny(reason) = verdict {
+        return Err(("website_blocklist", Refusal::Gate(reason)));
+    }
+    Ok(Admission {
+        host: host.to_string(),
+        targets: on_port(&addrs, original.port()),
+    })
+}
+
+async fn admit_raw_ip(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    original: SocketAddr,
+) -> Result<Admission, Refused> {
+    check_port(rt, metrics, original.port())?;
+    let ip = original.ip().to_canonical().to_string();
+    let checked = ssrf::check_host(&ip, &rt.policy.egress, &rt.resolver).await;
+    record(metrics, "ssrf", &verdict_of(&checked));
+    let addrs = checked.map_err(|r| ("ssrf", Refusal::Gate(r)))?;
+    Ok(Admission {
+        host: ip,
+        targets: on_port(&addrs, original.port()),
+    })
+}
+
+/// Plain HTTP: the first request's URL also goes through E1 (secret-shaped tokens, sensitive
+/// query names), as on the forward proxy. Later requests on a kept-alive connection are not
+/// seen; the forward proxy is the listener that sees every request.
+fn check_first_request(
+    metrics: &ProxyMetrics,
+    host: &str,
+    path: Option<&str>,
+) -> Result<(), Refused> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let target = crate::context::TargetUrl::new(&format!("http://{host}{path}"));
+    let verdict = crate::gates::Gate::check(&secret_url::SecretUrlGate, &target);
+    record(metrics, "secret_url", &verdict);
+    match verdict {
+        Verdict::Deny(reason) => Err(("secret_url", Refusal::Gate(reason))),
+        _ => Ok(()),
+    }
+}
+
+fn check_port(rt: &Runtime, metrics: &ProxyMetrics, port: u16) -> Result<(), Refused> {
+    let verdict = if rt.policy.egress.ports.contains(&port) {
+        Verdict::Allow
+    } else {
+        Verdict::Deny(DenyReason::PortNotAllowed { port })
+    };
+    record(metrics, "egress_port", &verdict);
+    match verdict {
+        Verdict::Deny(reason) => Err(("egress_port", Refusal::Gate(reason))),
+        _ => Ok(()),
+    }
+}
+
+fn on_port(addrs: &[IpAddr], port: u16) -> Vec<SocketAddr> {
+    addrs.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
+}
+
+fn verdict_of<T>(checked: &Result<T, DenyReason>) -> Verdict {
+    match checked {
+        Ok(_) => Verdict::Allow,
+        Err(r) => Verdict::Deny(r.clone()),
+    }
+}
+
+fn record(metrics: &ProxyMetrics, gate: &str, verdict: &Verdict) {
+    let (v, reason) = match verdict {
+        Verdict::Allow => ("allow", "ok"),
+        Verdict::Deny(r) => ("deny", r.code()),
+        Verdict::Report(r) => ("report", r.code()),
+    };
+    metrics
+        .gate_decisions
+        .with_label_values(&[gate, v, reason])
+        .inc();
+}
+
+#[cfg(test)]
+mod tests;

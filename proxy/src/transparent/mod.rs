@@ -1,0 +1,30 @@
+//! Transparent capture: the listener that iptables-redirected TCP lands on (`:15182`).
+//!
+//! ```text
+//!  agent connect(1.2.3.4:443) ─► nat OUTPUT ─► FLEETGATE_OUTPUT ─► REDIRECT :15182
+//!    accept ─► original_dst (SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST) ─► sniff (TLS SNI | HTTP Host)
+//!    ─► decide: secret in host, port allow-list, SSRF (own resolver), blocklist
+//!    ─► dial the gate's OWN checked answer for the name on the original port ─► splice bytes
+//! ```
+//!
+//! The address the agent chose is used only for its port: SNI and Host are chosen by the
+//! (untrusted) client and the destination IP by the client's own DNS, so a gate that checked
+//! the name but dialed the original IP would be bypassable (SNI `allowed.example` sent to
+//! 169.254.169.254). A connection that names no host is refused unless raw-IP egress is
+//! allowed ([`decide::raw_ip_allowed`]).
+//!
+//! Refusals: a TLS connection is closed cleanly (FIN, no bytes); a plain HTTP connection gets
+//! `403 {"error": {"code", "message"}}` with `x-fleetgate-error`. Both produce the canonical
+//! `egress.decision` log line and `fleetgate_transparent_connections_total{outcome}`.
+//!
+//! Not captured: UDP (QUIC/HTTP-3, DNS). The rules from `init-iptables` only redirect TCP.
+
+pub mod decide;
+pub mod listener;
+pub mod original_dst;
+pub mod refusal;
+pub mod sniff;
+pub mod splice;
+
+pub use listener::{OriginalDstSource, TransparentConfig, bind, serve};
+pub use refusal::Refusal;

@@ -1,0 +1,239 @@
+//! Why a transparent connection is not spliced, with its stable code, and how a refusal looks
+//! on the wire: nothing for TLS (a clean close), a JSON 403 for plain HTTP.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::json;
+
+use super::sniff::{Protocol, SniffError};
+use crate::gates::DenyReason;
+use crate::respond::{self, Body, ERROR_HEADER};
+
+/// A refused transparent connection.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// A gate refused the name (secret in host, port, SSRF, blocklist).
+    #[error("{}", .0.message())]
+    Gate(DenyReason),
+    /// No SNI, no Host, or an IP literal as the name, and raw-IP egress is off.
+    #[error(
+        "Blocked: the connection names no host (no TLS SNI or HTTP Host name) and raw-IP egress is not allowed"
+    )]
+    NoTargetName,
+    /// The first bytes are neither TLS nor HTTP/1, or break their grammar, or are too long.
+    #[error("Blocked: {0}")]
+    Sniff(SniffError),
+    /// The client sent no complete ClientHello or request head in time.
+    #[error("Blocked: no complete TLS ClientHello or HTTP request head arrived in time")]
+    SniffTimeout,
+    /// The connection was not redirected by the capture rules.
+    #[error("Blocked: the connection has no original destination (it was not redirected)")]
+    NoOriginalDst,
+    /// The checked target is one of the gate's own listeners.
+    #[error("Blocked: the target is one of the gate's own listeners")]
+    Loop,
+    /// Every checked address refused or timed out.
+    #[error("Failed to connect to {host}: {detail}")]
+    UpstreamConnect {
+        /// The gated name.
+        host: String,
+        /// The last connect error.
+        detail: String,
+    },
+    /// The concurrent connection cap is reached.
+    #[error("Blocked: too many concurrent transparent connections")]
+    Overloaded,
+}
+
+// === impl Refusal ===
+
+impl Refusal {
+    /// Codes of the refusals that are not gate decisions, for uniqueness tests and docs.
+    /// ([`Refusal::UpstreamConnect`] shares `upstream_connect_failed` with the vendor family:
+    /// the same failure, the same label.)
+    pub const OWN_CODES: &'static [&'static str] = &[
+        "no_target_name",
+        "unrecognised_protocol",
+        "sniff_malformed",
+        "sniff_too_large",
+        "sniff_timeout",
+        "no_original_dst",
+        "loop_detected",
+        "too_many_connections",
+    ];
+
+    /// The stable snake_case code (a gate refusal keeps the gate's code).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Gate(reason) => reason.code(),
+            Self::NoTargetName => "no_target_name",
+            Self::Sniff(SniffError::Unrecognised) => "unrecognised_protocol",
+            Self::Sniff(SniffError::Malformed { .. }) => "sniff_malformed",
+            Self::Sniff(SniffError::TooLarge(_)) => "sniff_too_large",
+            Self::SniffTimeout => "sniff_timeout",
+            Self::NoOriginalDst => "no_original_dst",
+            Self::Loop => "loop_detected",
+            Self::UpstreamConnect { .. } => "upstream_connect_failed",
+            Self::Overloaded => "too_many_connections",
+        }
+    }
+
+    /// The status a plain-HTTP client sees.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Sniff(_) => StatusCode::BAD_REQUEST,
+            Self::SniffTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::UpstreamConnect { .. } => StatusCode::BAD_GATEWAY,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::FORBIDDEN,
+        }
+    }
+
+    /// Whether the client is told in-band: only plain HTTP gets a response; TLS (and bytes
+    /// that are neither) get a clean close, since the gate cannot speak their protocol.
+    pub fn answers(&self, protocol: Option<Protocol>) -> bool {
+        match self {
+            Self::Sniff(
+                SniffError::Malformed { protocol, .. } | SniffError::TooLarge(protocol),
+            ) => *protocol == Protocol::Http,
+            _ => protocol == Some(Protocol::Http),
+        }
+    }
+
+    /// The HTTP response: `{"error": {"code", "message"}}` and `x-fleetgate-error`.
+    pub fn response(&self) -> Response<Body> {
+        let mut resp = match self {
+            Self::Gate(reason) => respond::egress_refusal(reason),
+            other => {
+                let body = json!({"error": {"code": other.code(), "message": other.to_string()}});
+                let mut resp = respond::json(other.status(), &body);
+                resp.headers_mut()
+                    .insert(ERROR_HEADER, HeaderValue::from_static(other.code()));
+                resp
+            }
+        };
+        resp.headers_mut()
+            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+        resp
+    }
+
+    /// [`Refusal::response`] serialised as HTTP/1.1 bytes, with `content-length`.
+    pub async fn response_bytes(&self) -> Vec<u8> {
+        let resp = self.response();
+        let (parts, body) = resp.into_parts();
+        let body: Bytes = body
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let reason = parts.status.canonical_reason().unwrap_or("");
+        let mut out = format!("HTTP/1.1 {} {reason}\r\n", parts.status.as_u16()).into_bytes();
+        for (name, value) in &parts.headers {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_codes_are_listed_and_do_not_collide_with_other_families() {
+        let samples = [
+            Refusal::NoTargetName,
+            Refusal::Sniff(SniffError::Unrecognised),
+            Refusal::Sniff(SniffError::TooLarge(Protocol::Tls)),
+            Refusal::SniffTimeout,
+            Refusal::NoOriginalDst,
+            Refusal::Loop,
+            Refusal::Overloaded,
+        ];
+        for refusal in &samples {
+            assert!(
+                Refusal::OWN_CODES.contains(&refusal.code()),
+                "{} must be listed in OWN_CODES",
+                refusal.code()
+            );
+        }
+        let mut seen = std::collections::HashSet::new();
+        let all = Refusal::OWN_CODES
+            .iter()
+            .chain(DenyReason::ALL_CODES)
+            .chain(respond::ApiError::ALL_CODES)
+            .chain(crate::vendors::VendorFailure::ALL_CODES);
+        for code in all {
+            assert!(
+                seen.insert(*code),
+                "code {code} must be unique across families"
+            );
+        }
+        let connect = Refusal::UpstreamConnect {
+            host: "h".into(),
+            detail: "refused".into(),
+        };
+        assert!(
+            crate::vendors::VendorFailure::ALL_CODES.contains(&connect.code()),
+            "a failed dial must reuse the vendor family's connect code"
+        );
+    }
+
+    #[tokio::test]
+    async fn http_refusal_bytes_carry_status_header_and_json_error() {
+        let refusal = Refusal::Gate(DenyReason::PortNotAllowed { port: 25 });
+        let bytes = refusal.response_bytes().await;
+        let text = String::from_utf8(bytes).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.starts_with("HTTP/1.1 403 Forbidden\r\n"),
+            "head: {head}"
+        );
+        assert!(
+            head.contains("x-fleetgate-error: port_not_allowed"),
+            "head: {head}"
+        );
+        assert!(head.contains("connection: close"), "head: {head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "head: {head}"
+        );
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "port_not_allowed");
+        assert_eq!(
+            v["error"]["message"],
+            "Blocked: port 25 is not on the egress port allow-list"
+        );
+    }
+
+    #[test]
+    fn only_http_is_answered_in_band() {
+        let gate = Refusal::Gate(DenyReason::SecretInHost);
+        assert!(
+            gate.answers(Some(Protocol::Http)),
+            "HTTP refusals must be answered"
+        );
+        assert!(
+            !gate.answers(Some(Protocol::Tls)),
+            "TLS refusals must be a clean close"
+        );
+        assert!(
+            !gate.answers(None),
+            "unknown protocols must be a clean close"
+        );
+        let bad_http = Refusal::Sniff(SniffError::Malformed {
+            protocol: Protocol::Http,
+            detail: "x",
+        });
+        assert!(
+            bad_http.answers(None),
+            "a malformed HTTP head must be answered with 400"
+        );
+    }
+}
