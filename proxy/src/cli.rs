@@ -303,30 +303,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     // Transparent capture (`listen.transparent`): its own listeners, kept apart from the others.
     if let Some(addr) = listen.transparent {
-        let listeners = match crate::transparent::bind(addr).await {
-            Ok(l) => l,
+        match crate::transparent::spawn(addr, &shared, &stop_rx).await {
+            Ok(started) => {
+                for (name, local, task) in started {
+                    bound.insert(name.to_string(), json!(local.to_string()));
+                    tasks.push(task);
+                }
+            }
             Err(e) => {
                 eprintln!(
                     "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
                 );
                 return ExitCode::from(1);
             }
-        };
-        let config =
-            crate::transparent::TransparentConfig::from_policy(&shared.runtime.load().policy);
-        for (name, listener) in listeners {
-            let local = listener.local_addr().unwrap_or(addr);
-            bound.insert(name.to_string(), json!(local.to_string()));
-            if let Ok(mut l) = shared.listeners.lock() {
-                l.push((name.to_string(), local));
-            }
-            tasks.push(tokio::spawn(crate::transparent::serve(
-                listener,
-                shared.clone(),
-                crate::transparent::OriginalDstSource::Kernel,
-                config.clone(),
-                stop_rx.clone(),
-            )));
         }
     }
     println!("{}", json!({"listening": bound}));

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::decide::{self, Admission, Refused};
@@ -92,6 +92,34 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<Vec<(&'static str, TcpLis
     Ok(out)
 }
 
+/// Bind `listen.transparent` ([`bind`]), record the listeners in `shared.listeners` (the loop
+/// check reads them) and spawn their accept loops with the kernel's original destination.
+/// Returns each listener's name, address and task, for the listening line and the drain.
+pub async fn spawn(
+    addr: SocketAddr,
+    shared: &Arc<Shared>,
+    shutdown: &watch::Receiver<bool>,
+) -> std::io::Result<Vec<(&'static str, SocketAddr, JoinHandle<()>)>> {
+    let config = TransparentConfig::from_policy(&shared.runtime.load().policy);
+    let mut started = Vec::new();
+    for (name, listener) in bind(addr).await? {
+        let local = listener.local_addr()?;
+        if let Ok(mut own) = shared.listeners.lock() {
+            own.push((name.to_string(), local));
+        }
+        let source = OriginalDstSource::Kernel;
+        let task = serve(
+            listener,
+            Arc::clone(shared),
+            source,
+            config.clone(),
+            shutdown.clone(),
+        );
+        started.push((name, local, tokio::spawn(task)));
+    }
+    Ok(started)
+}
+
 /// Accept connections until `shutdown` flips, then let in-flight ones finish for
 /// [`TransparentConfig::drain_timeout`].
 pub async fn serve(
@@ -132,8 +160,8 @@ pub async fn serve(
             }
             Err(_) => {
                 tasks.spawn(async move {
-                    conn.refuse(stream, None, ("transparent", Refusal::Overloaded), None)
-                        .await
+                    let refused = ("transparent", Refusal::Overloaded);
+                    conn.refuse(stream, Seen::default(), refused).await
                 });
             }
         }
@@ -161,13 +189,18 @@ impl Connection {
         let _ = client.set_nodelay(true);
         let Some(original) = self.original(&client) else {
             let refused = ("transparent", Refusal::NoOriginalDst);
-            return self.refuse(client, None, refused, None).await;
+            return self.refuse(client, Seen::default(), refused).await;
         };
         let (prefix, sniffed) = match self.read_head(&mut client).await {
             Ok(v) => v,
             Err((protocol, refusal)) => {
                 let refused = ("transparent", refusal);
-                return self.refuse(client, protocol, refused, Some(original)).await;
+                let seen = Seen {
+                    protocol,
+                    sniffed: None,
+                    original: Some(original),
+                };
+                return self.refuse(client, seen, refused).await;
             }
         };
         match self.admit_and_dial(&sniffed, original).await {
@@ -176,8 +209,12 @@ impl Connection {
                     .await
             }
             Err(refused) => {
-                let protocol = Some(sniffed.protocol);
-                self.refuse(client, protocol, refused, Some(original)).await
+                let seen = Seen {
+                    protocol: Some(sniffed.protocol),
+                    sniffed: Some(&sniffed),
+                    original: Some(original),
+                };
+                self.refuse(client, seen, refused).await
             }
         }
     }
@@ -287,23 +324,18 @@ impl Connection {
     }
 
     /// Log, count, answer HTTP in-band, then close cleanly.
-    async fn refuse(
-        &self,
-        mut client: TcpStream,
-        protocol: Option<Protocol>,
-        (gate, refusal): Refused,
-        original: Option<SocketAddr>,
-    ) {
-        let empty = Sniffed {
-            protocol: protocol.unwrap_or(Protocol::Tls),
+    async fn refuse(&self, mut client: TcpStream, seen: Seen<'_>, (gate, refusal): Refused) {
+        let unnamed = Sniffed {
+            protocol: seen.protocol.unwrap_or(Protocol::Tls),
             raw_name: None,
             name: None,
             port: None,
             path: None,
         };
-        self.log(gate, "deny", refusal.code(), &empty, original, None);
+        let sniffed = seen.sniffed.unwrap_or(&unnamed);
+        self.log(gate, "deny", refusal.code(), sniffed, seen.original, None);
         self.count(refusal.code());
-        if refusal.answers(protocol) {
+        if refusal.answers(seen.protocol) {
             let _ = client.write_all(&refusal.response_bytes().await).await;
         }
         close_cleanly(client).await;
@@ -346,6 +378,17 @@ impl Connection {
             );
         }
     }
+}
+
+/// What is known about a connection when it is refused, for the decision line.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen<'a> {
+    /// The protocol, when the first byte announced one.
+    protocol: Option<Protocol>,
+    /// The complete ClientHello or request head, when it was read.
+    sniffed: Option<&'a Sniffed>,
+    /// The original destination, when known.
+    original: Option<SocketAddr>,
 }
 
 /// Counts a connection in `fleetgate_transparent_active_connections` while it lives, even

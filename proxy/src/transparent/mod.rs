@@ -26,5 +26,5 @@ pub mod refusal;
 pub mod sniff;
 pub mod splice;
 
-pub use listener::{OriginalDstSource, TransparentConfig, bind, serve};
+pub use listener::{OriginalDstSource, TransparentConfig, bind, serve, spawn};
 pub use refusal::Refusal;

@@ -198,5 +198,8 @@ async fn raw_ip_egress_checks_the_original_address_when_allowed() {
         Err(("ssrf", "ip_private_range")),
         "with raw IPs allowed, the original address still goes through the address table"
     );
-    assert!(!ALLOW_RAW_IP, "raw-IP egress must be off by default");
+    assert!(
+        !raw_ip_allowed(&rt.policy),
+        "raw-IP egress must be off unless the policy opens it"
+    );
 }

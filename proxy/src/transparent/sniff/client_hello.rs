@@ -69,11 +69,11 @@ fn handshake_message(prefix: &[u8]) -> Result<Option<Vec<u8>>, SniffError> {
         };
         message.extend_from_slice(fragment);
         pos = end;
-        if let Some(total) = check_message_header(&message, &[])? {
-            if message.len() >= total {
-                message.truncate(total);
-                return Ok(Some(message));
-            }
+        if let Some(total) = check_message_header(&message, &[])?
+            && message.len() >= total
+        {
+            message.truncate(total);
+            return Ok(Some(message));
         }
     }
 }

@@ -1,0 +1,402 @@
+//! The transparent listener on loopback, without iptables: tests connect straight to it and
+//! use the documented seam `OriginalDstSource::FixedForTests(addr)` to say where the
+//! connection "was going". Everything after that (sniff, gates, the stub-DNS resolution,
+//! dialing, splicing, refusals) is the production path.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleetgate_e2e::dns::StubDns;
+use fleetgate_proxy::policy::Policy;
+use fleetgate_proxy::runtime::Runtime;
+use fleetgate_proxy::server::Shared;
+use fleetgate_proxy::transparent::{self, OriginalDstSource, TransparentConfig};
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// A raw TCP origin: records the first bytes of every connection, answers `ORIGIN <addr>`.
+struct RawOrigin {
+    addr: SocketAddr,
+    hits: Arc<AtomicUsize>,
+    first_bytes: Arc<Mutex<Vec<Vec<u8>>>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl RawOrigin {
+    async fn bind(addr: SocketAddr) -> Self {
+        let listener = TcpListener::bind(addr).await.expect("the origin must bind");
+        let addr = listener.local_addr().unwrap();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let first_bytes = Arc::new(Mutex::new(Vec::new()));
+        let (h, f) = (hits.clone(), first_bytes.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                h.fetch_add(1, Ordering::SeqCst);
+                let f = f.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    f.lock().unwrap().push(buf[..n].to_vec());
+                    let _ = s.write_all(format!("ORIGIN {addr}").as_bytes()).await;
+                    let _ = s.shutdown().await;
+                });
+            }
+        });
+        Self {
+            addr,
+            hits,
+            first_bytes,
+            _task: task,
+        }
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// A transparent listener over a real runtime, stopped on drop.
+struct TestGate {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    _stop: watch::Sender<bool>,
+}
+
+impl TestGate {
+    async fn start(dns: &StubDns, ports: &[u16], original: Option<SocketAddr>) -> Self {
+        Self::start_with(dns, ports, original, TransparentConfig::default(), None).await
+    }
+
+    async fn start_with(
+        dns: &StubDns,
+        ports: &[u16],
+        original: Option<SocketAddr>,
+        config: TransparentConfig,
+        listener: Option<TcpListener>,
+    ) -> Self {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        let yaml = format!(
+            "version: v1\n\
+             egress:\n  allowCIDRs: [\"127.0.0.1/32\"]\n  ports: [{}]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1000\n    attempts: 1\n\
+             websiteBlocklist:\n  domains: [\"blocked.example\"]\n",
+            ports.join(", "),
+            dns.addr()
+        );
+        let policy = Policy::parse(yaml.as_bytes(), std::path::Path::new("."))
+            .expect("the test policy must be valid");
+        let shared = Shared::new(Runtime::build(policy).unwrap()).unwrap();
+        let listener = match listener {
+            Some(l) => l,
+            None => TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        };
+        let addr = listener.local_addr().unwrap();
+        shared
+            .listeners
+            .lock()
+            .unwrap()
+            .push(("transparent".into(), addr));
+        let source = match original {
+            Some(dst) => OriginalDstSource::FixedForTests(dst),
+            None => OriginalDstSource::Kernel,
+        };
+        let (stop, rx) = watch::channel(false);
+        tokio::spawn(transparent::serve(
+            listener,
+            shared.clone(),
+            source,
+            config,
+            rx,
+        ));
+        Self {
+            addr,
+            shared,
+            _stop: stop,
+        }
+    }
+
+    fn outcomes(&self, code: &str) -> u64 {
+        self.shared
+            .metrics
+            .transparent_connections
+            .with_label_values(&[code])
+            .get()
+    }
+}
+
+fn client_hello(name: Option<&str>) -> Vec<u8> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    config.enable_sni = name.is_some();
+    let server = ServerName::try_from(name.unwrap_or("unused.example").to_string()).unwrap();
+    let mut conn = rustls::ClientConnection::new(Arc::new(config), server).unwrap();
+    let mut out = Vec::new();
+    conn.write_tls(&mut out).unwrap();
+    out
+}
+
+/// Send `bytes`, then read until the gate closes. A reset fails the test: refusals must be
+/// a clean close.
+async fn exchange(gate: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(gate)
+        .await
+        .expect("the listener must accept");
+    s.write_all(bytes).await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut got))
+        .await
+        .expect("the gate must close the connection in time")
+        .expect("the gate must close cleanly (FIN), not reset");
+    got
+}
+
+async fn dns() -> StubDns {
+    StubDns::builder()
+        .answer("tls.example", ["127.0.0.1".parse().unwrap()])
+        .answer("web.example", ["127.0.0.1".parse().unwrap()])
+        .answer("internal.example", ["10.1.2.3".parse().unwrap()])
+        .answer("blocked.example", ["127.0.0.1".parse().unwrap()])
+        .start()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_allowed_sni_is_spliced_to_the_names_checked_address_with_the_hello_replayed() {
+    let dns = dns().await;
+    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let gate = TestGate::start(&dns, &[origin.addr.port()], Some(origin.addr)).await;
+    let hello = client_hello(Some("tls.example"));
+    let reply = exchange(gate.addr, &hello).await;
+    assert_eq!(
+        reply,
+        format!("ORIGIN {}", origin.addr).as_bytes(),
+        "the origin's reply must come back"
+    );
+    assert_eq!(
+        origin.first_bytes.lock().unwrap()[0],
+        hello,
+        "the ClientHello must reach the origin unchanged"
+    );
+    assert_eq!(gate.outcomes("ok"), 1);
+    // The splice ends (and counts) once both sides closed, just after the client saw EOF.
+    let bytes = |dir: &str| {
+        gate.shared
+            .metrics
+            .transparent_bytes
+            .with_label_values(&[dir])
+            .get()
+    };
+    for _ in 0..100 {
+        if bytes("downstream") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        bytes("upstream"),
+        hello.len() as u64,
+        "replayed bytes count as upstream bytes"
+    );
+    assert_eq!(
+        bytes("downstream"),
+        reply.len() as u64,
+        "the reply counts as downstream bytes"
+    );
+}
+
+#[tokio::test]
+async fn an_sni_destination_mismatch_dials_the_sni_names_address_not_the_original() {
+    let dns = dns().await;
+    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let decoy_addr = SocketAddr::from(([127, 0, 0, 2], origin.addr.port()));
+    let decoy = RawOrigin::bind(decoy_addr).await;
+    // The agent connected to 127.0.0.2 (its own DNS), claiming SNI tls.example.
+    let gate = TestGate::start(&dns, &[origin.addr.port()], Some(decoy.addr)).await;
+    let reply = exchange(gate.addr, &client_hello(Some("tls.example"))).await;
+    assert_eq!(reply, format!("ORIGIN {}", origin.addr).as_bytes());
+    assert_eq!(
+        (origin.hits(), decoy.hits()),
+        (1, 0),
+        "only tls.example's checked address is dialed"
+    );
+}
+
+#[tokio::test]
+async fn refused_tls_connections_are_closed_cleanly_without_a_byte() {
+    let dns = dns().await;
+    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let port = origin.addr.port();
+    let cases = [
+        (
+            "a name resolving to 10.x",
+            client_hello(Some("internal.example")),
+            "ip_private_range",
+        ),
+        ("no SNI", client_hello(None), "no_target_name"),
+        (
+            "a blocklisted name",
+            client_hello(Some("blocked.example")),
+            "blocked_by_policy",
+        ),
+        (
+            "bytes that are neither TLS nor HTTP",
+            b"\x00\x01garbage".to_vec(),
+            "unrecognised_protocol",
+        ),
+    ];
+    for (what, bytes, code) in cases {
+        let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
+        let reply = exchange(gate.addr, &bytes).await;
+        assert!(
+            reply.is_empty(),
+            "{what}: a TLS refusal sends nothing, got {reply:?}"
+        );
+        assert_eq!(gate.outcomes(code), 1, "{what} must be counted as {code}");
+    }
+    assert_eq!(
+        origin.hits(),
+        0,
+        "no refused connection may reach the origin"
+    );
+}
+
+#[tokio::test]
+async fn plain_http_is_gated_by_its_host_header() {
+    let dns = dns().await;
+    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let gate = TestGate::start(&dns, &[origin.addr.port()], Some(origin.addr)).await;
+    let request = b"GET /page HTTP/1.1\r\nHost: web.example\r\n\r\n";
+    let reply = exchange(gate.addr, request).await;
+    assert_eq!(reply, format!("ORIGIN {}", origin.addr).as_bytes());
+    assert_eq!(
+        origin.first_bytes.lock().unwrap()[0],
+        request,
+        "the request must be replayed"
+    );
+}
+
+#[tokio::test]
+async fn refused_plain_http_gets_a_json_403_with_the_code_header() {
+    let dns = dns().await;
+    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let cases = [
+        (
+            "a name resolving to 10.x",
+            "GET / HTTP/1.1\r\nHost: internal.example\r\n\r\n",
+            "403",
+            "ip_private_range",
+        ),
+        ("no Host", "GET / HTTP/1.0\r\n\r\n", "403", "no_target_name"),
+        (
+            "a raw IP Host",
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            "403",
+            "no_target_name",
+        ),
+        (
+            "a token in the URL",
+            "GET /?token=abc123 HTTP/1.1\r\nHost: web.example\r\n\r\n",
+            "403",
+            "sensitive_query_param",
+        ),
+        (
+            "two Host headers",
+            "GET / HTTP/1.1\r\nHost: web.example\r\nHost: internal.example\r\n\r\n",
+            "400",
+            "sniff_malformed",
+        ),
+    ];
+    for (what, request, status, code) in cases {
+        let gate = TestGate::start(&dns, &[origin.addr.port()], Some(origin.addr)).await;
+        let reply = String::from_utf8(exchange(gate.addr, request.as_bytes()).await).unwrap();
+        let (head, body) = reply.split_once("\r\n\r\n").expect("a full HTTP response");
+        assert!(
+            head.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{what}: {head}"
+        );
+        assert!(
+            head.contains(&format!("x-fleetgate-error: {code}")),
+            "{what}: {head}"
+        );
+        let json: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+        assert_eq!(json["error"]["code"], code, "{what}");
+        assert!(
+            json["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{what}"
+        );
+    }
+    assert_eq!(origin.hits(), 0, "no refused request may reach the origin");
+}
+
+#[tokio::test]
+async fn a_connection_that_was_not_redirected_is_refused_in_production_mode() {
+    let dns = dns().await;
+    let gate = TestGate::start(&dns, &[443], None).await;
+    let reply = exchange(gate.addr, &client_hello(Some("tls.example"))).await;
+    assert!(reply.is_empty());
+    assert_eq!(
+        gate.outcomes("no_original_dst"),
+        1,
+        "the kernel seam must refuse a direct connection"
+    );
+}
+
+#[tokio::test]
+async fn a_target_that_is_the_gates_own_listener_is_a_loop() {
+    let dns = StubDns::builder()
+        .answer("loop.example", ["127.0.0.1".parse().unwrap()])
+        .start()
+        .await
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let own = listener.local_addr().unwrap();
+    let config = TransparentConfig::default();
+    let gate = TestGate::start_with(&dns, &[own.port()], Some(own), config, Some(listener)).await;
+    let reply = exchange(gate.addr, &client_hello(Some("loop.example"))).await;
+    assert!(reply.is_empty());
+    assert_eq!(gate.outcomes("loop_detected"), 1);
+}
+
+#[tokio::test]
+async fn a_slow_head_times_out_and_the_connection_cap_refuses_the_next_client() {
+    let dns = dns().await;
+    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let config = TransparentConfig {
+        sniff_timeout: Duration::from_millis(400),
+        max_connections: 1,
+        ..TransparentConfig::default()
+    };
+    let gate =
+        TestGate::start_with(&dns, &[origin.addr.port()], Some(origin.addr), config, None).await;
+    let mut slow = TcpStream::connect(gate.addr).await.unwrap();
+    slow.write_all(b"GET / HT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = exchange(gate.addr, b"GET / HTTP/1.1\r\nHost: web.example\r\n\r\n").await;
+    assert!(
+        second.is_empty(),
+        "over the cap, a connection is closed without an answer"
+    );
+    assert_eq!(gate.outcomes("too_many_connections"), 1);
+    let mut reply = Vec::new();
+    slow.read_to_end(&mut reply).await.unwrap();
+    let reply = String::from_utf8(reply).unwrap();
+    assert!(
+        reply.starts_with("HTTP/1.1 408 "),
+        "a half-sent HTTP head gets a 408: {reply}"
+    );
+    assert!(
+        reply.contains("x-fleetgate-error: sniff_timeout"),
+        "{reply}"
+    );
+}

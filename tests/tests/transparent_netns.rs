@@ -1,0 +1,578 @@
+//! Transparent capture in a real kernel (root only): two network namespaces joined by a veth
+//! pair, the rules from `fleetgate-proxy init-iptables` applied in the "pod" namespace, the
+//! gate running there as uid 15000 and curl as uid 1000.
+//!
+//! ```text
+//!  fgtp-pod-<pid>  192.0.2.1 / 2001:db8::1          fgtp-rem-<pid>  192.0.2.10 / 2001:db8::10
+//!   curl (uid 1000) ─► nat OUTPUT ─► :15182 gate (uid 15000) ─── veth ───► origin :80, TLS recorder :443
+//!   stub DNS on the pod's 127.0.0.1
+//! ```
+//!
+//! Shows: the client's TCP lands on the gate (v4 and v6), the gate's own traffic is exempt and
+//! reaches the origin (no loop), blocked names and raw IPs are refused, an SNI/destination
+//! mismatch dials the SNI name's checked address, re-applying the rules is idempotent and
+//! `--cleanup` removes them. Skipped with a message when not root or when the tools are
+//! missing, unless `FLEETGATE_REQUIRE_NETNS=1`. Namespaces are deleted even on panic.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleetgate_e2e::dns::StubDns;
+use fleetgate_e2e::gate::{GateProcess, gate_binary};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const GATE_UID: &str = "15000";
+const AGENT_UID: &str = "1000";
+const ORIGIN_V4: &str = "192.0.2.10";
+
+/// Two namespaces and their veth pair; everything is deleted on drop, panics included.
+struct Netns {
+    pod: String,
+    remote: String,
+}
+
+impl Netns {
+    fn create() -> Result<Self, String> {
+        let pid = std::process::id();
+        let ns = Self {
+            pod: format!("fgtp-pod-{pid}"),
+            remote: format!("fgtp-rem-{pid}"),
+        };
+        for name in [&ns.pod, &ns.remote] {
+            let _ = run("ip", &["netns", "del", name]);
+            let out = run("ip", &["netns", "add", name])?;
+            if !out.status.success() {
+                return Err(format!("`ip netns add` failed: {}", text(&out.stderr)));
+            }
+        }
+        Ok(ns)
+    }
+
+    /// veth, addresses (IPv6 without duplicate address detection), loopbacks up.
+    fn wire(&self) {
+        let (a, b) = (
+            format!("fgtp{}a", std::process::id()),
+            format!("fgtp{}b", std::process::id()),
+        );
+        must(
+            "ip",
+            &[
+                "link",
+                "add",
+                &a,
+                "netns",
+                &self.pod,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &b,
+                "netns",
+                &self.remote,
+            ],
+        );
+        for (ns, dev, v4, v6) in [
+            (&self.pod, &a, "192.0.2.1/24", "2001:db8::1/64"),
+            (&self.remote, &b, "192.0.2.10/24", "2001:db8::10/64"),
+        ] {
+            self.exec(ns, &["ip", "link", "set", "lo", "up"]);
+            self.exec(ns, &["ip", "addr", "add", v4, "dev", dev]);
+            self.exec(ns, &["ip", "-6", "addr", "add", v6, "dev", dev, "nodad"]);
+            self.exec(ns, &["ip", "link", "set", dev, "up"]);
+        }
+    }
+
+    fn exec(&self, ns: &str, args: &[&str]) -> Output {
+        let mut all = vec!["netns", "exec", ns];
+        all.extend_from_slice(args);
+        let out = run("ip", &all).expect("ip must run");
+        assert!(
+            out.status.success(),
+            "`{}` in {ns} failed: {}",
+            args.join(" "),
+            text(&out.stderr)
+        );
+        out
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for name in [&self.pod, &self.remote] {
+            if let Ok(out) = run("ip", &["netns", "pids", name]) {
+                for pid in text(&out.stdout).split_whitespace() {
+                    let _ = run("kill", &["-KILL", pid]);
+                }
+            }
+            let _ = run("ip", &["netns", "del", name]);
+        }
+    }
+}
+
+fn run(cmd: &str, args: &[&str]) -> Result<Output, String> {
+    std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("failed to run {cmd}: {e}"))
+}
+
+fn must(cmd: &str, args: &[&str]) -> Output {
+    let out = run(cmd, args).expect("the command must start");
+    assert!(
+        out.status.success(),
+        "`{cmd} {}` failed: {}",
+        args.join(" "),
+        text(&out.stderr)
+    );
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Why this test cannot run here, if it cannot.
+fn missing_prerequisite() -> Option<String> {
+    let uid = run("id", &["-u"]).map(|o| text(&o.stdout).trim().to_string());
+    if uid.as_deref() != Ok("0") {
+        return Some("not root".into());
+    }
+    let tools = ["ip", "setpriv", "curl"];
+    for tool in tools {
+        if run("sh", &["-c", &format!("command -v {tool}")]).map(|o| o.status.success()) != Ok(true)
+        {
+            return Some(format!("`{tool}` is not installed"));
+        }
+    }
+    let iptables = [
+        "iptables-nft-restore",
+        "iptables-restore",
+        "iptables-legacy-restore",
+    ];
+    let found = iptables.iter().any(|t| {
+        ["/usr/sbin", "/sbin", "/usr/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(t).exists())
+    });
+    (!found).then(|| "iptables is not installed (apt-get install iptables)".into())
+}
+
+/// Run `f` on a thread inside network namespace `ns` (sockets made there belong to it).
+fn in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let path = PathBuf::from("/run/netns").join(ns);
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).expect("the namespace file must open");
+        nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET)
+            .expect("setns must work as root");
+        f()
+    })
+}
+
+/// The stub DNS server on the pod namespace's loopback, served by its own thread.
+struct PodDns {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl PodDns {
+    fn start(ns: &str) -> Self {
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        in_netns(ns, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let dns = StubDns::builder()
+                    .answer("allowed.test", [ORIGIN_V4.parse().unwrap()])
+                    .answer("blocked.test", [ORIGIN_V4.parse().unwrap()])
+                    .start()
+                    .await
+                    .expect("the stub DNS must start");
+                addr_tx.send(dns.addr()).unwrap();
+                let _ = stopped.await;
+            });
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the DNS address");
+        Self {
+            addr,
+            stop: Some(stop),
+        }
+    }
+}
+
+impl Drop for PodDns {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Listeners bound inside the remote namespace: an HTTP origin (:80) and a TLS recorder (:443).
+struct Remote {
+    http_hits: Arc<AtomicUsize>,
+    tls_hellos: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Remote {
+    async fn start(ns: &str) -> Self {
+        let bind = |port: u16| {
+            let l = std::net::TcpListener::bind((ORIGIN_V4, port))
+                .expect("the remote listener must bind");
+            l.set_nonblocking(true).unwrap();
+            l
+        };
+        let (http, tls) = in_netns(ns, move || (bind(80), bind(443))).join().unwrap();
+        let remote = Self {
+            http_hits: Arc::default(),
+            tls_hellos: Arc::default(),
+        };
+        let (hits, hellos) = (remote.http_hits.clone(), remote.tls_hellos.clone());
+        let http = TcpListener::from_std(http).unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = http.accept().await {
+                hits.fetch_add(1, Ordering::SeqCst);
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let body = "hello from the remote origin";
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(reply.as_bytes()).await;
+            }
+        });
+        let tls = TcpListener::from_std(tls).unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = tls.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                hellos.lock().unwrap().push(buf[..n].to_vec());
+            }
+        });
+        remote
+    }
+}
+
+/// A copy of the gate binary and a wrapper that starts it in `ns` as the gate uid, with its
+/// work dir opened to that uid (the harness makes it 0700 for root).
+fn gate_launcher(ns: &str, dir: &Path) -> PathBuf {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("fleetgate-proxy");
+    std::fs::copy(gate_binary().expect("the gate binary must build"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let wrapper = dir.join("gate-in-netns.sh");
+    let script = format!(
+        "#!/bin/sh\n# args: serve --policy <file>\nchmod -R a+rwX \"$(dirname \"$3\")\"\n\
+         exec ip netns exec {ns} setpriv --reuid={GATE_UID} --regid={GATE_UID} --clear-groups {} \"$@\"\n",
+        bin.display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+fn policy(dns: SocketAddr) -> String {
+    format!(
+        "version: v1\n\
+         listen:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n  transparent: 127.0.0.1:15182\n\
+         egress:\n  allowCIDRs: [\"192.0.2.0/24\"]\n  ports: [80, 443]\n  resolver:\n    nameservers: [\"{dns}\"]\n    timeoutMs: 1000\n    attempts: 1\n\
+         websiteBlocklist:\n  domains: [\"blocked.test\"]\n\
+         store:\n  root: ${{WORK_DIR}}/store\n"
+    )
+}
+
+/// curl in `ns` as `uid`: (exit code, headers and body).
+async fn curl(ns: &str, uid: &str, args: &[&str]) -> (i32, String) {
+    let reuid = format!("--reuid={uid}");
+    let regid = format!("--regid={uid}");
+    let mut all = vec![
+        "netns",
+        "exec",
+        ns,
+        "setpriv",
+        &reuid,
+        &regid,
+        "--clear-groups",
+    ];
+    all.extend_from_slice(&["curl", "-q", "-sS", "-m", "8", "-D", "-"]);
+    all.extend_from_slice(args);
+    let out = tokio::process::Command::new("ip")
+        .args(&all)
+        .output()
+        .await
+        .expect("curl must start");
+    (out.status.code().unwrap_or(-1), text(&out.stdout))
+}
+
+/// `init-iptables` in the pod namespace (as root, like the init container): its JSON lines.
+fn init_iptables(ns: &Netns, bin: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec![bin.to_str().unwrap(), "init-iptables"];
+    args.extend_from_slice(extra);
+    let out = ns.exec(&ns.pod, &args);
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn saved_nat(ns: &Netns, applied: &[serde_json::Value], family: usize) -> String {
+    let restore = applied[family]["tool"].as_str().unwrap();
+    let save = restore.replace("-restore", "-save");
+    text(&ns.exec(&ns.pod, &[&save, "-t", "nat"]).stdout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
+    if let Some(why) = missing_prerequisite() {
+        assert!(
+            std::env::var_os("FLEETGATE_REQUIRE_NETNS").is_none(),
+            "FLEETGATE_REQUIRE_NETNS=1 but {why}"
+        );
+        println!(
+            "skipped: the network-namespace test needs root, ip, setpriv, curl and iptables ({why})"
+        );
+        return;
+    }
+    let ns = match Netns::create() {
+        Ok(ns) => ns,
+        Err(why) => {
+            assert!(
+                std::env::var_os("FLEETGATE_REQUIRE_NETNS").is_none(),
+                "{why}"
+            );
+            println!("skipped: cannot create network namespaces here ({why})");
+            return;
+        }
+    };
+    ns.wire();
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = gate_launcher(&ns.pod, dir.path());
+    let bin = dir.path().join("fleetgate-proxy");
+
+    // Apply twice: the second run must leave exactly one jump.
+    let first = init_iptables(&ns, &bin, &[]);
+    let applied = init_iptables(&ns, &bin, &[]);
+    assert_eq!(
+        first.len(),
+        2,
+        "IPv4 and IPv6 rules must be applied: {first:?}"
+    );
+    for family in [0, 1] {
+        let saved = saved_nat(&ns, &applied, family);
+        let jumps = saved
+            .lines()
+            .filter(|l| l.starts_with("-A OUTPUT") && l.contains("-j FLEETGATE_OUTPUT"))
+            .count();
+        assert_eq!(jumps, 1, "re-applying must keep one jump:\n{saved}");
+        assert_eq!(
+            saved.matches("--uid-owner 15000").count(),
+            1,
+            "chains must be flushed, not doubled:\n{saved}"
+        );
+    }
+
+    let dns = PodDns::start(&ns.pod);
+    let remote = Remote::start(&ns.remote).await;
+    let gate = GateProcess::builder(&policy(dns.addr))
+        .binary(&launcher)
+        .spawn()
+        .await
+        .expect("the gate must start in the pod namespace as uid 15000");
+    assert!(
+        gate.listener("transparent_v6").is_some(),
+        "the gate must also listen on [::1]:15182"
+    );
+
+    check_allowed_http_lands_on_the_gate_and_reaches_the_origin(&ns, &gate, &remote).await;
+    check_refusals(&ns, &gate, &remote).await;
+    check_tls_is_dialed_by_sni_name(&ns, &gate, &remote).await;
+    check_ipv6_is_captured(&ns, &gate, &remote).await;
+    check_gate_uid_is_exempt(&ns, &gate, &remote).await;
+
+    drop(gate);
+    let cleaned = init_iptables(&ns, &bin, &["--cleanup"]);
+    for family in [0, 1] {
+        let saved = saved_nat(&ns, &cleaned, family);
+        assert!(
+            !saved.contains("FLEETGATE"),
+            "--cleanup must remove every rule and chain:\n{saved}"
+        );
+    }
+}
+
+async fn decision(gate: &GateProcess, url_part: &str) -> serde_json::Value {
+    let part = url_part.to_string();
+    gate.wait_for_json_log(
+        move |l| {
+            l["message"] == "egress.decision"
+                && l["listener"] == "transparent"
+                && l["url"].as_str().is_some_and(|u| u.contains(&part))
+        },
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("the gate must log a decision for the captured connection")
+}
+
+async fn check_allowed_http_lands_on_the_gate_and_reaches_the_origin(
+    ns: &Netns,
+    gate: &GateProcess,
+    remote: &Remote,
+) {
+    let (code, out) = curl(
+        &ns.pod,
+        AGENT_UID,
+        &[
+            "--resolve",
+            "allowed.test:80:192.0.2.10",
+            "http://allowed.test/page",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "curl through the capture must succeed: {out}");
+    assert!(
+        out.contains("hello from the remote origin"),
+        "the origin's body must come back: {out}"
+    );
+    let line = decision(gate, "http://allowed.test/page").await;
+    assert_eq!(line["verdict"], "allow");
+    assert_eq!(
+        line["original_dst"], "192.0.2.10:80",
+        "the gate must read SO_ORIGINAL_DST"
+    );
+    assert_eq!(
+        remote.http_hits.load(Ordering::SeqCst),
+        1,
+        "the gate's own connection reached the origin once (no loop)"
+    );
+}
+
+async fn check_refusals(ns: &Netns, gate: &GateProcess, remote: &Remote) {
+    let cases = [
+        (
+            "a blocklisted name",
+            vec![
+                "--resolve",
+                "blocked.test:80:192.0.2.10",
+                "http://blocked.test/",
+            ],
+            "blocked_by_policy",
+        ),
+        ("a raw IP", vec!["http://192.0.2.10/"], "no_target_name"),
+    ];
+    for (what, args, code) in cases {
+        let (_, out) = curl(&ns.pod, AGENT_UID, &args).await;
+        assert!(
+            out.starts_with("HTTP/1.1 403"),
+            "{what} must be refused by the gate: {out}"
+        );
+        assert!(
+            out.contains(&format!("x-fleetgate-error: {code}")),
+            "{what}: {out}"
+        );
+    }
+    assert_eq!(
+        remote.http_hits.load(Ordering::SeqCst),
+        1,
+        "refused requests must not reach the origin"
+    );
+    let line = decision(gate, "blocked.test").await;
+    assert_eq!(
+        (line["verdict"].as_str(), line["reason"].as_str()),
+        (Some("deny"), Some("blocked_by_policy"))
+    );
+}
+
+async fn check_tls_is_dialed_by_sni_name(ns: &Netns, gate: &GateProcess, remote: &Remote) {
+    // The agent's "DNS" says 192.0.2.99, a host that does not exist; SNI says allowed.test.
+    let _ = curl(
+        &ns.pod,
+        AGENT_UID,
+        &[
+            "-k",
+            "--resolve",
+            "allowed.test:443:192.0.2.99",
+            "https://allowed.test/",
+        ],
+    )
+    .await;
+    let _ = curl(
+        &ns.pod,
+        AGENT_UID,
+        &[
+            "-k",
+            "--resolve",
+            "blocked.test:443:192.0.2.10",
+            "https://blocked.test/",
+        ],
+    )
+    .await;
+    let hellos = remote.tls_hellos.lock().unwrap().clone();
+    assert_eq!(
+        hellos.len(),
+        1,
+        "only the allowed SNI may reach the TLS port"
+    );
+    let sni = b"allowed.test";
+    assert!(
+        hellos[0].windows(sni.len()).any(|w| w == sni),
+        "the replayed ClientHello must carry the SNI"
+    );
+    let line = decision(gate, "tls://allowed.test:443").await;
+    assert_eq!(
+        line["original_dst"], "192.0.2.99:443",
+        "the original destination is logged, not dialed"
+    );
+}
+
+async fn check_ipv6_is_captured(ns: &Netns, gate: &GateProcess, remote: &Remote) {
+    let before = remote.http_hits.load(Ordering::SeqCst);
+    let (code, out) = curl(
+        &ns.pod,
+        AGENT_UID,
+        &["-g", "-H", "Host: allowed.test", "http://[2001:db8::10]/v6"],
+    )
+    .await;
+    assert_eq!(code, 0, "IPv6 TCP must be captured too: {out}");
+    assert!(out.contains("hello from the remote origin"), "{out}");
+    let line = decision(gate, "http://allowed.test/v6").await;
+    assert_eq!(
+        line["original_dst"], "[2001:db8::10]:80",
+        "IP6T_SO_ORIGINAL_DST must be read"
+    );
+    assert_eq!(remote.http_hits.load(Ordering::SeqCst), before + 1);
+}
+
+async fn check_gate_uid_is_exempt(ns: &Netns, gate: &GateProcess, remote: &Remote) {
+    let before = remote.http_hits.load(Ordering::SeqCst);
+    let (code, out) = curl(&ns.pod, GATE_UID, &["http://192.0.2.10/direct"]).await;
+    assert_eq!(
+        code, 0,
+        "the gate uid must reach the origin directly: {out}"
+    );
+    assert!(
+        !out.contains("x-fleetgate-error"),
+        "the gate uid's traffic must bypass the capture: {out}"
+    );
+    assert_eq!(remote.http_hits.load(Ordering::SeqCst), before + 1);
+    let logs = gate.stderr_log();
+    assert!(
+        !logs.contains("/direct"),
+        "the exempt request must never reach the transparent listener"
+    );
+}
