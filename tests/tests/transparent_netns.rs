@@ -268,17 +268,23 @@ impl Remote {
     }
 }
 
-/// A copy of the gate binary and a wrapper that starts it in `ns` as the gate uid, with its
-/// work dir opened to that uid (the harness makes it 0700 for root).
-fn gate_launcher(ns: &str, dir: &Path) -> PathBuf {
+/// A copy of the gate binary in `dir`, readable by every uid.
+fn gate_copy(dir: &Path) -> PathBuf {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = dir.join("fleetgate-proxy");
     std::fs::copy(gate_binary().expect("the gate binary must build"), &bin).unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let wrapper = dir.join("gate-in-netns.sh");
+    bin
+}
+
+/// A wrapper that starts the gate copy in `ns` as `uid`, with its work dir opened to that uid
+/// (the harness makes it 0700 for root).
+fn gate_launcher(ns: &str, dir: &Path, uid: &str) -> PathBuf {
+    let bin = dir.join("fleetgate-proxy");
+    let wrapper = dir.join(format!("gate-in-netns-{uid}.sh"));
     let script = format!(
         "#!/bin/sh\n# args: serve --policy <file>\nchmod -R a+rwX \"$(dirname \"$3\")\"\n\
-         exec ip netns exec {ns} setpriv --reuid={GATE_UID} --regid={GATE_UID} --clear-groups {} \"$@\"\n",
+         exec ip netns exec {ns} setpriv --reuid={uid} --regid={uid} --clear-groups {} \"$@\"\n",
         bin.display()
     );
     std::fs::write(&wrapper, script).unwrap();
@@ -361,8 +367,8 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
     };
     ns.wire();
     let dir = tempfile::tempdir().unwrap();
-    let launcher = gate_launcher(&ns.pod, dir.path());
-    let bin = dir.path().join("fleetgate-proxy");
+    let bin = gate_copy(dir.path());
+    let launcher = gate_launcher(&ns.pod, dir.path(), GATE_UID);
 
     // Apply twice: the second run must leave exactly one jump.
     let first = init_iptables(&ns, &bin, &[]);
@@ -405,6 +411,7 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
     check_gate_uid_is_exempt(&ns, &gate, &remote).await;
 
     drop(gate);
+    check_a_gate_whose_uid_is_not_exempt_refuses_the_loop(&ns, dir.path(), dns.addr, &remote).await;
     let cleaned = init_iptables(&ns, &bin, &["--cleanup"]);
     for family in [0, 1] {
         let saved = saved_nat(&ns, &cleaned, family);
@@ -556,6 +563,41 @@ async fn check_ipv6_is_captured(ns: &Netns, gate: &GateProcess, remote: &Remote)
         "IP6T_SO_ORIGINAL_DST must be read"
     );
     assert_eq!(remote.http_hits.load(Ordering::SeqCst), before + 1);
+}
+
+async fn check_a_gate_whose_uid_is_not_exempt_refuses_the_loop(
+    ns: &Netns,
+    dir: &Path,
+    dns: SocketAddr,
+    remote: &Remote,
+) {
+    let wrong_uid = gate_launcher(&ns.pod, dir, "15001");
+    let gate = GateProcess::builder(&policy(dns))
+        .binary(&wrong_uid)
+        .spawn()
+        .await
+        .expect("the misconfigured gate must start");
+    let before = remote.http_hits.load(Ordering::SeqCst);
+    let (_, out) = curl(
+        &ns.pod,
+        AGENT_UID,
+        &[
+            "--resolve",
+            "allowed.test:80:192.0.2.10",
+            "http://allowed.test/loop",
+        ],
+    )
+    .await;
+    assert!(
+        out.contains("x-fleetgate-error: loop_detected"),
+        "the gate's own connection came back and must be refused: {out}"
+    );
+    assert_eq!(
+        remote.http_hits.load(Ordering::SeqCst),
+        before,
+        "a looping gate must not reach the origin"
+    );
+    drop(gate);
 }
 
 async fn check_gate_uid_is_exempt(ns: &Netns, gate: &GateProcess, remote: &Remote) {

@@ -12,6 +12,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::decide::{self, Admission, Refused};
+use super::dial::{Dialed, dial, is_own_dial};
 use super::original_dst::original_dst;
 use super::refusal::Refusal;
 use super::sniff::{self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed};
@@ -133,7 +134,7 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(config.max_connections));
     let mut tasks = JoinSet::new();
     loop {
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
@@ -149,6 +150,7 @@ pub async fn serve(
             shared: Arc::clone(&shared),
             config: Arc::clone(&config),
             source,
+            peer,
             started: Instant::now(),
         };
         match Arc::clone(&permits).try_acquire_owned() {
@@ -180,6 +182,8 @@ struct Connection {
     shared: Arc<Shared>,
     config: Arc<TransparentConfig>,
     source: OriginalDstSource,
+    /// The client's address (for a redirected connection, its original source).
+    peer: SocketAddr,
     started: Instant,
 }
 
@@ -203,7 +207,13 @@ impl Connection {
                 return self.refuse(client, seen, refused).await;
             }
         };
-        match self.admit_and_dial(&sniffed, original).await {
+        let result = if is_own_dial(self.peer) {
+            // The capture rules sent the gate's own upstream connection back into the gate.
+            Err(("transparent", Refusal::Loop))
+        } else {
+            self.admit_and_dial(&sniffed, original).await
+        };
+        match result {
             Ok((admission, upstream)) => {
                 self.forward(client, upstream, &prefix, &sniffed, &admission, original)
                     .await
@@ -264,7 +274,7 @@ impl Connection {
         &self,
         sniffed: &Sniffed,
         original: SocketAddr,
-    ) -> Result<(Admission, TcpStream), Refused> {
+    ) -> Result<(Admission, Dialed), Refused> {
         let rt = self.shared.runtime.load_full();
         let allow_raw_ip = decide::raw_ip_allowed(&rt.policy);
         let admission =
@@ -285,7 +295,7 @@ impl Connection {
     async fn forward(
         &self,
         mut client: TcpStream,
-        mut upstream: TcpStream,
+        mut upstream: Dialed,
         prefix: &[u8],
         sniffed: &Sniffed,
         admission: &Admission,
@@ -300,8 +310,8 @@ impl Connection {
             Some(admission),
         );
         self.count("ok");
-        let _ = upstream.set_nodelay(true);
-        if let Err(e) = upstream.write_all(prefix).await {
+        let _ = upstream.stream.set_nodelay(true);
+        if let Err(e) = upstream.stream.write_all(prefix).await {
             tracing::debug!(error = %e, "failed to replay the first bytes upstream");
             let _ = client.shutdown().await;
             return;
@@ -310,7 +320,7 @@ impl Connection {
             idle: self.config.idle_timeout,
             total: self.config.total_timeout,
         };
-        let outcome = splice(client, upstream, limits).await;
+        let outcome = splice(client, &mut upstream.stream, limits).await;
         let bytes = &self.shared.metrics.transparent_bytes;
         let up = outcome.upstream_bytes + prefix.len() as u64;
         bytes.with_label_values(&["upstream"]).inc_by(up);
@@ -445,43 +455,6 @@ fn log_url(
         (Protocol::Http, None) => format!("http://{host}{port}"),
         (Protocol::Tls, _) => format!("tls://{host}{port}"),
     }
-}
-
-/// Connect to the first checked target that answers; the gate's own listeners are never
-/// dialed (a redirected connection back into the gate would loop).
-async fn dial(
-    admission: &Admission,
-    own: &[SocketAddr],
-    connect_timeout: Duration,
-) -> Result<TcpStream, Refused> {
-    let is_own = |t: &SocketAddr| {
-        own.iter()
-            .any(|o| o == t || (o.ip().is_unspecified() && o.port() == t.port()))
-    };
-    let targets: Vec<SocketAddr> = admission
-        .targets
-        .iter()
-        .copied()
-        .filter(|t| !is_own(t))
-        .collect();
-    if targets.is_empty() {
-        return Err(("transparent", Refusal::Loop));
-    }
-    let mut last = String::from("no address to try");
-    for target in targets {
-        match tokio::time::timeout(connect_timeout, TcpStream::connect(target)).await {
-            Ok(Ok(stream)) => return Ok(stream),
-            Ok(Err(e)) => last = format!("{target}: {e}"),
-            Err(_) => last = format!("{target}: connect timed out after {connect_timeout:?}"),
-        }
-    }
-    Err((
-        "transparent",
-        Refusal::UpstreamConnect {
-            host: admission.host.clone(),
-            detail: last,
-        },
-    ))
 }
 
 /// FIN, then read (and drop) what the client still sends for a moment, so unread bytes in

@@ -20,6 +20,7 @@
 //! Not captured: UDP (QUIC/HTTP-3, DNS). The rules from `init-iptables` only redirect TCP.
 
 pub mod decide;
+pub mod dial;
 pub mod listener;
 pub mod original_dst;
 pub mod refusal;

@@ -30,8 +30,9 @@ pub enum Refusal {
     /// The connection was not redirected by the capture rules.
     #[error("Blocked: the connection has no original destination (it was not redirected)")]
     NoOriginalDst,
-    /// The checked target is one of the gate's own listeners.
-    #[error("Blocked: the target is one of the gate's own listeners")]
+    /// The checked target is one of the gate's own listeners, or the connection is the
+    /// gate's own upstream connection sent back by the capture rules.
+    #[error("Blocked: the connection would loop back into the gate")]
     Loop,
     /// Every checked address refused or timed out.
     #[error("Failed to connect to {host}: {detail}")]
