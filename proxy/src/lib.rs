@@ -15,7 +15,9 @@
 pub mod admin;
 pub mod assemble;
 pub mod cli;
+pub mod connect;
 pub mod context;
+pub mod forward;
 pub mod gates;
 pub mod metrics;
 pub mod pipeline;
