@@ -33,7 +33,10 @@ fn corpus() -> Vec<String> {
             5 => format!("http://[2606:4700:4700::{a:x}]/dns-query?name=example{n}"),
             6 => format!("http://127.0.0.1:{}/admin", 8000 + n),
             7 => format!("https://203.0.{b}.{a}/doc"),
-            8 => format!("https://9.9.9.{a}/very/long/path/{}/end", "segment/".repeat(8)),
+            8 => format!(
+                "https://9.9.9.{a}/very/long/path/{}/end",
+                "segment/".repeat(8)
+            ),
             _ => format!("https://185.199.{b}.{a}/a%20b/%C3%A9?x=1#frag{n}"),
         });
     }
@@ -41,7 +44,9 @@ fn corpus() -> Vec<String> {
 }
 
 fn rules() -> Vec<String> {
-    let mut rules: Vec<String> = (0..RULES - 3).map(|i| format!("ads{i}.tracker{}.example", i % 17)).collect();
+    let mut rules: Vec<String> = (0..RULES - 3)
+        .map(|i| format!("ads{i}.tracker{}.example", i % 17))
+        .collect();
     rules.push("9.9.9.9".into());
     rules.push("*.doubleclick.example".into());
     rules.push("185.199.1.2".into());
@@ -57,7 +62,10 @@ fn decide(raw: &str, egress: &EgressPolicy, list: &Blocklist) -> bool {
         Ok(Precheck::Literal(_)) => {}
         _ => return false,
     }
-    !matches!(WebsiteBlocklistGate { list }.check(&target), Verdict::Deny(_))
+    !matches!(
+        WebsiteBlocklistGate { list }.check(&target),
+        Verdict::Deny(_)
+    )
 }
 
 fn main() {
@@ -65,7 +73,10 @@ fn main() {
     let rules = rules();
     let policy = Policy::parse(b"version: v1\n", Path::new(".")).expect("policy");
     let (list, _) = Blocklist::load(true, &rules, &[], Path::new("."));
-    let denied = corpus.iter().filter(|u| !decide(u, &policy.egress, &list)).count();
+    let denied = corpus
+        .iter()
+        .filter(|u| !decide(u, &policy.egress, &list))
+        .count();
 
     let start = Instant::now();
     let mut sink = 0usize;
@@ -75,11 +86,16 @@ fn main() {
         }
     }
     let rust_ns = start.elapsed().as_nanos() as f64 / (ITERATIONS_RUST * corpus.len()) as f64;
-    println!("gate decision (E1 + E2 literal + E4, {RULES} blocklist rules), {} URLs", corpus.len());
+    println!(
+        "gate decision (E1 + E2 literal + E4, {RULES} blocklist rules), {} URLs",
+        corpus.len()
+    );
     println!("  fleetgate (Rust)      {rust_ns:>10.0} ns/URL   denied {denied}  (sink {sink})");
 
     let Some(venv) = std::env::var_os("FLEETGATE_VENV") else {
-        println!("  Hermes (Python)       skipped: FLEETGATE_VENV not set (tests/run bench sets it)");
+        println!(
+            "  Hermes (Python)       skipped: FLEETGATE_VENV not set (tests/run bench sets it)"
+        );
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -96,9 +112,19 @@ fn main() {
         .env("HERMES_HOME", dir.path().join("hermes"))
         .output()
         .expect("run python");
-    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("python json");
     let py_ns = v["per_url_ns"].as_f64().expect("per_url_ns");
-    println!("  Hermes 0.19.0 (Python) {py_ns:>9.0} ns/URL   denied {}", v["denied"]);
-    println!("  ratio                 {:>10.1}x faster per URL", py_ns / rust_ns);
+    println!(
+        "  Hermes 0.19.0 (Python) {py_ns:>9.0} ns/URL   denied {}",
+        v["denied"]
+    );
+    println!(
+        "  ratio                 {:>10.1}x faster per URL",
+        py_ns / rust_ns
+    );
 }

@@ -301,7 +301,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         let listener = match TcpListener::bind(addr).await {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("fleetgate-proxy: failed to bind the forward_proxy listener on {addr}: {e}");
+                eprintln!(
+                    "fleetgate-proxy: failed to bind the forward_proxy listener on {addr}: {e}"
+                );
                 return ExitCode::from(1);
             }
         };
@@ -314,7 +316,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
             }
             Err(_) => OwnListeners::new([local, listen.api, listen.admin]),
         };
-        let proxy = forward::ForwardProxy::new(shared.clone(), forward_limits(&args), own, stop_rx.clone());
+        let proxy =
+            forward::ForwardProxy::new(shared.clone(), forward_limits(&args), own, stop_rx.clone());
         tasks.push(tokio::spawn(forward::serve(proxy, listener)));
     }
     println!("{}", json!({"listening": bound}));

@@ -12,14 +12,38 @@ fn targets_reaching_an_own_listener_are_loops() {
     let own = OwnListeners::new([sa("127.0.0.1:15181"), sa("0.0.0.0:15190")]);
     let cases = [
         ("127.0.0.1:15181", true, "the exact listener"),
-        ("0.0.0.0:15181", true, "the unspecified address reaches local sockets"),
-        ("[::ffff:127.0.0.1]:15181", true, "an IPv4-mapped form of the listener"),
-        ("127.0.0.2:15181", false, "another loopback address misses a 127.0.0.1 bind"),
+        (
+            "0.0.0.0:15181",
+            true,
+            "the unspecified address reaches local sockets",
+        ),
+        (
+            "[::ffff:127.0.0.1]:15181",
+            true,
+            "an IPv4-mapped form of the listener",
+        ),
+        (
+            "127.0.0.2:15181",
+            false,
+            "another loopback address misses a 127.0.0.1 bind",
+        ),
         ("127.0.0.1:15180", false, "another port on the same address"),
-        ("127.0.0.7:15190", true, "a wildcard bind matches every loopback address"),
+        (
+            "127.0.0.7:15190",
+            true,
+            "a wildcard bind matches every loopback address",
+        ),
         ("127.0.0.1:15190", true, "a wildcard bind matches 127.0.0.1"),
-        ("192.0.2.10:15190", false, "a documentation address is not local"),
-        ("192.0.2.10:15181", false, "a foreign address on the listener's port"),
+        (
+            "192.0.2.10:15190",
+            false,
+            "a documentation address is not local",
+        ),
+        (
+            "192.0.2.10:15181",
+            false,
+            "a foreign address on the listener's port",
+        ),
     ];
     for (target, want, why) in cases {
         assert_eq!(

@@ -58,15 +58,12 @@ pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
     if raw.is_empty() {
         return Err(invalid("the authority is empty"));
     }
-    if raw.contains(['@', '/', '?', '#', '\\']) || raw.chars().any(|c| c.is_control() || c == ' ')
-    {
+    if raw.contains(['@', '/', '?', '#', '\\']) || raw.chars().any(|c| c.is_control() || c == ' ') {
         return Err(invalid("the authority may hold only a host and a port"));
     }
-    let has_port = raw
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| {
-            !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
-        });
+    let has_port = raw.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+    });
     if !has_port {
         return Err(invalid("the port is missing"));
     }
@@ -103,7 +100,11 @@ pub(super) async fn handle(
             decision.upstream = upstream.peer_addr().ok();
             proxy.decide(&decision);
             spawn_tunnel(proxy, req, upstream, permit, label.clone());
-            Response::new(Empty::<Bytes>::new().map_err(|never| match never {}).boxed())
+            Response::new(
+                Empty::<Bytes>::new()
+                    .map_err(|never| match never {})
+                    .boxed(),
+            )
         }
         Err(refusal) => {
             decision.refusal = Some(&refusal);

@@ -130,7 +130,10 @@ mod tests {
         let cap = TunnelCap::new(2);
         let first = cap.try_acquire().expect("first permit must be granted");
         let _second = cap.try_acquire().expect("second permit must be granted");
-        assert!(cap.try_acquire().is_none(), "a third tunnel must be refused");
+        assert!(
+            cap.try_acquire().is_none(),
+            "a third tunnel must be refused"
+        );
         drop(first);
         assert!(
             cap.try_acquire().is_some(),

@@ -153,7 +153,11 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
     }
     drop(listener);
     let waiting = proxy.inflight();
-    tracing::info!(listener = LISTENER, in_flight = waiting, "draining the forward proxy");
+    tracing::info!(
+        listener = LISTENER,
+        in_flight = waiting,
+        "draining the forward proxy"
+    );
     let drained = tokio::time::timeout(proxy.limits.drain_timeout, proxy.inflight.wait_idle());
     if drained.await.is_err() {
         tracing::warn!(

@@ -22,7 +22,11 @@ pub enum Precheck {
 }
 
 /// Check a URL target: scheme, host, pre-DNS name rules, resolution, every answer.
-pub async fn check_url(target: &TargetUrl, egress: &EgressPolicy, resolver: &GateResolver) -> Checked {
+pub async fn check_url(
+    target: &TargetUrl,
+    egress: &EgressPolicy,
+    resolver: &GateResolver,
+) -> Checked {
     match precheck_url(target, egress)? {
         Precheck::Literal(addrs) => Ok(addrs),
         Precheck::Name(host) => resolve_and_check(&host, egress, resolver).await,
@@ -45,8 +49,12 @@ pub fn precheck_url(target: &TargetUrl, egress: &EgressPolicy) -> Result<Prechec
         }
     }
     match (url.host(), &target.host) {
-        (Some(url::Host::Ipv4(ip)), _) => check_addrs(vec![IpAddr::V4(ip)], egress).map(Precheck::Literal),
-        (Some(url::Host::Ipv6(ip)), _) => check_addrs(vec![IpAddr::V6(ip)], egress).map(Precheck::Literal),
+        (Some(url::Host::Ipv4(ip)), _) => {
+            check_addrs(vec![IpAddr::V4(ip)], egress).map(Precheck::Literal)
+        }
+        (Some(url::Host::Ipv6(ip)), _) => {
+            check_addrs(vec![IpAddr::V6(ip)], egress).map(Precheck::Literal)
+        }
         (Some(url::Host::Domain(_)), Some(host)) => precheck_host(host, egress),
         _ => Err(DenyReason::InvalidUrl {
             detail: "the URL has no host".into(),

@@ -3,15 +3,55 @@ use super::*;
 #[test]
 fn connect_authorities_are_canonicalised_by_the_whatwg_parser() {
     let cases = [
-        ("Example.COM:443", "example.com", 443, "mixed case is lowered"),
-        ("example.com.:443", "example.com", 443, "a trailing dot is dropped"),
-        ("ex%61mple.com:8443", "example.com", 8443, "percent-encoded host bytes are decoded"),
-        ("0x7f.1:80", "127.0.0.1", 80, "short hex IPv4 forms are decoded"),
-        ("2130706433:443", "127.0.0.1", 443, "a decimal dword is an IPv4 address"),
+        (
+            "Example.COM:443",
+            "example.com",
+            443,
+            "mixed case is lowered",
+        ),
+        (
+            "example.com.:443",
+            "example.com",
+            443,
+            "a trailing dot is dropped",
+        ),
+        (
+            "ex%61mple.com:8443",
+            "example.com",
+            8443,
+            "percent-encoded host bytes are decoded",
+        ),
+        (
+            "0x7f.1:80",
+            "127.0.0.1",
+            80,
+            "short hex IPv4 forms are decoded",
+        ),
+        (
+            "2130706433:443",
+            "127.0.0.1",
+            443,
+            "a decimal dword is an IPv4 address",
+        ),
         ("[::1]:443", "::1", 443, "IPv6 loses its brackets"),
-        ("[::ffff:7f00:1]:443", "::ffff:127.0.0.1", 443, "mapped IPv6 stays IPv6 for E2"),
-        ("xn--bcher-kva.example:443", "xn--bcher-kva.example", 443, "punycode stays"),
-        ("EXAMPLE.com:80", "example.com", 80, "the default port is kept as the target"),
+        (
+            "[::ffff:7f00:1]:443",
+            "::ffff:127.0.0.1",
+            443,
+            "mapped IPv6 stays IPv6 for E2",
+        ),
+        (
+            "xn--bcher-kva.example:443",
+            "xn--bcher-kva.example",
+            443,
+            "punycode stays",
+        ),
+        (
+            "EXAMPLE.com:80",
+            "example.com",
+            80,
+            "the default port is kept as the target",
+        ),
     ];
     for (raw, host, port, why) in cases {
         let got = canonical_authority(raw)
@@ -30,7 +70,10 @@ fn connect_authorities_are_canonicalised_by_the_whatwg_parser() {
 #[test]
 fn malformed_or_smuggling_authorities_are_refused_before_any_gate() {
     let cases = [
-        ("[example.com]:443", "a bracketed name (smokescreen CVE-2022-29188)"),
+        (
+            "[example.com]:443",
+            "a bracketed name (smokescreen CVE-2022-29188)",
+        ),
         ("example.com", "no port"),
         ("example.com:", "an empty port"),
         ("example.com:https", "a named port"),
