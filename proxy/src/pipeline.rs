@@ -240,8 +240,16 @@ impl<'a> Pipeline<'a> {
         };
         let title = assemble::images::convert_base64_images_to_links(&page.title).into_owned();
         match assembled {
-            Ok(content) => {
+            Ok(assembled) => {
                 self.metrics.extract_items.with_label_values(&["ok"]).inc();
+                if let Some(t) = assembled.truncation {
+                    let outcome = if t.stored { "ok" } else { "failed" };
+                    self.metrics
+                        .store_writes
+                        .with_label_values(&[outcome])
+                        .inc();
+                }
+                let content = assembled.content;
                 Row {
                     url: page.url,
                     title,

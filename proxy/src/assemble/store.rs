@@ -1,28 +1,314 @@
-//! The full-text store: `<root>/store/<host>-<10 hex>.md`, symlink-refusing writes.
+//! The full-text store: `<root>/store/<host>-<10 hex>.md`, written atomically, never through a
+//! symlink.
+//!
+//! A truncated page's complete clean text goes here so the agent can page through the omitted
+//! middle with `read_file`. The volume may be shared by many gate pods and read by agents while a
+//! write is in flight, so a file is written to a fresh temporary name in the same directory
+//! (`O_CREAT|O_EXCL|O_NOFOLLOW`) and renamed over the target: readers see the old or the new
+//! copy, never half of one, and a symlink planted at the target is replaced rather than followed.
+//! A `store/` directory that is itself a symlink is refused.
 
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+
+/// Stored copies are cut to this many characters.
+pub const MAX_STORED_CHARS: usize = 2_000_000;
+
+/// Name of the store directory under the volume root.
+pub const STORE_SUBDIR: &str = "store";
+
+/// How many hex digits of `sha256(url)` name a stored file.
+const DIGEST_HEX: usize = 10;
+
+/// Why a page's full text could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The url's host does not parse, so no file name can be derived from it.
+    #[error("failed to derive a file name from the url: {reason}")]
+    InvalidUrl {
+        /// What the host parser refused.
+        reason: &'static str,
+    },
+    /// The store directory could not be created.
+    #[error("failed to create the store directory {path}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// `store/` exists but is a symlink or not a directory.
+    #[error("failed to use the store directory {path}: it is not a real directory (symlink?)")]
+    NotADirectory {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The temporary file could not be created or written.
+    #[error("failed to write the temporary file {path}")]
+    Write {
+        /// The temporary file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The finished copy could not be moved to its name (for example, a directory sits there).
+    #[error("failed to move the stored copy into place at {path}")]
+    Rename {
+        /// The target file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
 
 /// Where full texts of truncated pages are written.
 #[derive(Clone, Debug)]
 pub struct Store {
+    root: PathBuf,
     dir: PathBuf,
+    agent_visible_root: Option<PathBuf>,
 }
 
+// === impl Store ===
+
 impl Store {
-    /// A store writing into `dir`.
-    pub fn new(root: &Path, _agent_visible_root: Option<&Path>) -> Self {
+    /// A store under the volume `root` (files go in `root/store/`, created on demand). Footer
+    /// paths name `agent_visible_root` instead of `root` when it is set: the agent mounts the
+    /// volume elsewhere.
+    pub fn new(root: &Path, agent_visible_root: Option<&Path>) -> Self {
         Self {
-            dir: root.join("store"),
+            root: root.to_path_buf(),
+            dir: root.join(STORE_SUBDIR),
+            agent_visible_root: agent_visible_root.map(Path::to_path_buf),
         }
     }
 
-    /// Write the full text of `url`; returns the agent-visible path.
-    pub fn write(&self, _url: &str, _content: &str) -> Result<PathBuf, std::io::Error> {
-        Err(std::io::Error::other("store not built yet"))
-    }
-
-    /// The directory files are written to.
+    /// The directory files are written to, as the gate sees it.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// The file name for `url`: `<host_slug>-<sha256(url)[:10]>.md`.
+    pub fn file_name(url: &str) -> Result<String, StoreError> {
+        let slug = try_host_slug(url)?;
+        let digest = hex::encode(Sha256::digest(url.as_bytes()));
+        Ok(format!("{slug}-{}.md", &digest[..DIGEST_HEX]))
+    }
+
+    /// `path` as the agent sees it: the root prefix replaced by the agent-visible root.
+    pub fn agent_visible(&self, path: &Path) -> PathBuf {
+        match (&self.agent_visible_root, path.strip_prefix(&self.root)) {
+            (Some(visible), Ok(rel)) => visible.join(rel),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    /// Stores `content` (capped at [`MAX_STORED_CHARS`] with a note) for `url` and returns the
+    /// **agent-visible** path of the file.
+    pub fn write(&self, url: &str, content: &str) -> Result<PathBuf, StoreError> {
+        let name = Self::file_name(url)?;
+        self.ensure_dir()?;
+        let target = self.dir.join(&name);
+        let (temp, mut file) = self.create_temp(&name)?;
+        let written = write_capped(&mut file, content).and_then(|()| file.flush());
+        drop(file);
+        if let Err(source) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(StoreError::Write { path: temp, source });
+        }
+        if let Err(source) = fs::rename(&temp, &target) {
+            let _ = fs::remove_file(&temp);
+            return Err(StoreError::Rename {
+                path: target,
+                source,
+            });
+        }
+        Ok(self.agent_visible(&target))
+    }
+
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        fs::create_dir_all(&self.dir).map_err(|source| StoreError::CreateDir {
+            path: self.dir.clone(),
+            source,
+        })?;
+        // create_dir_all accepts a symlink to a directory; the store must be the real thing.
+        match fs::symlink_metadata(&self.dir) {
+            Ok(meta) if meta.file_type().is_dir() => Ok(()),
+            _ => Err(StoreError::NotADirectory {
+                path: self.dir.clone(),
+            }),
+        }
+    }
+
+    /// A new, exclusively created temporary file next to the target.
+    fn create_temp(&self, name: &str) -> Result<(PathBuf, File), StoreError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let mut attempt = 0;
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = self
+                .dir
+                .join(format!(".{name}.{}-{nanos}-{n}.tmp", std::process::id()));
+            let opened = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o666)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path);
+            match opened {
+                Ok(file) => return Ok((path, file)),
+                // Pods sharing the volume can share a pid; another name settles it.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 3 => attempt += 1,
+                Err(source) => return Err(StoreError::Write { path, source }),
+            }
+        }
+    }
 }
+
+/// Writes `content`, or its first [`MAX_STORED_CHARS`] characters plus the cap note.
+fn write_capped(file: &mut File, content: &str) -> io::Result<()> {
+    // Fewer bytes than the cap means fewer characters too: no count needed.
+    if content.len() <= MAX_STORED_CHARS {
+        return file.write_all(content.as_bytes());
+    }
+    let Some((cut, _)) = content.char_indices().nth(MAX_STORED_CHARS) else {
+        return file.write_all(content.as_bytes());
+    };
+    let total = MAX_STORED_CHARS + content[cut..].chars().count();
+    let note = format!(
+        "\n\n[... stored copy truncated at {} chars of {}; re-extract a more specific URL for the rest ...]",
+        super::truncate::thousands(MAX_STORED_CHARS),
+        super::truncate::thousands(total),
+    );
+    file.write_all(&content.as_bytes()[..cut])?;
+    file.write_all(note.as_bytes())
+}
+
+/// The file-name fragment for `url`'s host (`page` when there is none or it does not parse):
+/// the lowercase hostname, `:` → `_`, anything outside `[A-Za-z0-9._-]` → `-`, cut to 60
+/// characters, `-` trimmed from both ends.
+pub fn host_slug(url: &str) -> String {
+    try_host_slug(url).unwrap_or_else(|_| "page".to_owned())
+}
+
+/// [`host_slug`], but an error where Hermes' URL parser raises (its store write then fails).
+pub fn try_host_slug(url: &str) -> Result<String, StoreError> {
+    let host = hostname(url).map_err(|reason| StoreError::InvalidUrl { reason })?;
+    let Some(host) = host else {
+        return Ok("page".to_owned());
+    };
+    let slug: String = host
+        .chars()
+        .map(|c| match c {
+            ':' => '_',
+            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => c,
+            _ => '-',
+        })
+        .take(60)
+        .collect();
+    let slug = slug.trim_matches('-');
+    Ok(if slug.is_empty() {
+        "page".to_owned()
+    } else {
+        slug.to_owned()
+    })
+}
+
+/// Python's `urlsplit(url).hostname`: `Ok(None)` without a host, `Err` where it raises.
+fn hostname(url: &str) -> Result<Option<String>, &'static str> {
+    let url = url.trim_start_matches(|c: char| c <= ' ');
+    let cleaned: String = url
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
+        .collect();
+    let rest = strip_scheme(&cleaned);
+    let Some(after) = rest.strip_prefix("//") else {
+        return Ok(None);
+    };
+    let netloc = &after[..after.find(['/', '?', '#']).unwrap_or(after.len())];
+    match (netloc.contains('['), netloc.contains(']')) {
+        (true, true) => check_bracketed_host(between_brackets(netloc))?,
+        (false, false) => {}
+        _ => return Err("invalid IPv6 URL"),
+    }
+    let hostinfo = netloc.rsplit_once('@').map_or(netloc, |(_, h)| h);
+    let host = match hostinfo.split_once('[') {
+        Some((_, bracketed)) => between_brackets_after_open(bracketed),
+        None => hostinfo.split_once(':').map_or(hostinfo, |(h, _)| h),
+    };
+    if host.is_empty() {
+        return Ok(None);
+    }
+    // A scope id keeps its case.
+    Ok(Some(match host.split_once('%') {
+        Some((addr, zone)) => format!("{}%{zone}", addr.to_lowercase()),
+        None => host.to_lowercase(),
+    }))
+}
+
+/// The url after `scheme:`, when it starts with one (an ASCII letter, then letters, digits,
+/// `+`, `-`, `.`).
+fn strip_scheme(url: &str) -> &str {
+    let Some(colon) = url.find(':') else {
+        return url;
+    };
+    let scheme = &url[..colon];
+    let valid = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if valid { &url[colon + 1..] } else { url }
+}
+
+fn between_brackets(netloc: &str) -> &str {
+    netloc
+        .split_once('[')
+        .map_or("", |(_, rest)| between_brackets_after_open(rest))
+}
+
+fn between_brackets_after_open(rest: &str) -> &str {
+    rest.split_once(']').map_or(rest, |(inside, _)| inside)
+}
+
+/// Python's check of a bracketed host: an IPvFuture literal or an IPv6 address.
+fn check_bracketed_host(host: &str) -> Result<(), &'static str> {
+    if let Some(future) = host.strip_prefix('v') {
+        let (version, rest) = future.split_once('.').unwrap_or((future, ""));
+        let ok = !version.is_empty()
+            && version.chars().all(|c| c.is_ascii_hexdigit())
+            && !rest.is_empty();
+        return if ok {
+            Ok(())
+        } else {
+            Err("invalid IPvFuture address")
+        };
+    }
+    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err("an IPv4 address cannot be in brackets");
+    }
+    let addr = match host.split_once('%') {
+        Some((addr, zone)) if !zone.is_empty() && !zone.contains('%') => addr,
+        Some(_) => return Err("invalid IPv6 scope id"),
+        None => host,
+    };
+    addr.parse::<std::net::Ipv6Addr>()
+        .map(|_| ())
+        .map_err(|_| "bracketed host is not an IP address")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,309 @@
+//! Tests of the store: host slugs as Python parses hosts, atomic symlink-refusing writes, the cap.
+
+use std::os::unix::fs::symlink;
+
+use super::*;
+
+fn sha10(url: &str) -> String {
+    hex::encode(Sha256::digest(url.as_bytes()))[..10].to_owned()
+}
+
+#[test]
+fn host_slug_follows_python_hostname_parsing() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("a plain host", "https://example.com/a?b#c", "example.com"),
+        (
+            "hosts are lowercased",
+            "https://WWW.Example.COM/",
+            "www.example.com",
+        ),
+        ("the port is dropped", "http://e.com:8080/x", "e.com"),
+        ("userinfo is dropped", "https://user:pw@e.com/", "e.com"),
+        ("the last @ splits userinfo", "https://a@b@e.com/", "e.com"),
+        (
+            "an ipv6 literal keeps its colons as _",
+            "http://[::1]:8080/",
+            "__1",
+        ),
+        (
+            "an ipv6 scope id keeps its case",
+            "http://[fe80::1%25Eth0]/",
+            "fe80__1-25Eth0",
+        ),
+        (
+            "no scheme and no // has no host",
+            "example.com/path",
+            "page",
+        ),
+        (
+            "a scheme-relative url has a host",
+            "//cdn.example/x",
+            "cdn.example",
+        ),
+        ("an empty host is page", "https:///path", "page"),
+        ("a file url has no host", "file:///etc/passwd", "page"),
+        (
+            "non-ascii becomes dashes",
+            "https://bücher.de/",
+            "b-cher.de",
+        ),
+        (
+            "leading and trailing dashes are trimmed",
+            "https://-a-/",
+            "a",
+        ),
+        (
+            "underscores and dots survive",
+            "https://a_b.c-d/",
+            "a_b.c-d",
+        ),
+        (
+            "tabs and newlines are removed first",
+            "ht\ttps://e\n.com/",
+            "e.com",
+        ),
+        (
+            "leading control characters are stripped",
+            "\u{1} https://e.com/",
+            "e.com",
+        ),
+        ("a bad scheme char leaves no host", "ht*tp://e.com/", "page"),
+        (
+            "a query right after the host ends it",
+            "https://e.com?q=1",
+            "e.com",
+        ),
+        (
+            "a fragment right after the host ends it",
+            "https://e.com#frag",
+            "e.com",
+        ),
+        (
+            "the host is cut to 60 characters",
+            "https://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com/",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ),
+        (
+            "a cut ending in dashes is trimmed",
+            "https://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa---b.com/",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ),
+        ("an ipvfuture literal passes", "http://[v1.fe]/", "v1.fe"),
+    ];
+    for (name, url, want) in cases {
+        assert_eq!(host_slug(url), *want, "{name}: {url}");
+    }
+}
+
+#[test]
+fn urls_python_refuses_to_parse_fail_the_store() {
+    let cases: &[(&str, &str)] = &[
+        ("an unclosed bracket", "http://[::1/"),
+        ("a stray closing bracket", "http://e.com]/"),
+        ("an ipv4 address in brackets", "http://[127.0.0.1]/"),
+        ("a bracketed name", "http://[example.com]/"),
+        ("a bad ipvfuture", "http://[vz.x]/"),
+        ("an empty scope id", "http://[fe80::1%]/"),
+    ];
+    for (name, url) in cases {
+        assert!(
+            matches!(try_host_slug(url), Err(StoreError::InvalidUrl { .. })),
+            "{name} must not yield a file name"
+        );
+        assert_eq!(
+            host_slug(url),
+            "page",
+            "{name}: the infallible form must fall back to page"
+        );
+    }
+}
+
+#[test]
+fn seed_9_names_the_file_by_slug_and_ten_hex_of_the_url() {
+    let url = "https://Docs.Example.com/guide?x=1";
+    let name = Store::file_name(url).expect("a normal url must have a file name");
+    assert_eq!(
+        name,
+        format!("docs.example.com-{}.md", sha10(url)),
+        "the name must be slug-sha10.md"
+    );
+    // The digest covers the url exactly as given, not the lowercased host.
+    assert_ne!(
+        name,
+        Store::file_name("https://docs.example.com/guide?x=1").expect("valid"),
+        "digest input"
+    );
+}
+
+#[test]
+fn a_write_creates_the_store_directory_and_the_file() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let store = Store::new(root.path(), None);
+    let path = store
+        .write("https://e.com/a", "full text\n")
+        .expect("the write must succeed");
+    assert_eq!(
+        path,
+        root.path()
+            .join("store")
+            .join(format!("e.com-{}.md", sha10("https://e.com/a"))),
+        "path"
+    );
+    assert_eq!(
+        fs::read_to_string(&path).expect("readable"),
+        "full text\n",
+        "the content must be exact"
+    );
+    let leftovers: Vec<_> = fs::read_dir(store.dir()).expect("listable").collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file may be left behind");
+}
+
+#[test]
+fn a_second_write_replaces_the_first() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let store = Store::new(root.path(), None);
+    store
+        .write("https://e.com/a", "old old old")
+        .expect("first write");
+    let path = store.write("https://e.com/a", "new").expect("second write");
+    assert_eq!(
+        fs::read_to_string(path).expect("readable"),
+        "new",
+        "the newer copy must win"
+    );
+}
+
+#[test]
+fn the_footer_path_is_mapped_to_the_agent_visible_root() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let store = Store::new(root.path(), Some(Path::new("/opt/data/cache/fleetgate")));
+    let path = store
+        .write("https://e.com/a", "x")
+        .expect("the write must succeed");
+    let want = format!(
+        "/opt/data/cache/fleetgate/store/e.com-{}.md",
+        sha10("https://e.com/a")
+    );
+    assert_eq!(
+        path,
+        PathBuf::from(want),
+        "the returned path must be the agent's view"
+    );
+    let host_copy = root
+        .path()
+        .join("store")
+        .join(path.file_name().expect("a file name"));
+    assert!(
+        host_copy.is_file(),
+        "the file itself must be under the gate's root"
+    );
+}
+
+#[test]
+fn a_symlink_at_the_target_is_replaced_and_its_target_untouched() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let victim = root.path().join("victim.txt");
+    fs::write(&victim, "precious").expect("the victim must be writable");
+    let store = Store::new(root.path(), None);
+    fs::create_dir_all(store.dir()).expect("the store dir must be creatable");
+    let name = Store::file_name("https://e.com/a").expect("a file name");
+    symlink(&victim, store.dir().join(&name)).expect("the planted link must be creatable");
+
+    let path = store
+        .write("https://e.com/a", "page text")
+        .expect("the write must succeed");
+    assert_eq!(
+        fs::read_to_string(&victim).expect("readable"),
+        "precious",
+        "the link target must be untouched"
+    );
+    let meta = fs::symlink_metadata(&path).expect("the stored file must exist");
+    assert!(
+        meta.file_type().is_file(),
+        "the link must have been replaced by a regular file"
+    );
+    assert_eq!(
+        fs::read_to_string(&path).expect("readable"),
+        "page text",
+        "the new content must be there"
+    );
+}
+
+#[test]
+fn a_symlinked_store_directory_is_refused() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let elsewhere = tempfile::tempdir().expect("a second temp dir must be creatable");
+    symlink(elsewhere.path(), root.path().join("store"))
+        .expect("the planted link must be creatable");
+    let store = Store::new(root.path(), None);
+    let err = store
+        .write("https://e.com/a", "x")
+        .expect_err("a symlinked store dir must be refused");
+    assert!(
+        matches!(err, StoreError::NotADirectory { .. }),
+        "the error must say why: {err}"
+    );
+    assert_eq!(
+        fs::read_dir(elsewhere.path()).expect("listable").count(),
+        0,
+        "nothing may land behind the link"
+    );
+}
+
+#[test]
+fn a_directory_at_the_target_fails_the_write_and_leaves_no_temp_file() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let store = Store::new(root.path(), None);
+    let name = Store::file_name("https://e.com/a").expect("a file name");
+    fs::create_dir_all(store.dir().join(&name)).expect("the blocking dir must be creatable");
+    let err = store
+        .write("https://e.com/a", "x")
+        .expect_err("a directory must not be overwritten");
+    assert!(
+        matches!(err, StoreError::Rename { .. }),
+        "the rename must be what fails: {err}"
+    );
+    assert!(
+        err.to_string().starts_with("failed to "),
+        "messages must start with 'failed to'"
+    );
+    assert_eq!(
+        fs::read_dir(store.dir()).expect("listable").count(),
+        1,
+        "the temp file must be removed"
+    );
+}
+
+#[test]
+fn content_over_two_million_characters_is_capped_with_the_note() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let store = Store::new(root.path(), None);
+    // Multibyte characters: the cap counts characters, not bytes.
+    let content = "é".repeat(MAX_STORED_CHARS + 1_234);
+    let path = store
+        .write("https://e.com/big", &content)
+        .expect("the write must succeed");
+    let stored = fs::read_to_string(path).expect("readable");
+    let note = "\n\n[... stored copy truncated at 2,000,000 chars of 2,001,234; re-extract a more specific URL for the rest ...]";
+    assert!(stored.ends_with(note), "the cap note must be Hermes' text");
+    assert_eq!(
+        stored.chars().count(),
+        MAX_STORED_CHARS + note.chars().count(),
+        "exactly the cap must be kept"
+    );
+}
+
+#[test]
+fn content_at_exactly_two_million_characters_is_not_capped() {
+    let root = tempfile::tempdir().expect("a temp dir must be creatable");
+    let store = Store::new(root.path(), None);
+    let content = "ü".repeat(MAX_STORED_CHARS);
+    let path = store
+        .write("https://e.com/edge", &content)
+        .expect("the write must succeed");
+    assert_eq!(
+        fs::read_to_string(path).expect("readable"),
+        content,
+        "the page must be stored whole"
+    );
+}

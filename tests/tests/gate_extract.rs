@@ -1,0 +1,605 @@
+//! The gate core end to end: a real `fleetgate-proxy serve` process, a real stub DNS server
+//! and loopback origins. Loopback is reachable only through `egress.allowCIDRs`, exactly as an
+//! operator opens an internal service.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use fleetgate_e2e::dns::{DnsReply, StubDns};
+use fleetgate_e2e::gate::GateProcess;
+use fleetgate_e2e::http;
+use fleetgate_e2e::origin::{self, Origin, Reply};
+use serde_json::{Value, json};
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().expect("test address must parse")
+}
+
+/// A policy that resolves through `dns` and opens only 127.0.0.1 for the loopback origins.
+fn policy(dns: &StubDns, extra: &str) -> String {
+    format!(
+        "version: v1\n\
+         listen:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n\
+         egress:\n  allowCIDRs: [\"127.0.0.1/32\"]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1500\n    attempts: 1\n\
+         store:\n  root: ${{WORK_DIR}}/volume\n  agentVisibleRoot: /opt/data/cache/fleetgate\n\
+         fetch:\n  headerTimeoutMs: 1500\n  totalTimeoutMs: 4000\n{extra}",
+        dns.addr()
+    )
+}
+
+async fn extract(gate: &GateProcess, urls: Value) -> (u16, Value) {
+    let reply = http::post_json(gate.api_addr(), "/v1/extract", &json!({"urls": urls}))
+        .await
+        .expect("the api listener must answer");
+    let body = reply.json().expect("the api must answer JSON");
+    (reply.status.as_u16(), body)
+}
+
+fn row(body: &Value, i: usize) -> &Value {
+    &body["results"][i]
+}
+
+async fn html_origin() -> Origin {
+    origin::http1()
+        .route(
+            "/",
+            Reply::html(
+                "<html><head><title>Loopback Page</title></head><body><nav>menu</nav>\
+                 <main><h1>Hello gate</h1><p>Body text.</p></main></body></html>",
+            ),
+        )
+        .route(
+            "/to-metadata",
+            Reply::redirect(302, "http://169.254.169.254/latest/meta-data/"),
+        )
+        .route("/hang", Reply::hang())
+        .route(
+            "/png",
+            Reply::new(200, "image/png", &b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"[..]),
+        )
+        .route("/gz", Reply::text("compressed words ".repeat(50)).gzip())
+        .route("/br", Reply::text("brotli words ".repeat(50)).brotli())
+        .run()
+        .await
+        .expect("origin must start")
+}
+
+#[tokio::test]
+async fn an_allowed_origin_is_fetched_through_the_checked_address_and_converted() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, ""))
+        .await
+        .expect("gate must start");
+    let url = origin.url_with_host("origin.test", "/");
+    let (status, body) = extract(&gate, json!([url])).await;
+    assert_eq!(status, 200, "{body}");
+    let r = row(&body, 0);
+    assert_eq!(r["error"], Value::Null, "the page must be fetched: {body}");
+    assert_eq!(r["title"], "Loopback Page");
+    assert!(
+        r["content"].as_str().unwrap().starts_with("# Hello gate"),
+        "{body}"
+    );
+    assert!(
+        !r["content"].as_str().unwrap().contains("menu"),
+        "navigation must be dropped"
+    );
+    assert_eq!(r["served_by"], "direct");
+    assert_eq!(r["cached"], false);
+    let seen = origin
+        .last_request()
+        .expect("the origin must see the request");
+    assert_eq!(
+        seen.header("host"),
+        Some(format!("origin.test:{}", origin.addr().port()).as_str()),
+        "the Host header must carry the name, while the socket went to the checked address"
+    );
+    gate.wait_for_json_log(
+        |l| l["gate"] == "vendor" && l["verdict"] == "allow" && l["vendor"] == "direct",
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("one canonical allow line must be logged");
+}
+
+#[tokio::test]
+async fn a_name_with_one_private_answer_among_several_is_refused_and_never_dialled() {
+    let dns = StubDns::builder()
+        .answer("mixed.test", [ip("127.0.0.1"), ip("10.0.0.7")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let (_, body) = extract(&gate, json!([origin.url_with_host("mixed.test", "/")])).await;
+    let r = row(&body, 0);
+    assert_eq!(r["code"], "ip_private_range", "{body}");
+    assert_eq!(
+        r["error"],
+        "Blocked: URL targets a private or internal network address"
+    );
+    assert_eq!(
+        origin.total_hits(),
+        0,
+        "a refused name must never be dialled"
+    );
+}
+
+#[tokio::test]
+async fn nxdomain_and_servfail_are_reported_as_dns_failures() {
+    let dns = StubDns::builder()
+        .name("broken.test", [DnsReply::ServFail])
+        .start()
+        .await
+        .unwrap();
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let (_, body) = extract(
+        &gate,
+        json!(["http://missing.test/", "http://broken.test/"]),
+    )
+    .await;
+    for i in 0..2 {
+        let r = row(&body, i);
+        assert_eq!(r["code"], "dns_failure", "{body}");
+        let msg = r["error"].as_str().unwrap();
+        assert!(
+            msg.starts_with("Blocked: DNS resolution failed for"),
+            "{msg}"
+        );
+        assert!(
+            !msg.contains("private"),
+            "a DNS failure is not a private address: {msg}"
+        );
+    }
+    assert!(
+        row(&body, 0)["error"]
+            .as_str()
+            .unwrap()
+            .contains("NXDOMAIN"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn rebinding_answers_never_reach_the_private_address() {
+    // The first lookup answers loopback (allowed), every later one a private address.
+    let dns = StubDns::builder()
+        .name(
+            "rebind.test",
+            [
+                DnsReply::Answer(vec![ip("127.0.0.1")]),
+                DnsReply::Answer(vec![ip("10.0.0.9")]),
+            ],
+        )
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let url = origin.url_with_host("rebind.test", "/");
+    let (_, first) = extract(&gate, json!([url])).await;
+    assert_eq!(
+        row(&first, 0)["error"],
+        Value::Null,
+        "the checked answer is dialled: {first}"
+    );
+    assert_eq!(origin.hits("/"), 1);
+    let a_queries = dns.queries_of("rebind.test", hickory_proto::rr::RecordType::A);
+    assert_eq!(
+        a_queries, 1,
+        "one extract must resolve the name exactly once (no second lookup at connect)"
+    );
+    let (_, second) = extract(&gate, json!([url])).await;
+    assert_eq!(row(&second, 0)["code"], "ip_private_range", "{second}");
+    assert_eq!(
+        origin.hits("/"),
+        1,
+        "the rebound answer must never be dialled"
+    );
+}
+
+#[tokio::test]
+async fn a_redirect_to_the_metadata_address_is_refused_at_the_hop() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let (_, body) = extract(
+        &gate,
+        json!([origin.url_with_host("origin.test", "/to-metadata")]),
+    )
+    .await;
+    assert_eq!(row(&body, 0)["code"], "ip_cloud_metadata", "{body}");
+    assert_eq!(origin.hits("/to-metadata"), 1);
+}
+
+#[tokio::test]
+async fn a_secret_refuses_the_whole_call_before_any_dns_query() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let clean = origin.url_with_host("origin.test", "/");
+    let (status, body) = extract(
+        &gate,
+        json!([clean, "https://origin.test/?q=sk-abcdefghijklmnop"]),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["success"], false);
+    assert_eq!(body["code"], "secret_in_url");
+    assert_eq!(
+        body["error"],
+        "Blocked: URL contains what appears to be an API key or token. Secrets must not be sent in URLs."
+    );
+    let (_, body) = extract(&gate, json!([clean, "https://origin.test/login?token=abc"])).await;
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("credential-like query parameter (token)"),
+        "{body}"
+    );
+    assert_eq!(
+        dns.queries("origin.test"),
+        0,
+        "a refused call must not even resolve"
+    );
+    assert_eq!(origin.total_hits(), 0);
+    let logs = gate.stderr_log();
+    assert!(
+        !logs.contains("sk-abcdefghijklmnop") && !logs.contains("token=abc"),
+        "secrets must not be logged"
+    );
+}
+
+#[tokio::test]
+async fn invalid_items_keep_their_index_and_the_call_caps_at_five() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let good = origin.url_with_host("origin.test", "/");
+    let (_, body) = extract(
+        &gate,
+        json!([42, good, {"href": good}, null, "http://10.1.1.1/", good]),
+    )
+    .await;
+    let rows = body["results"].as_array().unwrap();
+    assert_eq!(
+        rows.len(),
+        5,
+        "only the first five items are processed: {body}"
+    );
+    assert_eq!(rows[0]["code"], "invalid_item");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid URL item at index 0")
+    );
+    assert_eq!(rows[1]["error"], Value::Null);
+    assert_eq!(
+        rows[2]["error"],
+        Value::Null,
+        "an {{href}} object is a URL item"
+    );
+    assert_eq!(rows[3]["code"], "invalid_item");
+    assert_eq!(rows[4]["code"], "ip_private_range");
+    assert_eq!(origin.hits("/"), 2);
+}
+
+#[tokio::test]
+async fn the_blocklist_refuses_with_its_rule_and_source_and_reloads_live() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .answer("news.other.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let extra =
+        "websiteBlocklist:\n  domains: [\"origin.test\"]\n  sharedFiles: [\"lists/shared.txt\"]\n";
+    let gate = GateProcess::builder(&policy(&dns, extra))
+        .arg("--reload-interval-ms")
+        .arg("200")
+        .spawn()
+        .await
+        .unwrap();
+    let (_, body) = extract(&gate, json!([origin.url_with_host("origin.test", "/")])).await;
+    let r = row(&body, 0);
+    assert_eq!(r["code"], "blocked_by_policy", "{body}");
+    assert_eq!(
+        r["blocked_by_policy"],
+        json!({"host": "origin.test", "rule": "origin.test", "source": "config"})
+    );
+    assert_eq!(
+        origin.total_hits(),
+        0,
+        "a blocklisted page must never be fetched"
+    );
+
+    // A shared list appears later: the gate picks it up without a restart.
+    let lists = gate.work_dir().join("lists");
+    std::fs::create_dir_all(&lists).unwrap();
+    std::fs::write(lists.join("shared.txt"), "# corp list\nother.test\n").unwrap();
+    let other = origin.url_with_host("news.other.test", "/");
+    let mut refused = Value::Null;
+    for _ in 0..50 {
+        let (_, body) = extract(&gate, json!([other])).await;
+        if row(&body, 0)["code"] == "blocked_by_policy" {
+            refused = row(&body, 0).clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        refused["blocked_by_policy"]["rule"], "other.test",
+        "the shared rule must take effect: {refused}"
+    );
+    assert!(
+        refused["blocked_by_policy"]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with("lists/shared.txt")
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_policy_edit_keeps_the_last_good_policy_and_is_counted() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let good = policy(&dns, "");
+    let gate = GateProcess::builder(&good)
+        .arg("--reload-interval-ms")
+        .arg("200")
+        .spawn()
+        .await
+        .unwrap();
+    let url = origin.url_with_host("origin.test", "/");
+    std::fs::write(gate.policy_path(), "version: v1\nweb:\n  charLimit: 5\n").unwrap();
+    gate.wait_for_json_log(
+        |l| l["message"] == "policy reload refused; keeping the last good policy",
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the refusal must be logged");
+    let (_, body) = extract(&gate, json!([url])).await;
+    assert_eq!(
+        row(&body, 0)["error"],
+        Value::Null,
+        "the last good policy must keep serving: {body}"
+    );
+    let metrics = http::get(gate.admin_addr(), "/metrics")
+        .await
+        .unwrap()
+        .text();
+    assert!(
+        metrics.contains("fleetgate_policy_reloads_total{result=\"invalid\"} 1"),
+        "the refused reload must be counted:\n{metrics}"
+    );
+    // A valid edit (blocklisting the origin) takes effect.
+    let blocked = good.replace(
+        "version: v1\n",
+        "version: v1\nwebsiteBlocklist:\n  domains: [origin.test]\n",
+    );
+    std::fs::write(gate.policy_path(), blocked).unwrap();
+    gate.wait_for_json_log(
+        |l| l["message"] == "policy reloaded",
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    let (_, body) = extract(&gate, json!([url])).await;
+    assert_eq!(row(&body, 0)["code"], "blocked_by_policy", "{body}");
+}
+
+#[tokio::test]
+async fn a_long_page_is_truncated_with_the_footer_and_stored_on_the_volume() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let page: String = (0..2000)
+        .map(|i| format!("line {i} of the long page\n"))
+        .collect();
+    let origin = origin::http1()
+        .route("/long.md", Reply::new(200, "text/markdown", page.clone()))
+        .run()
+        .await
+        .unwrap();
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let reply = http::post_json(
+        gate.api_addr(),
+        "/v1/extract",
+        &json!({"urls": [origin.url_with_host("origin.test", "/long.md")], "char_limit": 2000}),
+    )
+    .await
+    .unwrap();
+    let body = reply.json().unwrap();
+    let content = row(&body, 0)["content"].as_str().unwrap().to_string();
+    assert!(
+        content.contains("[... middle omitted — see footer ...]"),
+        "{content}"
+    );
+    assert!(
+        content.contains("──────── [TRUNCATED] ────────"),
+        "{content}"
+    );
+    let path_line = content
+        .lines()
+        .find_map(|l| l.strip_prefix("Full text saved to: "))
+        .expect("the footer must name the stored file");
+    assert!(
+        path_line.starts_with("/opt/data/cache/fleetgate/store/origin.test-"),
+        "{path_line}"
+    );
+    let file_name = path_line.rsplit('/').next().unwrap();
+    let stored = std::fs::read_to_string(gate.work_dir().join("volume/store").join(file_name))
+        .expect("the full text must be on the volume");
+    assert_eq!(
+        stored.trim_end(),
+        page.trim_end(),
+        "the store keeps the complete page"
+    );
+}
+
+#[tokio::test]
+async fn hangs_binary_bodies_and_encodings_are_handled_per_item() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = html_origin().await;
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let u = |p: &str| origin.url_with_host("origin.test", p);
+    let (_, body) = extract(&gate, json!([u("/hang"), u("/png"), u("/gz"), u("/br")])).await;
+    assert_eq!(row(&body, 0)["code"], "upstream_timeout", "{body}");
+    assert_eq!(row(&body, 1)["code"], "binary_content", "{body}");
+    assert!(
+        row(&body, 1)["error"].as_str().unwrap().contains("PNG"),
+        "{body}"
+    );
+    assert!(
+        row(&body, 2)["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("compressed words"),
+        "{body}"
+    );
+    assert!(
+        row(&body, 3)["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("brotli words"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn decisions_move_the_metrics_and_admin_endpoints_answer() {
+    let dns = StubDns::builder().start().await.unwrap();
+    let gate = GateProcess::spawn(&policy(&dns, "")).await.unwrap();
+    let _ = extract(
+        &gate,
+        json!(["http://169.254.169.254/", "http://10.0.0.1/"]),
+    )
+    .await;
+    let metrics = http::get(gate.admin_addr(), "/metrics")
+        .await
+        .unwrap()
+        .text();
+    for want in [
+        "fleetgate_gate_decisions_total{gate=\"ssrf\",reason=\"ip_cloud_metadata\",verdict=\"deny\"} 1",
+        "fleetgate_gate_decisions_total{gate=\"ssrf\",reason=\"ip_private_range\",verdict=\"deny\"} 1",
+        "fleetgate_extract_items_total{outcome=\"ip_private_range\"} 1",
+    ] {
+        assert!(metrics.contains(want), "missing {want}:\n{metrics}");
+    }
+    assert_eq!(
+        http::get(gate.admin_addr(), "/live")
+            .await
+            .unwrap()
+            .status
+            .as_u16(),
+        200
+    );
+    assert_eq!(
+        http::get(gate.admin_addr(), "/ready")
+            .await
+            .unwrap()
+            .status
+            .as_u16(),
+        200
+    );
+    let status = http::get(gate.admin_addr(), "/v1/status")
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(status["backends"]["extract"], "direct");
+    assert_eq!(status["policy"]["sha256"].as_str().unwrap().len(), 64);
+    let bad = http::post_json(gate.api_addr(), "/v1/extract", &json!({"nope": 1}))
+        .await
+        .unwrap();
+    assert_eq!(bad.status.as_u16(), 400);
+    assert_eq!(bad.header("x-fleetgate-error"), Some("invalid_request"));
+}
+
+#[tokio::test]
+async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let policy_path = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy_path,
+        policy(&dns, "").replace("${WORK_DIR}", dir.path().to_str().unwrap()),
+    )
+    .unwrap();
+    let out = GateProcess::run_cli(&[
+        "check-url",
+        "--policy",
+        policy_path.to_str().unwrap(),
+        "http://origin.test/",
+        "http://[::ffff:169.254.169.254]/",
+        "https://x.test/?api_key=123",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a refused URL makes the exit code 1"
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["verdict"], "allow");
+    assert_eq!(lines[0]["addresses"], json!(["127.0.0.1"]));
+    assert_eq!(lines[1]["verdict"], "deny");
+    assert_eq!(
+        lines[1]["code"], "ip_cloud_metadata",
+        "IPv4-mapped metadata must be unwrapped"
+    );
+    assert_eq!(lines[1]["scope"], "item");
+    assert_eq!(lines[2]["code"], "sensitive_query_param");
+    assert_eq!(lines[2]["scope"], "call");
+    std::fs::write(&policy_path, "version: v1\nweb:\n  charLimit: 1\n").unwrap();
+    let bad = GateProcess::run_cli(&[
+        "check-url",
+        "--policy",
+        policy_path.to_str().unwrap(),
+        "http://a.test/",
+    ])
+    .await
+    .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "a bad policy exits 2");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("web.charLimit"));
+}
