@@ -25,6 +25,7 @@ use super::refusal::{ProxyBody, ProxyRefusal};
 use crate::connect::connect_pinned;
 use crate::context::canonical_host;
 use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
+use crate::metrics::ProxyMetrics;
 use crate::policy::EnforcementMode;
 use crate::runtime::Runtime;
 
@@ -130,7 +131,9 @@ async fn open(
     let target = canonical_authority(raw).map_err(ProxyRefusal::Gate)?;
     *label = target.to_string();
     let rt = proxy.shared.runtime.load_full();
-    let addrs = gate_host(proxy, &rt, &target).await?;
+    let addrs = check_host_target(&rt, &proxy.shared.metrics, &target)
+        .await
+        .map_err(ProxyRefusal::Gate)?;
     if let Some(target) = proxy.own.first_loop(&addrs, target.port) {
         return Err(ProxyRefusal::Loop { target });
     }
@@ -142,46 +145,45 @@ async fn open(
 
 /// The host-level gates in order: secret in host labels, port allow-list, E2 (resolve with
 /// the gate's resolver, every answer checked), E4 (enforced, or only counted in report mode).
-async fn gate_host(
-    proxy: &ForwardProxy,
+/// Returns the checked addresses to dial. Shared with any listener that sees only a host name.
+pub async fn check_host_target(
     rt: &Runtime,
+    metrics: &ProxyMetrics,
     target: &HostTarget,
-) -> Result<Vec<IpAddr>, ProxyRefusal> {
+) -> Result<Vec<IpAddr>, DenyReason> {
     let refuse = |gate: &str, reason: DenyReason| {
-        count_gate(proxy, gate, Some(&reason));
-        ProxyRefusal::Gate(reason)
+        count_gate(metrics, gate, Some(&reason));
+        reason
     };
     if let Verdict::Deny(reason) = secret_url::check_host_secret(&target.host) {
         return Err(refuse("secret_url", reason));
     }
-    count_gate(proxy, "secret_url", None);
+    count_gate(metrics, "secret_url", None);
     if !rt.policy.egress.ports.contains(&target.port) {
         let port = target.port;
         return Err(refuse("port", DenyReason::PortNotAllowed { port }));
     }
-    count_gate(proxy, "port", None);
+    count_gate(metrics, "port", None);
     let addrs = ssrf::check_host(&target.host, &rt.policy.egress, &rt.resolver)
         .await
         .map_err(|reason| refuse("ssrf", reason))?;
-    count_gate(proxy, "ssrf", None);
-    if let Some(m) = rt.blocklist.check_host(&target.host) {
-        let reason = DenyReason::BlockedByPolicy {
-            host: m.host,
-            rule: m.rule,
-            source: m.source,
-        };
-        if rt.policy.blocklist.mode == EnforcementMode::Enforce {
-            return Err(refuse("website_blocklist", reason));
-        }
-        proxy
-            .shared
-            .metrics
-            .gate_decisions
-            .with_label_values(&["website_blocklist", "report", reason.code()])
-            .inc();
-    } else {
-        count_gate(proxy, "website_blocklist", None);
+    count_gate(metrics, "ssrf", None);
+    let Some(m) = rt.blocklist.check_host(&target.host) else {
+        count_gate(metrics, "website_blocklist", None);
+        return Ok(addrs);
+    };
+    let reason = DenyReason::BlockedByPolicy {
+        host: m.host,
+        rule: m.rule,
+        source: m.source,
+    };
+    if rt.policy.blocklist.mode == EnforcementMode::Enforce {
+        return Err(refuse("website_blocklist", reason));
     }
+    metrics
+        .gate_decisions
+        .with_label_values(&["website_blocklist", "report", reason.code()])
+        .inc();
     Ok(addrs)
 }
 
@@ -206,8 +208,8 @@ fn spawn_tunnel(
     gauge.inc();
     let active = ActiveTunnel(gauge);
     let activity = Activity::new(
-        metrics.listener_bytes.with_label_values(&[LISTENER, "in"]),
-        metrics.listener_bytes.with_label_values(&[LISTENER, "out"]),
+        proxy.counters.bytes_in.clone(),
+        proxy.counters.bytes_out.clone(),
     );
     let busy: InflightGuard = proxy.inflight.enter();
     let (limits, shutdown) = (proxy.limits, proxy.shutdown.clone());

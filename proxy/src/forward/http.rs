@@ -21,6 +21,7 @@ use super::meter::MeteredBody;
 use super::refusal::{ProxyBody, ProxyRefusal};
 use crate::connect::connect_pinned;
 use crate::gates::DenyReason;
+use crate::metrics::ProxyMetrics;
 use crate::pipeline::Pipeline;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
@@ -61,7 +62,7 @@ pub(super) async fn handle(
     slot: &UpstreamSlot,
 ) -> Response<ProxyBody> {
     let started = Instant::now();
-    let logged = telemetry::redact_url(&req.uri().to_string());
+    let logged = RedactedUri(req.uri().clone());
     let mut decision = Decision {
         proxy_type: "http",
         target: &logged,
@@ -112,6 +113,16 @@ async fn relay(
     Ok((inbound(proxy, resp, deadline), addr))
 }
 
+/// The request URL as logs may show it (no query, fragment or userinfo), built only when a
+/// line is written.
+struct RedactedUri(Uri);
+
+impl std::fmt::Display for RedactedUri {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&telemetry::redact_url(&self.0.to_string()))
+    }
+}
+
 /// The scheme rules of this listener, the port allow-list, then the pipeline's URL gates.
 async fn admit(proxy: &ForwardProxy, rt: &Runtime, uri: &Uri) -> Result<Admitted, ProxyRefusal> {
     match uri.scheme_str() {
@@ -132,31 +143,35 @@ async fn admit(proxy: &ForwardProxy, rt: &Runtime, uri: &Uri) -> Result<Admitted
             ));
         }
     }
-    let raw = uri.to_string();
-    let target = crate::context::TargetUrl::new(&raw);
-    if let Some(port) = target.port() {
-        if !rt.policy.egress.ports.contains(&port) {
-            let reason = DenyReason::PortNotAllowed { port };
-            count_gate(proxy, "port", Some(&reason));
-            return Err(ProxyRefusal::Gate(reason));
-        }
-        count_gate(proxy, "port", None);
-    }
-    Pipeline::new(rt, &proxy.shared.metrics)
-        .admit(&raw)
+    // Before any DNS: the port of the request line, then again the canonical one.
+    check_port(proxy, rt, uri.port_u16().unwrap_or(80))?;
+    let admitted = Pipeline::new(rt, &proxy.shared.metrics)
+        .admit(&uri.to_string())
         .await
-        .map_err(ProxyRefusal::Gate)
+        .map_err(ProxyRefusal::Gate)?;
+    if let Some(port) = admitted.target.port() {
+        check_port(proxy, rt, port)?;
+    }
+    Ok(admitted)
+}
+
+fn check_port(proxy: &ForwardProxy, rt: &Runtime, port: u16) -> Result<(), ProxyRefusal> {
+    if rt.policy.egress.ports.contains(&port) {
+        count_gate(&proxy.shared.metrics, "port", None);
+        return Ok(());
+    }
+    let reason = DenyReason::PortNotAllowed { port };
+    count_gate(&proxy.shared.metrics, "port", Some(&reason));
+    Err(ProxyRefusal::Gate(reason))
 }
 
 /// Count one decision of a gate this module runs itself, like the pipeline counts its own.
-pub(super) fn count_gate(proxy: &ForwardProxy, gate: &str, refused: Option<&DenyReason>) {
+pub(super) fn count_gate(metrics: &ProxyMetrics, gate: &str, refused: Option<&DenyReason>) {
     let (verdict, reason) = match refused {
         Some(r) => ("deny", r.code()),
         None => ("allow", "ok"),
     };
-    proxy
-        .shared
-        .metrics
+    metrics
         .gate_decisions
         .with_label_values(&[gate, verdict, reason])
         .inc();
@@ -221,11 +236,7 @@ fn outbound(
         .map_err(|_| bad("request target"))?;
     parts.version = Version::HTTP_11;
     parts.extensions = http::Extensions::new();
-    let counter = proxy
-        .shared
-        .metrics
-        .listener_bytes
-        .with_label_values(&[LISTENER, "in"]);
+    let counter = proxy.counters.bytes_in.clone();
     let body = MeteredBody::new(body, counter, proxy.limits.idle_timeout, deadline).boxed();
     Ok(Request::from_parts(parts, body))
 }
@@ -241,11 +252,7 @@ fn inbound(
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(ERROR_HEADER);
     parts.extensions = http::Extensions::new();
-    let counter = proxy
-        .shared
-        .metrics
-        .listener_bytes
-        .with_label_values(&[LISTENER, "out"]);
+    let counter = proxy.counters.bytes_out.clone();
     let body = MeteredBody::new(body, counter, proxy.limits.idle_timeout, deadline).boxed();
     Response::from_parts(parts, body)
 }

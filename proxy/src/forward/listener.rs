@@ -10,6 +10,7 @@ use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use prometheus::IntCounter;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -32,15 +33,27 @@ pub struct ForwardProxy {
     pub(super) tunnels: TunnelCap,
     pub(super) inflight: Inflight,
     pub(super) shutdown: watch::Receiver<bool>,
+    pub(super) counters: Counters,
+}
+
+/// The hot-path series of this listener, looked up once (labels are fixed per listener).
+#[derive(Debug)]
+pub(super) struct Counters {
+    /// `fleetgate_listener_bytes_total{direction="in"}`.
+    pub bytes_in: IntCounter,
+    /// `fleetgate_listener_bytes_total{direction="out"}`.
+    pub bytes_out: IntCounter,
+    allowed_http: IntCounter,
+    allowed_connect: IntCounter,
 }
 
 /// One request's decision, for the canonical log line and the listener metrics.
-#[derive(Debug)]
 pub(super) struct Decision<'a> {
     /// `http` or `connect`.
     pub proxy_type: &'static str,
-    /// The redacted URL (`http`) or the canonical `host:port` (`connect`).
-    pub target: &'a str,
+    /// The redacted URL (`http`) or the canonical `host:port` (`connect`); formatted only
+    /// when the line is written.
+    pub target: &'a (dyn std::fmt::Display + Sync),
     /// The client's address.
     pub client: SocketAddr,
     /// When the request arrived.
@@ -63,7 +76,19 @@ impl ForwardProxy {
         own: OwnListeners,
         shutdown: watch::Receiver<bool>,
     ) -> Arc<Self> {
+        let m = &shared.metrics;
+        let counters = Counters {
+            bytes_in: m.listener_bytes.with_label_values(&[LISTENER, "in"]),
+            bytes_out: m.listener_bytes.with_label_values(&[LISTENER, "out"]),
+            allowed_http: m
+                .listener_requests
+                .with_label_values(&[LISTENER, "http", "allow"]),
+            allowed_connect: m
+                .listener_requests
+                .with_label_values(&[LISTENER, "connect", "allow"]),
+        };
         Arc::new(Self {
+            counters,
             shared,
             limits,
             own,
@@ -98,24 +123,27 @@ impl ForwardProxy {
             Some(r) => (r.gate(), r.verdict(), r.code()),
         };
         let m = &self.shared.metrics;
-        m.listener_requests
-            .with_label_values(&[LISTENER, d.proxy_type, verdict])
-            .inc();
-        if let Some(r) = d.refusal {
-            m.listener_refusals
-                .with_label_values(&[LISTENER, r.code()])
-                .inc();
+        match (d.refusal, d.proxy_type) {
+            (None, "http") => self.counters.allowed_http.inc(),
+            (None, _) => self.counters.allowed_connect.inc(),
+            (Some(r), proxy_type) => {
+                m.listener_requests
+                    .with_label_values(&[LISTENER, proxy_type, verdict])
+                    .inc();
+                m.listener_refusals
+                    .with_label_values(&[LISTENER, r.code()])
+                    .inc();
+            }
         }
         let duration_ms = d.started.elapsed().as_secs_f64() * 1000.0;
-        let upstream = d.upstream.map(|a| a.to_string());
-        let client = d.client.to_string();
-        let (url, proxy_type, upstream_status) = (d.target, d.proxy_type, d.upstream_status);
+        let upstream = d.upstream.as_ref().map(tracing::field::display);
+        let (proxy_type, upstream_status) = (d.proxy_type, d.upstream_status);
         macro_rules! line {
             ($level:ident) => {
                 tracing::$level!(
                     target: "egress.decision",
-                    listener = LISTENER, proxy_type, gate, verdict, reason, url, client,
-                    upstream, upstream_status, duration_ms, cache = "bypass",
+                    listener = LISTENER, proxy_type, gate, verdict, reason, url = %d.target,
+                    client = %d.client, upstream, upstream_status, duration_ms, cache = "bypass",
                     "egress.decision"
                 )
             };

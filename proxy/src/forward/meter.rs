@@ -149,14 +149,21 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for MeteredIo<T> {
 
 /// A relayed HTTP body: counts data bytes, fails after `idle` without a frame or past the
 /// exchange's lifetime deadline, and streams frame by frame (never buffers the whole body).
+/// The timers are armed only once the inner body first makes the reader wait.
 #[derive(Debug)]
 pub struct MeteredBody<B> {
     inner: B,
     counter: IntCounter,
     idle: Duration,
-    idle_timer: Pin<Box<Sleep>>,
-    lifetime: Duration,
-    deadline: Pin<Box<Sleep>>,
+    deadline: Instant,
+    timers: Option<Timers>,
+}
+
+/// The idle timer and the lifetime deadline of one body.
+#[derive(Debug)]
+struct Timers {
+    idle: Pin<Box<Sleep>>,
+    lifetime: Pin<Box<Sleep>>,
 }
 
 // === impl MeteredBody ===
@@ -164,15 +171,35 @@ pub struct MeteredBody<B> {
 impl<B> MeteredBody<B> {
     /// Meter `inner` into `counter` with the given idle timeout and absolute deadline.
     pub fn new(inner: B, counter: IntCounter, idle: Duration, deadline: Instant) -> Self {
-        let lifetime = deadline.saturating_duration_since(Instant::now());
         Self {
             inner,
             counter,
             idle,
-            idle_timer: Box::pin(tokio::time::sleep(idle)),
-            lifetime,
-            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            deadline,
+            timers: None,
         }
+    }
+
+    /// Poll the timers (arming them on first use); `Some` when one ran out.
+    fn poll_timers(&mut self, cx: &mut Context<'_>) -> Option<RelayTimeout> {
+        let (idle, deadline) = (self.idle, self.deadline);
+        let timers = self.timers.get_or_insert_with(|| Timers {
+            idle: Box::pin(tokio::time::sleep(idle)),
+            lifetime: Box::pin(tokio::time::sleep_until(deadline)),
+        });
+        if timers.idle.as_mut().poll(cx).is_ready() {
+            return Some(RelayTimeout {
+                phase: "idle",
+                after: idle,
+            });
+        }
+        if timers.lifetime.as_mut().poll(cx).is_ready() {
+            return Some(RelayTimeout {
+                phase: "lifetime",
+                after: deadline.saturating_duration_since(Instant::now()),
+            });
+        }
+        None
     }
 }
 
@@ -194,21 +221,18 @@ where
                 if let Some(data) = frame.data_ref() {
                     this.counter.inc_by(data.len() as u64);
                 }
-                let next = Instant::now() + this.idle;
-                this.idle_timer.as_mut().reset(next);
+                if let Some(timers) = &mut this.timers {
+                    let next = Instant::now() + this.idle;
+                    timers.idle.as_mut().reset(next);
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
             Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => {
-                if this.idle_timer.as_mut().poll(cx).is_ready() {
-                    return timed_out("idle", this.idle);
-                }
-                if this.deadline.as_mut().poll(cx).is_ready() {
-                    return timed_out("lifetime", this.lifetime);
-                }
-                Poll::Pending
-            }
+            Poll::Pending => match this.poll_timers(cx) {
+                Some(timeout) => Poll::Ready(Some(Err(Box::new(timeout)))),
+                None => Poll::Pending,
+            },
         }
     }
 
@@ -219,10 +243,6 @@ where
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
-}
-
-fn timed_out(phase: &'static str, after: Duration) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-    Poll::Ready(Some(Err(Box::new(RelayTimeout { phase, after }))))
 }
 
 #[cfg(test)]
