@@ -17,6 +17,9 @@ pub async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body
     if req.method() != Method::GET {
         return respond::api_error(&ApiError::MethodNotAllowed);
     }
+    if req.uri().path() == "/v1/report" {
+        return report(&shared, &req).await;
+    }
     match req.uri().path() {
         "/live" => respond::text(StatusCode::OK, "text/plain", "live\n"),
         "/ready" => ready(&shared),
@@ -94,4 +97,67 @@ fn status(shared: &Shared) -> Response<Body> {
             "listeners": listeners,
         }),
     )
+}
+
+/// `GET /v1/report[?days=N]`: the fleet report of the mounted Hermes home, behind the bearer
+/// token of `report.tokenFile`. Without a token or a Hermes home configured the endpoint is off.
+async fn report(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Body> {
+    let rt = shared.runtime.load_full();
+    let cfg = &rt.policy.report;
+    let (Some(token_file), Some(home)) = (&cfg.token_file, &cfg.hermes_home) else {
+        return respond::api_error(&ApiError::Disabled(
+            "the report endpoint is off: set report.tokenFile and report.hermesHome in the policy"
+                .into(),
+        ));
+    };
+    let expected = match std::fs::read_to_string(token_file) {
+        Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
+        Ok(_) | Err(_) => {
+            return respond::api_error(&ApiError::Internal(format!(
+                "failed to read the report token file {}",
+                token_file.display()
+            )));
+        }
+    };
+    let presented = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if !constant_time_eq(presented.trim().as_bytes(), expected.as_bytes()) {
+        return respond::api_error(&ApiError::Unauthorized);
+    }
+    let mut opts = crate::report::ReportOptions::new(home);
+    opts.days = query_days(req.uri().query()).unwrap_or(cfg.days);
+    if let Some(dir) = &cfg.managed_dir {
+        opts.managed_dir = crate::report::ManagedDir::At(dir.clone());
+    }
+    // SQLite reads block: keep them off the async workers.
+    match tokio::task::spawn_blocking(move || crate::report::fleet_report(&opts)).await {
+        Ok(report) => {
+            shared.report_gauges.observe(&report.crons.cost);
+            match serde_json::to_value(&report) {
+                Ok(v) => respond::json(StatusCode::OK, &v),
+                Err(e) => respond::api_error(&ApiError::Internal(e.to_string())),
+            }
+        }
+        Err(e) => respond::api_error(&ApiError::Internal(format!("report task failed: {e}"))),
+    }
+}
+
+fn query_days(query: Option<&str>) -> Option<u32> {
+    query?
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("days="))
+        .and_then(|v| v.parse().ok())
+        .filter(|d| (1..=3650).contains(d))
+}
+
+/// Compare secrets without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -54,6 +54,8 @@ pub enum Command {
         #[arg(required = true)]
         urls: Vec<String>,
     },
+    /// Print the fleet report of a Hermes home (status, cron cost); read-only.
+    Report(crate::report::cli::ReportArgs),
     /// Run the extract pipeline once and print the JSON result.
     Extract {
         /// Policy file (default: the embedded default).
@@ -110,6 +112,16 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Serve(args) => rt.block_on(serve(args)),
         Command::CheckPolicy { file } => check_policy(&file),
+        Command::Report(args) => match crate::report::cli::run(&args) {
+            Ok(out) => {
+                println!("{out}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("fleetgate-proxy: {e:#}");
+                ExitCode::from(1)
+            }
+        },
         Command::CheckUrl { policy, urls } => rt.block_on(check_url(policy.as_deref(), &urls)),
         Command::Extract {
             policy,

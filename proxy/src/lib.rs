@@ -14,10 +14,12 @@
 
 pub mod admin;
 pub mod assemble;
+pub mod cache;
 pub mod cli;
 pub mod connect;
 pub mod context;
 pub mod forward;
+pub mod front;
 pub mod gates;
 pub mod metrics;
 pub mod pipeline;

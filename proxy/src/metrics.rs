@@ -39,6 +39,9 @@ pub struct ProxyMetrics {
     pub listener_bytes: IntCounterVec,
     /// `fleetgate_listener_active_tunnels{listener}`: open CONNECT tunnels.
     pub active_tunnels: IntGaugeVec,
+    /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
+    /// (`served`, `failed`).
+    pub rescues: IntCounterVec,
 }
 
 // === impl ProxyMetrics ===
@@ -99,6 +102,13 @@ impl ProxyMetrics {
                 ),
                 &["outcome"],
             )?,
+            rescues: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_extract_rescues_total",
+                    "Rescue passes after the extract backend failed every URL, by backend and outcome.",
+                ),
+                &["from", "to", "outcome"],
+            )?,
             blocklist_rules: IntGauge::new(
                 "fleetgate_blocklist_rules",
                 "Rules in the active website blocklist.",
@@ -152,6 +162,7 @@ impl ProxyMetrics {
         reg.register(Box::new(m.listener_refusals.clone()))?;
         reg.register(Box::new(m.listener_bytes.clone()))?;
         reg.register(Box::new(m.active_tunnels.clone()))?;
+        reg.register(Box::new(m.rescues.clone()))?;
         Ok(m)
     }
 

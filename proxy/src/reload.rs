@@ -12,10 +12,12 @@ use crate::policy::Policy;
 use crate::runtime::Runtime;
 use crate::server::{Shared, unix_now};
 
-/// Fingerprint of everything a policy load reads: the file and its shared blocklist files.
-pub fn fingerprint(policy_path: &Path, shared_files: &[PathBuf]) -> String {
+/// Fingerprint of everything a policy load reads: the policy bytes (by their sha256) and the
+/// shared blocklist files.
+pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
     let mut h = Sha256::new();
-    for path in std::iter::once(policy_path).chain(shared_files.iter().map(PathBuf::as_path)) {
+    h.update(policy_sha256.as_bytes());
+    for path in shared_files {
         h.update(path.as_os_str().as_encoded_bytes());
         match std::fs::read(path) {
             Ok(bytes) => {
@@ -29,8 +31,14 @@ pub fn fingerprint(policy_path: &Path, shared_files: &[PathBuf]) -> String {
 }
 
 /// Watch `path` every `interval` (and on SIGHUP) and swap in valid changes.
+///
+/// The starting fingerprint is that of the running policy's own bytes, so an edit made between
+/// the first load and the start of the watch is still seen.
 pub async fn watch(shared: Arc<Shared>, path: PathBuf, interval: Duration) {
-    let mut last = current_fingerprint(&shared, &path);
+    let mut last = {
+        let rt = shared.runtime.load();
+        fingerprint(&rt.policy.sha256, &rt.policy.blocklist.shared_files)
+    };
     let mut hup = hangup_signal();
     loop {
         tokio::select! {
@@ -47,8 +55,12 @@ pub async fn watch(shared: Arc<Shared>, path: PathBuf, interval: Duration) {
 }
 
 fn current_fingerprint(shared: &Shared, path: &Path) -> String {
+    let policy_sha = match std::fs::read(path) {
+        Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
+        Err(e) => format!("unreadable: {:?}", e.kind()),
+    };
     let rt = shared.runtime.load();
-    fingerprint(path, &rt.policy.blocklist.shared_files)
+    fingerprint(&policy_sha, &rt.policy.blocklist.shared_files)
 }
 
 /// Try one reload; keep the running policy on any failure.

@@ -11,6 +11,7 @@ use crate::gates::website_blocklist::Blocklist;
 use crate::policy::Policy;
 use crate::resolve::{self, GateResolver};
 use crate::vendors::direct::DirectFetcher;
+use crate::vendors::registry::Backends;
 
 /// The live state derived from one validated policy.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ pub struct Runtime {
     pub store: Store,
     /// The `direct` backend.
     pub direct: DirectFetcher,
+    /// The extract, search and rescue backends.
+    pub backends: Backends,
     /// When this runtime was built.
     pub loaded_at: SystemTime,
     /// Problems that did not stop the load (missing shared blocklist files, ...).
@@ -48,13 +51,17 @@ impl Runtime {
             policy.store.agent_visible_root.as_deref(),
         );
         let direct = DirectFetcher::new(policy.fetch.clone());
+        let backends = Backends::build(&policy.web, &direct);
+        let mut warnings: Vec<String> = load_warnings.into_iter().map(|w| w.0).collect();
+        warnings.extend(backends.warnings.iter().cloned());
         Ok(Arc::new(Self {
+            backends,
             resolver,
             blocklist,
             store,
             direct,
             loaded_at: SystemTime::now(),
-            warnings: load_warnings.into_iter().map(|w| w.0).collect(),
+            warnings,
             policy,
         }))
     }

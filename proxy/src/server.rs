@@ -34,6 +34,8 @@ pub struct Shared {
     pub runtime: ArcSwap<Runtime>,
     /// Metrics.
     pub metrics: ProxyMetrics,
+    /// Fleet report gauges (cost per day per cron job, flagged jobs).
+    pub report_gauges: crate::report::gauges::ReportGauges,
     /// The registry `/metrics` renders.
     pub registry: Registry,
     /// Where each listener is bound, for `/v1/status`.
@@ -47,11 +49,13 @@ impl Shared {
     pub fn new(runtime: Arc<Runtime>) -> prometheus::Result<Arc<Self>> {
         let registry = Registry::new();
         let metrics = ProxyMetrics::register(&registry)?;
+        let report_gauges = crate::report::gauges::ReportGauges::register(&registry)?;
         metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
         metrics.policy_loaded_at.set(unix_now());
         Ok(Arc::new(Self {
             runtime: ArcSwap::new(runtime),
             metrics,
+            report_gauges,
             registry,
             listeners: std::sync::Mutex::new(Vec::new()),
         }))
@@ -119,11 +123,13 @@ pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
     let started = Instant::now();
     let route = match (req.method(), req.uri().path()) {
         (&Method::POST, "/v1/extract") => "extract",
-        (_, "/v1/extract") => "method_not_allowed",
+        (&Method::POST, "/v2/scrape" | "/v1/scrape") => "firecrawl_scrape",
+        (_, "/v1/extract" | "/v2/scrape" | "/v1/scrape") => "method_not_allowed",
         _ => "not_found",
     };
     let resp = match route {
         "extract" => extract(&shared, req).await,
+        "firecrawl_scrape" => firecrawl_scrape(&shared, req).await,
         "method_not_allowed" => respond::api_error(&ApiError::MethodNotAllowed),
         _ => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };
@@ -155,6 +161,21 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         ),
         ExtractOutcome::Rows(rows) => respond::json(StatusCode::OK, &json!({"results": rows})),
     }
+}
+
+async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let parsed = read_json(req)
+        .await
+        .and_then(|body| crate::front::firecrawl::parse_scrape(&body));
+    let (urls, limit) = match parsed {
+        Ok(v) => v,
+        Err(e) => return respond::api_error(&e),
+    };
+    let runtime = shared.runtime.load_full();
+    let outcome = Pipeline::new(&runtime, &shared.metrics)
+        .extract(&urls, limit.as_ref())
+        .await;
+    crate::front::firecrawl::scrape_response(outcome)
 }
 
 /// Read a JSON body of at most [`MAX_REQUEST_BYTES`].

@@ -1,6 +1,7 @@
 //! The gate core end to end: a real `fleetgate-proxy serve` process, a real stub DNS server
 //! and loopback origins. Loopback is reachable only through `egress.allowCIDRs`, exactly as an
 //! operator opens an internal service.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -581,7 +582,7 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
         .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
         .collect();
     assert_eq!(lines.len(), 3);
-    assert_eq!(lines[0]["verdict"], "allow");
+    assert_eq!(lines[0]["verdict"], "allow", "{lines:?}");
     assert_eq!(lines[0]["addresses"], json!(["127.0.0.1"]));
     assert_eq!(lines[1]["verdict"], "deny");
     assert_eq!(

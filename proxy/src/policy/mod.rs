@@ -61,6 +61,39 @@ pub struct WebPolicy {
     pub char_limit: usize,
     /// The extract cache.
     pub cache: CachePolicy,
+    /// Connection settings per vendor backend (only the configured ones).
+    pub vendors: Vec<VendorSettings>,
+    /// Backends tried once, in order, when the extract backend fails for every URL of a call.
+    /// Default `[direct]`; empty turns rescue off.
+    pub rescue: Vec<String>,
+}
+
+/// `web.vendors.<name>`: how the gate reaches one vendor. Keys never live in the policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VendorSettings {
+    /// Backend name (`firecrawl`, `searxng`, ...).
+    pub name: String,
+    /// API base URL; default the vendor's public API (SearXNG has none and needs one).
+    pub base_url: Option<url::Url>,
+    /// File holding the API key (a mounted Secret); read at every policy load.
+    pub api_key_file: Option<PathBuf>,
+    /// Environment variable holding the API key. Default the vendor's usual one
+    /// (`FIRECRAWL_API_KEY`, `TAVILY_API_KEY`, ...).
+    pub api_key_env: Option<String>,
+    /// Per-attempt timeout. Default the vendor's (60 s; SearXNG and Brave 15 s; xAI 90 s).
+    pub timeout: Option<Duration>,
+    /// Response body cap in bytes. Default 32 MiB.
+    pub max_body_bytes: Option<u64>,
+    /// Retries after the first attempt on 5xx, timeouts and connection errors. Default 2.
+    pub retries: Option<u32>,
+    /// Parallel's search mode (`agentic`, `one-shot`, `fast`, ...).
+    pub search_mode: Option<String>,
+    /// xAI model.
+    pub model: Option<String>,
+    /// xAI allowed domains (at most 5).
+    pub allowed_domains: Vec<String>,
+    /// xAI excluded domains (at most 5).
+    pub excluded_domains: Vec<String>,
 }
 
 /// `web.cache:`.
@@ -172,6 +205,9 @@ pub struct ReportPolicy {
     pub token_file: Option<PathBuf>,
     /// Cron cost window in days. Default 7.
     pub days: u32,
+    /// The agent's managed config directory as mounted in the gate; default resolved like
+    /// Hermes (`HERMES_MANAGED_DIR`, else `/etc/hermes`).
+    pub managed_dir: Option<PathBuf>,
 }
 
 /// One problem in a policy file.
@@ -346,12 +382,94 @@ impl<'a> Validator<'a> {
                 DEFAULT_CHAR_LIMIT
             }
         };
+        let rescue = raw.rescue.clone().unwrap_or_else(|| vec!["direct".into()]);
+        for (i, name) in rescue.iter().enumerate() {
+            if let Err(message) = vendors::check_extract_backend(name) {
+                self.err(format!("web.rescue[{i}]"), message);
+            }
+        }
+        let vendors: Vec<VendorSettings> = raw
+            .vendors
+            .iter()
+            .filter_map(|(name, v)| self.vendor(name, v))
+            .collect();
+        let named = [Some(&extract_backend), search_backend.as_ref()];
+        if named.iter().flatten().any(|n| *n == "searxng")
+            && !vendors
+                .iter()
+                .any(|v| v.name == "searxng" && v.base_url.is_some())
+        {
+            self.err(
+                "web.vendors.searxng.baseUrl",
+                "SearXNG is self-hosted: set its base URL",
+            );
+        }
         WebPolicy {
             extract_backend,
             search_backend,
             char_limit,
             cache: self.cache(raw.cache),
+            vendors,
+            rescue,
         }
+    }
+
+    fn vendor(&mut self, name: &str, raw: &raw::RawVendor) -> Option<VendorSettings> {
+        let field = format!("web.vendors.{name}");
+        match vendors::BackendKind::from_name(name) {
+            None | Some(vendors::BackendKind::Direct) => {
+                self.err(
+                    field,
+                    format!(
+                        "no configurable backend named '{name}'; configure one of: {}",
+                        vendors::SEARCH_BACKENDS.join(", ")
+                    ),
+                );
+                return None;
+            }
+            Some(_) => {}
+        }
+        let base_url = match raw.base_url.as_deref().map(url::Url::parse) {
+            None => None,
+            Some(Ok(u)) if matches!(u.scheme(), "http" | "https") => Some(u),
+            Some(_) => {
+                self.err(
+                    format!("{field}.baseUrl"),
+                    "must be an absolute http(s) URL, e.g. `https://api.firecrawl.dev`",
+                );
+                None
+            }
+        };
+        let domains = |list: &Option<Vec<String>>| list.clone().unwrap_or_default();
+        let (allowed, excluded) = (
+            domains(&raw.allowed_domains),
+            domains(&raw.excluded_domains),
+        );
+        if !allowed.is_empty() && !excluded.is_empty() {
+            self.err(
+                field.clone(),
+                "allowedDomains and excludedDomains cannot both be set (xAI restriction)",
+            );
+        }
+        if allowed.len() > 5 || excluded.len() > 5 {
+            self.err(
+                field.clone(),
+                "at most 5 allowed or excluded domains (xAI restriction)",
+            );
+        }
+        Some(VendorSettings {
+            name: name.to_string(),
+            base_url,
+            api_key_file: raw.api_key_file.as_deref().map(|p| self.path(p)),
+            api_key_env: raw.api_key_env.clone(),
+            timeout: raw.timeout_ms.map(Duration::from_millis),
+            max_body_bytes: raw.max_body_bytes,
+            retries: raw.retries.map(|r| r.min(5)),
+            search_mode: raw.search_mode.clone(),
+            model: raw.model.clone(),
+            allowed_domains: allowed,
+            excluded_domains: excluded,
+        })
     }
 
     fn cache(&mut self, raw: raw::RawCache) -> CachePolicy {
@@ -560,6 +678,7 @@ impl<'a> Validator<'a> {
             hermes_home: raw.hermes_home.as_deref().map(|p| self.path(p)),
             token_file: raw.token_file.as_deref().map(|p| self.path(p)),
             days,
+            managed_dir: raw.managed_dir.as_deref().map(|p| self.path(p)),
         }
     }
 

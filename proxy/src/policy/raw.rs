@@ -49,6 +49,37 @@ pub struct RawWeb {
     /// Extract cache.
     #[serde(default)]
     pub cache: RawCache,
+    /// Per-backend connection settings, keyed by backend name.
+    #[serde(default)]
+    pub vendors: std::collections::BTreeMap<String, RawVendor>,
+    /// Backends tried once when the extract backend fails for every URL of a call.
+    pub rescue: Option<Vec<String>>,
+}
+
+/// `web.vendors.<name>:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawVendor {
+    /// API base URL (self-hosted Firecrawl, SearXNG, a regional endpoint).
+    pub base_url: Option<String>,
+    /// File holding the API key (a mounted Secret).
+    pub api_key_file: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Per-attempt timeout, ms.
+    pub timeout_ms: Option<u64>,
+    /// Response body cap, bytes.
+    pub max_body_bytes: Option<u64>,
+    /// Retries after the first attempt.
+    pub retries: Option<u32>,
+    /// Parallel search mode.
+    pub search_mode: Option<String>,
+    /// xAI model.
+    pub model: Option<String>,
+    /// xAI allowed domains.
+    pub allowed_domains: Option<Vec<String>>,
+    /// xAI excluded domains.
+    pub excluded_domains: Option<Vec<String>>,
 }
 
 /// `web.cache:`.
@@ -166,4 +197,6 @@ pub struct RawReport {
     pub token_file: Option<String>,
     /// Cron cost window in days.
     pub days: Option<u32>,
+    /// The agent's managed config directory as mounted in the gate.
+    pub managed_dir: Option<String>,
 }

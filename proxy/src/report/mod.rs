@@ -1,1 +1,184 @@
 //! Fleet reports: what a Hermes home says the agent really does (read-only).
+//!
+//! Two reports share the JSON contract of the fleet-policy observer (`status --json` and
+//! `crons --cost --json`), same keys in the same order:
+//!
+//! - [`status`]: the managed scope (dir, pinned keys, digest, why it is not applied), the
+//!   effective config (defaults + `config.yaml` + managed overlay), the tiers observed per role
+//!   (`fleet-policy/observed.json`) and the cron jobs (`cron/jobs.json`).
+//! - [`cron_cost`]: per cron job runs, empty runs, tokens and dollars per day over a window,
+//!   from `cron/executions.db` and `state.db`, with the flags `frequent_without_gate` and
+//!   `mostly_empty`.
+//!
+//! Nothing here writes to the home: files are read, databases are opened read-only without
+//! creating side files (see [`sqlite`]). A store that is missing or unreadable degrades the
+//! report (`sources.<x>: false`, `managed.error`, a trailing `errors` list) instead of failing
+//! it. [`fleet_report`] bundles both for the admin `/v1/report` endpoint, [`render_table`]
+//! prints them for people, and [`cli`] is the `report` subcommand.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+pub mod audit;
+pub mod cli;
+pub mod cost;
+pub mod effective;
+pub mod gauges;
+pub mod jobs;
+pub mod ledger;
+pub mod managed;
+pub mod observed;
+pub mod silence;
+pub mod sqlite;
+pub mod status;
+pub mod table;
+pub mod time;
+pub mod turns;
+mod yaml;
+
+pub use audit::Audit;
+pub use cost::{CostSection, Flag, JobCost, Sources};
+pub use jobs::Gate;
+pub use managed::{ManagedDir, ManagedState};
+pub use observed::{Observed, RoleObservation};
+pub use status::{CronEntry, StatusReport, status};
+pub use table::render_table;
+
+/// Name of the contract the reports follow (the observer plugin's name).
+pub const PLUGIN: &str = "fleet-policy";
+/// Version of that contract.
+pub const CONTRACT_VERSION: &str = "0.2.0";
+/// Default report window in days.
+pub const DEFAULT_DAYS: u32 = 7;
+/// Default SQLite busy timeout, the one Hermes' own read-only readers use.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What to report on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportOptions {
+    /// The Hermes home (`$HERMES_HOME`, `/opt/data` in the image).
+    pub hermes_home: PathBuf,
+    /// Cost window in days.
+    pub days: u32,
+    /// "Now" as Unix seconds; `None` reads the clock (tests pin it).
+    pub now: Option<f64>,
+    /// Where the managed scope is.
+    pub managed_dir: ManagedDir,
+    /// How long a read waits on a database lock before the store is reported unreadable.
+    pub busy_timeout: Duration,
+}
+
+impl ReportOptions {
+    /// Options for `hermes_home` with the defaults: 7 days, the clock, the managed dir
+    /// resolved like Hermes, a 5 s busy timeout.
+    pub fn new(hermes_home: impl Into<PathBuf>) -> Self {
+        Self {
+            hermes_home: hermes_home.into(),
+            days: DEFAULT_DAYS,
+            now: None,
+            managed_dir: ManagedDir::Auto,
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        }
+    }
+
+    /// The report's "now" in Unix seconds.
+    pub fn now_unix(&self) -> f64 {
+        self.now.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+        })
+    }
+}
+
+/// `crons --cost --json`: the cron list, its audit and the cost object.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CronCostReport {
+    /// Name of the contract (`fleet-policy`).
+    pub plugin: &'static str,
+    /// Version of the contract.
+    pub version: &'static str,
+    /// Every cron job, paused ones included.
+    pub crons: Vec<CronEntry>,
+    /// Jobs that escape the fleet defaults or keep failing.
+    pub audit: Audit,
+    /// Measured cost per job.
+    pub cost: CostSection,
+    /// What could not be read (absent when everything was read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// Both reports, as served on admin `/v1/report`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FleetReport {
+    /// The status report.
+    pub status: StatusReport,
+    /// The cron cost report.
+    pub crons: CronCostReport,
+}
+
+/// Build the cron cost report.
+pub fn cron_cost(opts: &ReportOptions) -> CronCostReport {
+    let mut errors = Vec::new();
+    let until = opts.now_unix();
+    let since = until - f64::from(opts.days) * time::DAY_SECONDS;
+    let jobs = status::jobs_or_error(opts, &mut errors);
+    let managed = managed::load(&opts.managed_dir);
+    let merged = effective::merge_config(&opts.hermes_home, &managed.config);
+    let ledger_path = opts.hermes_home.join("cron").join("executions.db");
+    let state_path = opts.hermes_home.join("state.db");
+    // The two databases are independent files: read them side by side.
+    let (ledger, turns) = std::thread::scope(|scope| {
+        let ledger = scope.spawn(|| ledger::read_ledger(&ledger_path, since, opts.busy_timeout));
+        let turns = turns::read_turns(&state_path, since, until, opts.busy_timeout);
+        (ledger.join(), turns)
+    });
+    let ledger = match ledger {
+        Ok(result) => readable(result, &mut errors),
+        Err(_) => {
+            errors.push("failed to read cron/executions.db: the reader panicked".to_string());
+            None
+        }
+    };
+    let turns = readable(turns, &mut errors);
+    let cost = cost::compute(&cost::CostInputs {
+        jobs: &jobs,
+        ledger: ledger.as_ref(),
+        turns: turns.as_deref(),
+        since,
+        until,
+        days: opts.days,
+    });
+    CronCostReport {
+        plugin: PLUGIN,
+        version: CONTRACT_VERSION,
+        crons: jobs.iter().map(CronEntry::from).collect(),
+        audit: audit::audit(&jobs, &merged.tree),
+        cost,
+        errors,
+    }
+}
+
+/// A store's content, or `None` with the reason recorded (a missing file is not an error:
+/// `sources.<x>: false` says it).
+fn readable<T>(result: Result<T, sqlite::DbError>, errors: &mut Vec<String>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(sqlite::DbError::Missing(_)) => None,
+        Err(err) => {
+            errors.push(err.to_string());
+            None
+        }
+    }
+}
+
+/// Both reports.
+pub fn fleet_report(opts: &ReportOptions) -> FleetReport {
+    FleetReport {
+        status: status(opts),
+        crons: cron_cost(opts),
+    }
+}

@@ -2,7 +2,10 @@
 //!
 //! One file per backend. `direct` is built in and keyless: the gate fetches the page itself
 //! through a connector that dials only addresses E2 checked, and re-gates every redirect hop.
-//! Backends never build HTTP responses; failures are [`VendorFailure`] values with stable codes.
+//! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel` for extract and search;
+//! `searxng`, `brave-free`, `xai` for search only) speak each vendor's wire format through the
+//! shared [`client`]. Backends never build HTTP responses; failures are [`VendorFailure`]
+//! values with stable codes.
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -10,18 +13,47 @@ use std::net::IpAddr;
 use crate::context::TargetUrl;
 use crate::gates::DenyReason;
 
+pub mod brave_free;
+pub mod client;
 pub mod direct;
+pub mod exa;
+pub mod firecrawl;
 pub mod html;
+pub mod parallel;
+pub mod registry;
+pub mod search;
+pub mod searxng;
+pub mod tavily;
+pub mod xai;
+
+pub use client::{Endpoint, FailureSource, VendorError, VendorErrorKind};
+pub use search::{KeyOrder, SearchHit};
 
 /// Backends that can extract pages, by policy name.
-pub const EXTRACT_BACKENDS: &[&str] = &["direct"];
+pub const EXTRACT_BACKENDS: &[&str] = &["direct", "firecrawl", "tavily", "exa", "parallel"];
 /// Backends that can search, by policy name.
-pub const SEARCH_BACKENDS: &[&str] = &[];
+pub const SEARCH_BACKENDS: &[&str] = &[
+    "firecrawl",
+    "tavily",
+    "exa",
+    "parallel",
+    "searxng",
+    "brave-free",
+    "xai",
+];
 
 /// Refuse, at policy load, an extract backend that does not exist or cannot extract.
+///
+/// A search-only backend gets Hermes' typed search-only text.
 pub fn check_extract_backend(name: &str) -> Result<(), String> {
     if EXTRACT_BACKENDS.contains(&name) {
         return Ok(());
+    }
+    if let Some(kind) = BackendKind::from_name(name) {
+        return Err(format!(
+            "'{name}': {}",
+            search_only_error(kind.display_name())
+        ));
     }
     Err(format!(
         "unknown extract backend '{name}'; this gate can extract with: {}",
@@ -39,7 +71,302 @@ pub fn check_search_backend(name: &str) -> Result<(), String> {
             "'{name}' cannot search; leave web.searchBackend unset or name a search backend"
         ));
     }
-    Err(format!("unknown search backend '{name}'"))
+    Err(format!(
+        "unknown search backend '{name}'; this gate can search with: {}",
+        SEARCH_BACKENDS.join(", ")
+    ))
+}
+
+/// Hermes' typed error for extract through a search-only backend (0.19.0 wording).
+pub fn search_only_error(display_name: &str) -> String {
+    format!(
+        "{display_name} is a search-only backend and cannot extract URL content. \
+         Set web.extract_backend to firecrawl, tavily, exa, or parallel."
+    )
+}
+
+/// Hermes' error for search through a backend that cannot search.
+pub fn no_search_error(display_name: &str) -> String {
+    format!(
+        "{display_name} does not support web search. \
+         Set web.search_backend to a search-capable provider."
+    )
+}
+
+/// What a backend can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It can extract page content.
+    pub extract: bool,
+    /// It can search the web.
+    pub search: bool,
+}
+
+/// Every backend name, with its static facts; no client needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// The gate fetches pages itself.
+    Direct,
+    /// Firecrawl (`/v2/scrape`, `/v2/search`).
+    Firecrawl,
+    /// Tavily (`/extract`, `/search`).
+    Tavily,
+    /// Exa (`/contents`, `/search`).
+    Exa,
+    /// Parallel (`/v1beta/extract`, `/v1beta/search`).
+    Parallel,
+    /// A SearXNG instance (`/search?format=json`).
+    Searxng,
+    /// Brave Search's web search API.
+    BraveFree,
+    /// xAI's Responses API with the `web_search` tool.
+    Xai,
+}
+
+// === impl BackendKind ===
+
+impl BackendKind {
+    /// Every backend, in registry order.
+    pub const ALL: [Self; 8] = [
+        Self::Direct,
+        Self::Firecrawl,
+        Self::Tavily,
+        Self::Exa,
+        Self::Parallel,
+        Self::Searxng,
+        Self::BraveFree,
+        Self::Xai,
+    ];
+
+    /// The backend with policy name `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Policy name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Firecrawl => "firecrawl",
+            Self::Tavily => "tavily",
+            Self::Exa => "exa",
+            Self::Parallel => "parallel",
+            Self::Searxng => "searxng",
+            Self::BraveFree => "brave-free",
+            Self::Xai => "xai",
+        }
+    }
+
+    /// Hermes 0.19.0's display name, used in typed errors.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Self::Direct => "Direct",
+            Self::Firecrawl => "Firecrawl",
+            Self::Tavily => "Tavily",
+            Self::Exa => "Exa",
+            Self::Parallel => "Parallel",
+            Self::Searxng => "SearXNG",
+            Self::BraveFree => "Brave Search (Free)",
+            Self::Xai => "xAI Web Search (Grok)",
+        }
+    }
+
+    /// What the backend can do.
+    pub fn capabilities(self) -> Capabilities {
+        let extract = matches!(
+            self,
+            Self::Direct | Self::Firecrawl | Self::Tavily | Self::Exa | Self::Parallel
+        );
+        Capabilities {
+            extract,
+            search: self != Self::Direct,
+        }
+    }
+
+    /// The key order of this backend's search rows.
+    pub fn key_order(self) -> KeyOrder {
+        match self {
+            Self::Direct | Self::Firecrawl | Self::Exa | Self::Parallel => KeyOrder::WebHit,
+            Self::Tavily | Self::Searxng | Self::BraveFree | Self::Xai => KeyOrder::TitleHit,
+        }
+    }
+
+    /// The public API base URL; `None` for `direct` and for `searxng` (operator-hosted).
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            Self::Direct | Self::Searxng => None,
+            Self::Firecrawl => Some(firecrawl::CLOUD_BASE_URL),
+            Self::Tavily => Some(tavily::DEFAULT_BASE_URL),
+            Self::Exa => Some(exa::DEFAULT_BASE_URL),
+            Self::Parallel => Some(parallel::DEFAULT_BASE_URL),
+            Self::BraveFree => Some(brave_free::DEFAULT_BASE_URL),
+            Self::Xai => Some(xai::DEFAULT_BASE_URL),
+        }
+    }
+
+    /// Hermes' per-call timeout for this vendor.
+    pub fn default_timeout(self) -> std::time::Duration {
+        let secs = match self {
+            Self::Searxng | Self::BraveFree => 15,
+            Self::Xai => 90,
+            _ => 60,
+        };
+        std::time::Duration::from_secs(secs)
+    }
+
+    /// The env var Hermes reads the credential from.
+    pub fn key_env(self) -> Option<&'static str> {
+        match self {
+            Self::Direct | Self::Searxng => None,
+            Self::Firecrawl => Some("FIRECRAWL_API_KEY"),
+            Self::Tavily => Some("TAVILY_API_KEY"),
+            Self::Exa => Some("EXA_API_KEY"),
+            Self::Parallel => Some("PARALLEL_API_KEY"),
+            Self::BraveFree => Some("BRAVE_SEARCH_API_KEY"),
+            Self::Xai => Some("XAI_API_KEY"),
+        }
+    }
+
+    /// The env var Hermes (or the vendor SDK) reads a base URL override from.
+    pub fn base_url_env(self) -> Option<&'static str> {
+        match self {
+            Self::Firecrawl => Some("FIRECRAWL_API_URL"),
+            Self::Tavily => Some("TAVILY_BASE_URL"),
+            Self::Parallel => Some("PARALLEL_BASE_URL"),
+            Self::Searxng => Some("SEARXNG_URL"),
+            _ => None,
+        }
+    }
+
+    /// An endpoint at the default base URL with this vendor's timeout; `None` without one.
+    pub fn default_endpoint(self) -> Option<Endpoint> {
+        let base = url::Url::parse(self.default_base_url()?).ok()?;
+        let mut endpoint = Endpoint::new(base);
+        endpoint.timeout = self.default_timeout();
+        Some(endpoint)
+    }
+}
+
+/// A configured backend: the built-in fetcher or a vendor client.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// The gate fetches pages itself; the pipeline drives it hop by hop.
+    Direct(direct::DirectFetcher),
+    /// Firecrawl.
+    Firecrawl(firecrawl::FirecrawlClient),
+    /// Tavily.
+    Tavily(tavily::TavilyClient),
+    /// Exa.
+    Exa(exa::ExaClient),
+    /// Parallel.
+    Parallel(parallel::ParallelClient),
+    /// SearXNG.
+    Searxng(searxng::SearxngClient),
+    /// Brave Search.
+    BraveFree(brave_free::BraveFreeClient),
+    /// xAI web search.
+    Xai(xai::XaiClient),
+}
+
+// === impl Backend ===
+
+impl Backend {
+    /// The vendor client of `kind` at `endpoint`; `None` for `direct`.
+    pub fn vendor(kind: BackendKind, endpoint: Endpoint) -> Option<Self> {
+        Some(match kind {
+            BackendKind::Direct => return None,
+            BackendKind::Firecrawl => Self::Firecrawl(firecrawl::FirecrawlClient::new(endpoint)),
+            BackendKind::Tavily => Self::Tavily(tavily::TavilyClient::new(endpoint)),
+            BackendKind::Exa => Self::Exa(exa::ExaClient::new(endpoint)),
+            BackendKind::Parallel => Self::Parallel(parallel::ParallelClient::new(endpoint)),
+            BackendKind::Searxng => Self::Searxng(searxng::SearxngClient::new(endpoint)),
+            BackendKind::BraveFree => Self::BraveFree(brave_free::BraveFreeClient::new(endpoint)),
+            BackendKind::Xai => Self::Xai(xai::XaiClient::new(endpoint)),
+        })
+    }
+
+    /// Which backend this is.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Self::Direct(_) => BackendKind::Direct,
+            Self::Firecrawl(_) => BackendKind::Firecrawl,
+            Self::Tavily(_) => BackendKind::Tavily,
+            Self::Exa(_) => BackendKind::Exa,
+            Self::Parallel(_) => BackendKind::Parallel,
+            Self::Searxng(_) => BackendKind::Searxng,
+            Self::BraveFree(_) => BackendKind::BraveFree,
+            Self::Xai(_) => BackendKind::Xai,
+        }
+    }
+
+    /// Policy name.
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Hermes' display name.
+    pub fn display_name(&self) -> &'static str {
+        self.kind().display_name()
+    }
+
+    /// What the backend can do.
+    pub fn capabilities(&self) -> Capabilities {
+        self.kind().capabilities()
+    }
+
+    /// Whether it has what it needs to be called: its credential (Firecrawl: a key or a
+    /// self-hosted base URL); SearXNG exists only with a base URL; `direct` always.
+    pub fn available(&self) -> bool {
+        match self {
+            Self::Direct(_) | Self::Searxng(_) => true,
+            Self::Firecrawl(c) => c.available(),
+            Self::Tavily(c) => c.available(),
+            Self::Exa(c) => c.available(),
+            Self::Parallel(c) => c.available(),
+            Self::BraveFree(c) => c.available(),
+            Self::Xai(c) => c.available(),
+        }
+    }
+
+    /// Extract `urls`: one result per URL, in input order.
+    ///
+    /// `direct` is driven by the pipeline through [`direct::DirectFetcher::fetch`]; here it
+    /// and the search-only backends answer every URL with a capability error.
+    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+        let refusal = match self {
+            Self::Firecrawl(c) => return c.extract(urls).await,
+            Self::Tavily(c) => return c.extract(urls).await,
+            Self::Exa(c) => return c.extract(urls).await,
+            Self::Parallel(c) => return c.extract(urls).await,
+            Self::Direct(_) => "the direct backend fetches through the pipeline".to_string(),
+            Self::Searxng(_) | Self::BraveFree(_) | Self::Xai(_) => {
+                search_only_error(self.display_name())
+            }
+        };
+        fail_all(
+            urls,
+            VendorError::new(self.name(), VendorErrorKind::Unsupported, refusal),
+        )
+    }
+
+    /// Search for `query`, at most `limit` rows (each vendor clamps further).
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorFailure> {
+        let result = match self {
+            Self::Direct(_) => Err(VendorError::new(
+                self.name(),
+                VendorErrorKind::Unsupported,
+                no_search_error(self.display_name()),
+            )),
+            Self::Firecrawl(c) => c.search(query, limit).await,
+            Self::Tavily(c) => c.search(query, limit).await,
+            Self::Exa(c) => c.search(query, limit).await,
+            Self::Parallel(c) => c.search(query, limit).await,
+            Self::Searxng(c) => c.search(query, limit).await,
+            Self::BraveFree(c) => c.search(query, limit).await,
+            Self::Xai(c) => c.search(query, limit).await,
+        };
+        result.map_err(VendorFailure::Vendor)
+    }
 }
 
 /// A page as a backend returns it, before assembly (E7).
@@ -57,6 +384,60 @@ pub struct Page {
     pub content_type: Option<String>,
     /// False when the body is not a text type (E7 names the binary kind or refuses it).
     pub textual: bool,
+}
+
+// === impl Page ===
+
+impl Page {
+    /// A page a vendor API delivered as text (markdown or plain).
+    pub(crate) fn from_vendor(url: String, title: String, content: String) -> Self {
+        Self {
+            url,
+            title,
+            content,
+            status: 200,
+            content_type: None,
+            textual: true,
+        }
+    }
+}
+
+/// Whether a vendor's row URL is the requested one (exact, or up to one trailing `/`).
+pub(crate) fn same_url(requested: &str, row: &str) -> bool {
+    requested == row || requested.trim_end_matches('/') == row.trim_end_matches('/')
+}
+
+/// Give each requested URL its vendor row, in input order; each row is used once and a URL
+/// without a row gets `missing(url)`.
+pub(crate) fn assign_rows(
+    urls: &[String],
+    rows: Vec<(String, Result<Page, VendorFailure>)>,
+    missing: impl Fn(&str) -> VendorFailure,
+) -> Vec<Result<Page, VendorFailure>> {
+    let mut rows: Vec<Option<(String, Result<Page, VendorFailure>)>> =
+        rows.into_iter().map(Some).collect();
+    urls.iter()
+        .map(|url| {
+            let exact = rows
+                .iter()
+                .position(|r| r.as_ref().is_some_and(|(u, _)| u == url));
+            let index = exact.or_else(|| {
+                rows.iter()
+                    .position(|r| r.as_ref().is_some_and(|(u, _)| same_url(url, u)))
+            });
+            let slot = index.and_then(|i| rows.get_mut(i));
+            match slot.and_then(Option::take) {
+                Some((_, result)) => result,
+                None => Err(missing(url)),
+            }
+        })
+        .collect()
+}
+
+/// The same failure for every URL of a call.
+pub(crate) fn fail_all(urls: &[String], error: VendorError) -> Vec<Result<Page, VendorFailure>> {
+    let failure = VendorFailure::Vendor(error);
+    urls.iter().map(|_| Err(failure.clone())).collect()
 }
 
 /// Why a backend could not deliver a page.
@@ -107,6 +488,9 @@ pub enum VendorFailure {
     /// The response could not be read or decoded.
     #[error("failed to read the response: {0}")]
     Protocol(String),
+    /// A vendor API call failed; the message is the vendor's (or Hermes') wording.
+    #[error("{0}")]
+    Vendor(VendorError),
 }
 
 // === impl VendorFailure ===
@@ -121,6 +505,15 @@ impl VendorFailure {
         "upstream_body_too_large",
         "too_many_redirects",
         "upstream_protocol_error",
+        "vendor_not_configured",
+        "vendor_capability_missing",
+        "vendor_unreachable",
+        "vendor_timeout",
+        "vendor_http_status",
+        "vendor_rate_limited",
+        "vendor_bad_response",
+        "vendor_body_too_large",
+        "vendor_page_failed",
     ];
 
     /// Stable snake_case code; a refused hop reports the gate's own code.
@@ -134,6 +527,16 @@ impl VendorFailure {
             Self::BodyTooLarge { .. } => "upstream_body_too_large",
             Self::TooManyRedirects(_) => "too_many_redirects",
             Self::Protocol(_) => "upstream_protocol_error",
+            Self::Vendor(e) => e.kind.code(),
+        }
+    }
+
+    /// Who caused the failure: a refused hop is the gate's doing, the rest the upstream's.
+    pub fn failure_source(&self) -> FailureSource {
+        match self {
+            Self::Refused(_) => FailureSource::Gate,
+            Self::Vendor(e) => e.kind.source(),
+            _ => FailureSource::Vendor,
         }
     }
 }

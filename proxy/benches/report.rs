@@ -1,0 +1,361 @@
+//! Cron cost report over generated Hermes homes of 10k, 100k and 1M execution rows, side by
+//! side with the same computation written plainly in Python (`tests/bench/report_python.py`).
+//!
+//! `cargo bench -p fleetgate-proxy --bench report [-- SIZES]` (SIZES like `10000,100000`).
+//! Python comes from `FLEETGATE_VENV`, else `python3` on the PATH; without either only the
+//! Rust figures are printed. Both sides must agree on every job's runs, turns, empty runs,
+//! tokens and cost, or the bench fails. The bar: under 1 s at 100k rows.
+#![allow(clippy::print_stdout)] // printing the figures is this binary's job
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use fleetgate_proxy::report::{CronCostReport, ManagedDir, ReportOptions, cron_cost, time};
+use rusqlite::{Connection, params};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+const NOW: f64 = 1_790_510_400.0; // 2026-09-27T12:00:00Z
+const WINDOW: f64 = 7.0 * time::DAY_SECONDS;
+const JOBS: usize = 50;
+
+fn main() -> Result<()> {
+    let sizes: Vec<usize> = match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        Some(list) => list.split(',').map(str::parse).collect::<Result<_, _>>()?,
+        None => vec![10_000, 100_000, 1_000_000],
+    };
+    let python = python();
+    println!("wall time (CPU time): best of 3 (1 past 500k rows); python excludes start-up");
+    println!(
+        "{:>9}  {:>9}  {:>17}  {:>17}  {:>11}",
+        "rows", "sessions", "rust", "python", "ratio wall"
+    );
+    for size in sizes {
+        let dir = tempfile::tempdir()?;
+        let sessions = generate(dir.path(), size)?;
+        let rust = time_rust(dir.path())?;
+        let (py, ratio) = match &python {
+            Some(python) => {
+                let timing = time_python(python, dir.path(), &rust.report)?;
+                let ratio = timing.wall.as_secs_f64() / rust.timing.wall.as_secs_f64();
+                (timing.to_string(), format!("{ratio:.1}x"))
+            }
+            None => ("-".to_string(), "-".to_string()),
+        };
+        println!(
+            "{size:>9}  {sessions:>9}  {:>17}  {py:>17}  {ratio:>11}",
+            rust.timing.to_string()
+        );
+    }
+    if python.is_none() {
+        println!("(python side skipped: neither FLEETGATE_VENV nor python3 found)");
+    }
+    Ok(())
+}
+
+/// Wall and CPU time of one measurement.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl std::fmt::Display for Timing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.3} s ({:.2} s)",
+            self.wall.as_secs_f64(),
+            self.cpu.as_secs_f64()
+        )
+    }
+}
+
+/// CPU time of this process so far (user + system, all threads), from /proc on Linux.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+struct RustRun {
+    timing: Timing,
+    report: CronCostReport,
+}
+
+fn python() -> Option<PathBuf> {
+    if let Some(venv) = std::env::var_os("FLEETGATE_VENV") {
+        return Some(PathBuf::from(venv).join("bin").join("python"));
+    }
+    let found = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    found.then(|| PathBuf::from("python3"))
+}
+
+fn options(home: &Path) -> ReportOptions {
+    let mut opts = ReportOptions::new(home);
+    opts.now = Some(NOW);
+    opts.managed_dir = ManagedDir::Off;
+    opts
+}
+
+/// Best of three runs of the Rust report (one past 500k rows), and its result.
+fn time_rust(home: &Path) -> Result<RustRun> {
+    let mut best = Timing {
+        wall: Duration::MAX,
+        cpu: Duration::MAX,
+    };
+    let mut report = cron_cost(&options(home));
+    let rounds = if row_count(home)? > 500_000 { 1 } else { 3 };
+    for _ in 0..rounds {
+        let (started, cpu) = (Instant::now(), process_cpu());
+        report = cron_cost(&options(home));
+        let wall = started.elapsed();
+        if wall < best.wall {
+            best = Timing {
+                wall,
+                cpu: process_cpu().saturating_sub(cpu),
+            };
+        }
+    }
+    if !report.errors.is_empty() {
+        bail!(
+            "the report failed to read the generated home: {:?}",
+            report.errors
+        );
+    }
+    Ok(RustRun {
+        timing: best,
+        report,
+    })
+}
+
+fn row_count(home: &Path) -> Result<i64> {
+    let conn = Connection::open(home.join("cron/executions.db"))?;
+    Ok(conn.query_row("SELECT count(*) FROM executions", [], |r| r.get(0))?)
+}
+
+/// Run the Python side (it times its own computation, without interpreter start-up) and
+/// check it computed the same figures.
+fn time_python(python: &Path, home: &Path, rust: &CronCostReport) -> Result<Timing> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bench/report_python.py");
+    let output = Command::new(python)
+        .arg(&script)
+        .arg(home)
+        .arg(NOW.to_string())
+        .arg("7")
+        .output()
+        .context("failed to start the python side")?;
+    if !output.status.success() {
+        bail!(
+            "the python side failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let result: Value = serde_json::from_slice(&output.stdout)?;
+    for job in &rust.cost.jobs {
+        let theirs = &result["jobs"][&job.id];
+        let ours = json!({"runs": job.runs, "runs_failed": job.runs_failed,
+            "agent_turns": job.agent_turns, "empty_runs": job.empty_runs, "tokens": job.tokens});
+        let same_counts = ["runs", "runs_failed", "agent_turns", "empty_runs", "tokens"]
+            .iter()
+            .all(|k| theirs[*k] == ours[*k]);
+        let cost = theirs["cost_usd"].as_f64().unwrap_or(f64::NAN);
+        if !same_counts || (cost - job.cost_usd).abs() > 1e-3 {
+            bail!(
+                "python and rust disagree on job {}: {theirs} vs {ours} cost {}",
+                job.id,
+                job.cost_usd
+            );
+        }
+    }
+    let seconds = |key: &str| {
+        result[key]
+            .as_f64()
+            .map(Duration::from_secs_f64)
+            .context("the python side must report its time")
+    };
+    Ok(Timing {
+        wall: seconds("elapsed_s")?,
+        cpu: seconds("cpu_s")?,
+    })
+}
+
+/// Write a home with `rows` executions spread over the window across 50 jobs; returns the
+/// number of agent sessions written.
+fn generate(home: &Path, rows: usize) -> Result<usize> {
+    std::fs::create_dir_all(home.join("cron"))?;
+    let jobs: Vec<Value> = (0..JOBS)
+        .map(|j| match j % 10 {
+            0 => json!({"id": job_id(j), "name": format!("watchdog {j}"), "no_agent": true, "script": "w.sh"}),
+            1 | 2 => json!({"id": job_id(j), "name": format!("gated {j}"), "script": "gate.py"}),
+            _ => json!({"id": job_id(j), "name": format!("job {j}"), "schedule_display": "every 5m"}),
+        })
+        .collect();
+    std::fs::write(
+        home.join("cron/jobs.json"),
+        serde_json::to_vec(&json!({"jobs": jobs}))?,
+    )?;
+    let ledger = Connection::open(home.join("cron/executions.db"))?;
+    let state = Connection::open(home.join("state.db"))?;
+    ledger.execute_batch(LEDGER_DDL)?;
+    state.execute_batch(STATE_DDL)?;
+    ledger.execute_batch("PRAGMA synchronous=OFF; BEGIN")?;
+    state.execute_batch("PRAGMA synchronous=OFF; BEGIN")?;
+    let sessions = fill(&ledger, &state, rows)?;
+    ledger.execute_batch("COMMIT")?;
+    state.execute_batch("COMMIT")?;
+    Ok(sessions)
+}
+
+fn job_id(j: usize) -> String {
+    format!("{:012x}", 0xa1b2_c3d4_0000_usize + j)
+}
+
+fn fill(ledger: &Connection, state: &Connection, rows: usize) -> Result<usize> {
+    let mut exec = ledger.prepare(
+        "INSERT INTO executions (id, job_id, source, process_id, pid, status, claimed_at, started_at,
+         finished_at, error) VALUES (?1, ?2, 'builtin', 'p', 1, ?3, ?4, ?4, ?5, ?6)",
+    )?;
+    let mut session = state.prepare(
+        "INSERT INTO sessions (id, source, parent_session_id, started_at, input_tokens, output_tokens,
+         cache_read_tokens, estimated_cost_usd, actual_cost_usd) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut message = state.prepare(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut usage = state.prepare(
+        "INSERT INTO session_model_usage (session_id, model, task, input_tokens, output_tokens,
+         estimated_cost_usd) VALUES (?1, 'm', ?2, ?3, ?4, ?5)",
+    )?;
+    let per_job = rows.div_ceil(JOBS);
+    let interval = (WINDOW - 120.0) / per_job as f64;
+    let mut sessions = 0;
+    for i in 0..rows {
+        let (j, k) = (i % JOBS, i / JOBS);
+        let at = (NOW - WINDOW + 60.0 + k as f64 * interval + j as f64).floor();
+        let status = match i % 100 {
+            0..=89 => "completed",
+            90..=96 => "failed",
+            _ => "unknown",
+        };
+        let error = (status != "completed").then_some("RuntimeError: boom");
+        exec.execute(params![
+            format!("{i:032x}"),
+            job_id(j),
+            status,
+            iso(at),
+            iso(at + 20.0),
+            error
+        ])?;
+        let runs_agent = match j % 10 {
+            0 => false,
+            1 | 2 => k % 4 == 0,
+            _ => true,
+        };
+        if !runs_agent {
+            continue;
+        }
+        sessions += 1;
+        let id = format!("cron_{}_{}", job_id(j), stamp(at + 1.0));
+        let actual = (i % 3 == 0).then_some(0.002);
+        session.execute(params![
+            id,
+            "cron",
+            None::<String>,
+            at + 1.0,
+            1500,
+            120,
+            300,
+            0.003,
+            actual
+        ])?;
+        let reply = if i % 2 == 0 {
+            "[SILENT]"
+        } else {
+            "Two new items need your attention."
+        };
+        message.execute(params![id, "user", "check", at + 1.0])?;
+        message.execute(params![id, "assistant", reply, at + 10.0])?;
+        usage.execute(params![id, "", 1500, 120, 0.003])?;
+        if i % 10 == 1 {
+            let child = format!("delegate_{i:016x}");
+            session.execute(params![
+                child,
+                "subagent",
+                id,
+                at + 3.0,
+                400,
+                40,
+                0,
+                0.001,
+                None::<f64>
+            ])?;
+        }
+        if i % 5 == 2 {
+            usage.execute(params![id, "title_generation", 50, 10, 0.0002])?;
+        }
+    }
+    Ok(sessions)
+}
+
+fn iso(unix: f64) -> String {
+    format!(
+        "{}.000000+00:00",
+        time::format_iso_z(unix).trim_end_matches('Z')
+    )
+}
+
+fn stamp(unix: f64) -> String {
+    let iso = time::format_iso_z(unix);
+    format!(
+        "{}{}{}_{}{}{}",
+        &iso[0..4],
+        &iso[5..7],
+        &iso[8..10],
+        &iso[11..13],
+        &iso[14..16],
+        &iso[17..19]
+    )
+}
+
+/// The ledger as Hermes creates it, with its indexes.
+const LEDGER_DDL: &str = "CREATE TABLE executions (id TEXT PRIMARY KEY, job_id TEXT NOT NULL,
+  source TEXT NOT NULL, process_id TEXT NOT NULL, pid INTEGER NOT NULL, process_started_at INTEGER,
+  status TEXT NOT NULL, claimed_at TEXT NOT NULL, started_at TEXT, finished_at TEXT, error TEXT);
+  CREATE INDEX idx_executions_job_claimed ON executions(job_id, claimed_at DESC, id DESC);
+  CREATE INDEX idx_executions_status_claimed ON executions(status, claimed_at DESC, id DESC);";
+
+/// The parts of Hermes' state.db the report reads, with Hermes' indexes.
+const STATE_DDL: &str = "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL,
+  model TEXT, parent_session_id TEXT, started_at REAL NOT NULL, ended_at REAL, end_reason TEXT,
+  input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0, cache_read_tokens INTEGER DEFAULT 0,
+  cache_write_tokens INTEGER DEFAULT 0, estimated_cost_usd REAL, actual_cost_usd REAL);
+  CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+  role TEXT NOT NULL, content TEXT, tool_calls TEXT, timestamp REAL NOT NULL,
+  active INTEGER NOT NULL DEFAULT 1);
+  CREATE TABLE session_model_usage (session_id TEXT NOT NULL, model TEXT NOT NULL,
+  billing_provider TEXT NOT NULL DEFAULT '', billing_base_url TEXT NOT NULL DEFAULT '',
+  billing_mode TEXT NOT NULL DEFAULT '', task TEXT NOT NULL DEFAULT '',
+  input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+  cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+  estimated_cost_usd REAL NOT NULL DEFAULT 0, actual_cost_usd REAL NOT NULL DEFAULT 0,
+  PRIMARY KEY (session_id, model, billing_provider, billing_base_url, billing_mode, task));
+  CREATE INDEX idx_sessions_source ON sessions(source);
+  CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
+  CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
+  CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+  CREATE INDEX idx_session_model_usage_session ON session_model_usage(session_id);";

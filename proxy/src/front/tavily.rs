@@ -1,0 +1,47 @@
+//! The Tavily extract front: `POST /tavily/extract` with `{"urls": [...] | "url"}` answered as
+//! `{"results": [{url, title, raw_content, images}], "failed_results": [{url, error, code}]}`.
+//! A whole-call refusal is `403 {"detail": {"error", "code"}}`, Tavily's error shape.
+
+use http::{Response, StatusCode};
+use serde_json::{Value, json};
+
+use crate::pipeline::ExtractOutcome;
+use crate::respond::{self, ApiError, Body};
+
+/// The pipeline's `urls` value from a Tavily extract body.
+pub fn parse_extract(body: &Value) -> Result<Value, ApiError> {
+    match body.get("urls") {
+        Some(Value::String(u)) => Ok(json!([u])),
+        Some(list @ Value::Array(_)) => Ok(list.clone()),
+        _ => Err(ApiError::InvalidRequest("`urls` must be a URL or a list of URLs".into())),
+    }
+}
+
+/// Shape an extract outcome the way Tavily answers.
+pub fn extract_response(outcome: ExtractOutcome) -> Response<Body> {
+    let rows = match outcome {
+        ExtractOutcome::Refused(reason) => {
+            let body = json!({"detail": {"error": reason.message(), "code": reason.code()}});
+            let mut resp = respond::json(StatusCode::FORBIDDEN, &body);
+            if let Ok(v) = http::HeaderValue::from_str(reason.code()) {
+                resp.headers_mut().insert(respond::ERROR_HEADER, v);
+            }
+            return resp;
+        }
+        ExtractOutcome::Rows(rows) => rows,
+    };
+    let (ok, failed): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.error.is_none());
+    respond::json(
+        StatusCode::OK,
+        &json!({
+            "results": ok.iter().map(|r| json!({
+                "url": r.url, "title": r.title, "raw_content": r.content, "images": [],
+                "cached": r.cached, "served_by": r.served_by,
+            })).collect::<Vec<_>>(),
+            "failed_results": failed.iter().map(|r| json!({
+                "url": r.url, "error": r.error, "code": r.code, "blocked_by_policy": r.blocked_by_policy,
+            })).collect::<Vec<_>>(),
+            "response_time": 0.0,
+        }),
+    )
+}

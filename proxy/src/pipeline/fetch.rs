@@ -1,0 +1,192 @@
+//! E5 + E6 + E7 for the items that passed the gates: the shared cache, the configured
+//! backend (one batch), one rescue pass when it fails every URL, then assembly.
+
+use tokio::time::Instant;
+
+use super::{Pending, Pipeline, Row};
+use crate::vendors::{Backend, HopGate, Page, VendorFailure};
+
+type Fetched = Result<Page, VendorFailure>;
+
+/// Characters of the configured backend's error kept on rescued rows.
+const BACKEND_ERROR_CHARS: usize = 300;
+
+impl Pipeline<'_> {
+    /// Fetch and assemble every pending item; rows come back with their input index.
+    pub(super) async fn fetch_and_assemble(
+        &self,
+        pending: Vec<Pending>,
+        limit: usize,
+    ) -> Vec<(usize, Row)> {
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        let primary = &self.rt.backends.extract;
+        let results = self.fetch_with(primary, &pending).await;
+        let every_url_failed = results
+            .iter()
+            .all(|r| matches!(r, Err(f) if !f.is_gate_refusal()));
+        if every_url_failed && !self.rt.backends.rescue.is_empty() {
+            return self.rescue(&pending, results, limit).await;
+        }
+        pending
+            .iter()
+            .zip(results)
+            .map(|(p, r)| (p.index, self.finish(p, r, primary, limit)))
+            .collect()
+    }
+
+    /// One batch through `backend`: the gate's own fetcher item by item (each hop re-gated),
+    /// a vendor in one call (each final URL re-gated).
+    async fn fetch_with(&self, backend: &Backend, pending: &[Pending]) -> Vec<Fetched> {
+        let started = Instant::now();
+        let results = match backend {
+            Backend::Direct(direct) => {
+                futures_util::future::join_all(
+                    pending
+                        .iter()
+                        .map(|p| direct.fetch(p.admitted.clone(), self)),
+                )
+                .await
+            }
+            vendor => {
+                let urls: Vec<String> = pending
+                    .iter()
+                    .map(|p| p.admitted.target.normalized.clone())
+                    .collect();
+                let pages = vendor.extract(&urls).await;
+                futures_util::future::join_all(
+                    pages
+                        .into_iter()
+                        .zip(pending)
+                        .map(|(r, p)| self.regate_final_url(r, p)),
+                )
+                .await
+            }
+        };
+        for r in &results {
+            self.observe_vendor(backend, r.as_ref().ok().map(|p| p.status), started);
+        }
+        results
+    }
+
+    /// A vendor reports where it ended up (after its own redirects): that URL goes through
+    /// E1, E2 and E4 too, so a vendor cannot launder a refused target.
+    async fn regate_final_url(&self, result: Fetched, pending: &Pending) -> Fetched {
+        match result {
+            Ok(page) if page.url != pending.admitted.target.normalized => {
+                match self.admit(&page.url).await {
+                    Ok(_) => Ok(page),
+                    Err(reason) => Err(VendorFailure::Refused(reason)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The configured backend failed every URL: try the rescue backends in order; the first
+    /// that serves any URL wins. Rescued rows are marked and never cached; exhausted rescue
+    /// keeps the original errors with a suffix naming the rescue failure.
+    async fn rescue(
+        &self,
+        pending: &[Pending],
+        original: Vec<Fetched>,
+        limit: usize,
+    ) -> Vec<(usize, Row)> {
+        let primary = &self.rt.backends.extract;
+        let original_error = original
+            .iter()
+            .find_map(|r| r.as_ref().err().map(|f| f.to_string()))
+            .unwrap_or_else(|| "extract failed".into());
+        let mut last_error = String::from("unknown");
+        for backend in &self.rt.backends.rescue {
+            let results = self.fetch_with(backend, pending).await;
+            if results.iter().any(Result::is_ok) {
+                self.count_rescue(primary, backend, "served");
+                return pending
+                    .iter()
+                    .zip(results.into_iter().zip(original.iter()))
+                    .map(|(p, (rescued, first))| {
+                        let row = match (rescued, first) {
+                            (Ok(page), _) => {
+                                let mut row = self.finish_uncached(p, Ok(page), backend, limit);
+                                row.rescued_from = Some(primary.name().to_string());
+                                row.backend_error = Some(
+                                    original_error.chars().take(BACKEND_ERROR_CHARS).collect(),
+                                );
+                                row
+                            }
+                            (Err(_), first) => self.finish(p, first.clone(), primary, limit),
+                        };
+                        (p.index, row)
+                    })
+                    .collect();
+            }
+            self.count_rescue(primary, backend, "failed");
+            if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
+                last_error = e.to_string();
+            }
+        }
+        let names: Vec<&str> = self.rt.backends.rescue.iter().map(Backend::name).collect();
+        pending
+            .iter()
+            .zip(original)
+            .map(|(p, r)| {
+                let mut row = self.finish(p, r, primary, limit);
+                if let Some(error) = row.error.as_mut() {
+                    error.push_str(&format!(
+                        " (rescue via {} also failed: {last_error})",
+                        names.join(", ")
+                    ));
+                }
+                (p.index, row)
+            })
+            .collect()
+    }
+
+    /// E7 for one item from the configured backend (cacheable).
+    fn finish(&self, pending: &Pending, result: Fetched, backend: &Backend, limit: usize) -> Row {
+        self.finish_uncached(pending, result, backend, limit)
+    }
+
+    /// E7 for one item, and its decision line.
+    fn finish_uncached(
+        &self,
+        pending: &Pending,
+        result: Fetched,
+        backend: &Backend,
+        limit: usize,
+    ) -> Row {
+        let target = &pending.admitted.target;
+        let row = match result {
+            Ok(page) => self.assemble_row(page, limit, backend.name()),
+            Err(failure) => {
+                self.count_outcome(failure.code());
+                Row::failed(&target.normalized, &failure, backend)
+            }
+        };
+        let (verdict, code) = match row.code {
+            Some(code) => ("deny", code),
+            None => ("allow", "ok"),
+        };
+        let cache = if row.cached { "hit" } else { "miss" };
+        self.log_decision(
+            target,
+            "vendor",
+            verdict,
+            code,
+            Some(backend.name()),
+            row.upstream_status,
+            cache,
+            pending.started,
+        );
+        row
+    }
+
+    fn count_rescue(&self, from: &Backend, to: &Backend, outcome: &str) {
+        self.metrics
+            .rescues
+            .with_label_values(&[from.name(), to.name(), outcome])
+            .inc();
+    }
+}

@@ -1,0 +1,358 @@
+//! THE extract pipeline: the one place to read the order of the gates.
+//!
+//! ```text
+//!  E0 parse items ─► E1 secret URL ─► E2 SSRF ─► E3 backend ─► E4 blocklist ─► E5 cache ─► E6 vendor ─► E7 assemble
+//!  per index         whole call       per item   (at load)     per item        shared      batch +      per item
+//!                                                                              volume      rescue
+//! ```
+//!
+//! Each gate runs for every URL; a cache hit never skips a gate. Gates decide, this module
+//! orders them and turns their verdicts into rows; `respond` and `front` turn rows into HTTP.
+
+use std::net::IpAddr;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::assemble;
+use crate::context::TargetUrl;
+use crate::gates::website_blocklist::WebsiteBlocklistGate;
+use crate::gates::{DenyReason, Gate, Scope, Verdict, parse_items, secret_url, ssrf};
+use crate::metrics::{ProxyMetrics, status_class};
+use crate::policy::EnforcementMode;
+use crate::runtime::Runtime;
+use crate::telemetry;
+use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
+
+mod fetch;
+mod rows;
+
+pub use rows::{PolicyBlock, Row};
+
+/// What an extract call produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExtractOutcome {
+    /// A whole-call refusal (E1): nothing was resolved or fetched.
+    Refused(DenyReason),
+    /// One row per input item (after the five-item cap), in input order.
+    Rows(Vec<Row>),
+}
+
+/// The result of running the URL gates without fetching (`check-url`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct UrlCheck {
+    /// The checked URL as given.
+    pub url: String,
+    /// The refusal, if any.
+    pub refusal: Option<DenyReason>,
+    /// Addresses E2 checked.
+    pub addresses: Vec<IpAddr>,
+}
+
+/// An item that passed E2 and E4 and waits for E5/E6.
+#[derive(Clone, Debug)]
+struct Pending {
+    index: usize,
+    admitted: Admitted,
+    started: Instant,
+}
+
+/// The pipeline over one runtime snapshot.
+#[derive(Clone, Copy, Debug)]
+pub struct Pipeline<'a> {
+    rt: &'a Runtime,
+    metrics: &'a ProxyMetrics,
+}
+
+// === impl Pipeline ===
+
+impl<'a> Pipeline<'a> {
+    /// A pipeline for one request, over one consistent runtime.
+    pub fn new(rt: &'a Runtime, metrics: &'a ProxyMetrics) -> Self {
+        Self { rt, metrics }
+    }
+
+    /// Run an extract call: `urls` as the caller sent it, optional `char_limit`.
+    pub async fn extract(&self, urls: &Value, char_limit: Option<&Value>) -> ExtractOutcome {
+        let limit = assemble::clamp_char_limit(char_limit, self.rt.policy.web.char_limit);
+        // E0: parse items; invalid ones keep their index as error rows.
+        let items: Vec<Result<TargetUrl, DenyReason>> = parse_items::parse_items(urls)
+            .into_iter()
+            .map(|item| item.map(|raw| TargetUrl::new(&raw)))
+            .collect();
+        // E1: a secret anywhere refuses the whole call before any DNS query or fetch.
+        if let Some(reason) = self.secret_gate(&items) {
+            return ExtractOutcome::Refused(reason);
+        }
+        let mut rows: Vec<Option<Row>> = vec![None; items.len()];
+        // E2 (resolve + check every answer) and E4 (blocklist), per item, concurrently.
+        let gated = futures_util::future::join_all(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(index, item)| async move { (index, self.admit_item(item).await) }),
+        )
+        .await;
+        let mut pending = Vec::new();
+        for (index, result) in gated {
+            match result {
+                Ok((admitted, started)) => pending.push(Pending {
+                    index,
+                    admitted,
+                    started,
+                }),
+                Err(row) => rows[index] = Some(row),
+            }
+        }
+        // E3 was settled when the policy loaded. E5 + E6: cache, then the backend (with one
+        // rescue pass when it fails every URL); E7 assembles each page.
+        for (index, row) in self.fetch_and_assemble(pending, limit).await {
+            rows[index] = Some(row);
+        }
+        ExtractOutcome::Rows(rows.into_iter().flatten().collect())
+    }
+
+    /// Run E1, E2 and E4 on one URL exactly as `extract` would, without fetching.
+    pub async fn check_url(&self, raw: &str) -> UrlCheck {
+        let target = TargetUrl::new(raw);
+        let (refusal, addresses) = match self.admit_target(&target).await {
+            Ok(addrs) => (None, addrs),
+            Err(reason) => (Some(reason), Vec::new()),
+        };
+        UrlCheck {
+            url: raw.to_string(),
+            refusal,
+            addresses,
+        }
+    }
+
+    /// E1 over every valid item, in order: the first hit refuses the call.
+    fn secret_gate(&self, items: &[Result<TargetUrl, DenyReason>]) -> Option<DenyReason> {
+        for target in items.iter().flatten() {
+            let verdict = secret_url::SecretUrlGate.check(target);
+            self.record("secret_url", &verdict);
+            if let Verdict::Deny(reason) = verdict {
+                self.log_item(
+                    target,
+                    "secret_url",
+                    "deny",
+                    reason.code(),
+                    None,
+                    None,
+                    Instant::now(),
+                );
+                self.count_outcome(reason.code());
+                return Some(reason);
+            }
+        }
+        None
+    }
+
+    /// E0's verdict, then E2 and E4 for one item.
+    async fn admit_item(
+        &self,
+        item: Result<TargetUrl, DenyReason>,
+    ) -> Result<(Admitted, Instant), Row> {
+        let started = Instant::now();
+        let target = match item {
+            Ok(target) => target,
+            Err(reason) => {
+                self.record("parse_items", &Verdict::Deny(reason.clone()));
+                self.count_outcome(reason.code());
+                return Err(Row::denied("", &reason));
+            }
+        };
+        match self.network_gates(&target).await {
+            Ok(addrs) => Ok((Admitted { target, addrs }, started)),
+            Err((gate, reason)) => {
+                self.log_item(&target, gate, "deny", reason.code(), None, None, started);
+                self.count_outcome(reason.code());
+                Err(Row::denied(&target.normalized, &reason))
+            }
+        }
+    }
+
+    /// E2 then E4 for one target; the gate name travels with a refusal for the log line.
+    async fn network_gates(
+        &self,
+        target: &TargetUrl,
+    ) -> Result<Vec<IpAddr>, (&'static str, DenyReason)> {
+        let egress = &self.rt.policy.egress;
+        let checked = ssrf::check_url(target, egress, &self.rt.resolver).await;
+        self.record("ssrf", &verdict_of(&checked));
+        let addrs = checked.map_err(|r| ("ssrf", r))?;
+        let verdict = self.blocklist_verdict(target);
+        self.record("website_blocklist", &verdict);
+        match verdict {
+            Verdict::Deny(reason) => Err(("website_blocklist", reason)),
+            _ => Ok(addrs),
+        }
+    }
+
+    fn blocklist_verdict(&self, target: &TargetUrl) -> Verdict {
+        let verdict = WebsiteBlocklistGate {
+            list: &self.rt.blocklist,
+        }
+        .check(target);
+        match (verdict, self.rt.policy.blocklist.mode) {
+            (Verdict::Deny(reason), EnforcementMode::Report) => Verdict::Report(reason),
+            (v, _) => v,
+        }
+    }
+
+    /// E1 (item scope), E2 and E4: what every redirect hop, vendor final URL and `check-url`
+    /// go through.
+    async fn admit_target(&self, target: &TargetUrl) -> Result<Vec<IpAddr>, DenyReason> {
+        let verdict = secret_url::SecretUrlGate.check(target);
+        self.record("secret_url", &verdict);
+        if let Verdict::Deny(reason) = verdict {
+            return Err(reason);
+        }
+        self.network_gates(target).await.map_err(|(_, r)| r)
+    }
+
+    /// E7 for one fetched page: binary check, images, truncate-and-store.
+    fn assemble_row(&self, page: Page, limit: usize, backend: &str) -> Row {
+        let status = Some(page.status);
+        let assembled = if page.textual {
+            assemble::assemble_page(&page.content, limit, &page.url, Some(&self.rt.store))
+        } else {
+            match assemble::binary::detect_binary(&page.content) {
+                Some(_) => assemble::assemble_page(&page.content, limit, &page.url, None),
+                None => Err(non_text_message(page.content_type.as_deref())),
+            }
+        };
+        match assembled {
+            Ok(assembled) => {
+                self.count_outcome("ok");
+                if let Some(t) = assembled.truncation {
+                    let outcome = if t.stored { "ok" } else { "failed" };
+                    self.metrics
+                        .store_writes
+                        .with_label_values(&[outcome])
+                        .inc();
+                }
+                let title =
+                    assemble::images::convert_base64_images_to_links(&page.title).into_owned();
+                Row::page(&page.url, title, assembled.content, backend, status)
+            }
+            Err(message) => {
+                self.count_outcome("binary_content");
+                Row::unassembled(&page.url, message, backend, status)
+            }
+        }
+    }
+
+    fn record(&self, gate: &str, verdict: &Verdict) {
+        let (v, reason) = match verdict {
+            Verdict::Allow => ("allow", "ok"),
+            Verdict::Deny(r) => ("deny", r.code()),
+            Verdict::Report(r) => ("report", r.code()),
+        };
+        self.metrics
+            .gate_decisions
+            .with_label_values(&[gate, v, reason])
+            .inc();
+    }
+
+    fn count_outcome(&self, code: &str) {
+        self.metrics.extract_items.with_label_values(&[code]).inc();
+    }
+
+    fn observe_vendor(&self, backend: &Backend, status: Option<u16>, started: Instant) {
+        self.metrics
+            .vendor_duration
+            .with_label_values(&[backend.name(), status_class(status)])
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// The canonical `egress.decision` line for one item.
+    #[allow(clippy::too_many_arguments)]
+    fn log_item(
+        &self,
+        target: &TargetUrl,
+        gate: &str,
+        verdict: &str,
+        reason: &str,
+        vendor: Option<&str>,
+        upstream_status: Option<u16>,
+        started: Instant,
+    ) {
+        self.log_decision(
+            target,
+            gate,
+            verdict,
+            reason,
+            vendor,
+            upstream_status,
+            "bypass",
+            started,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn log_decision(
+        &self,
+        target: &TargetUrl,
+        gate: &str,
+        verdict: &str,
+        reason: &str,
+        vendor: Option<&str>,
+        upstream_status: Option<u16>,
+        cache: &str,
+        started: Instant,
+    ) {
+        let url = telemetry::redact_url(&target.normalized);
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if verdict == "deny" {
+            tracing::warn!(
+                target: "egress.decision",
+                gate, verdict, reason, url, vendor, upstream_status, duration_ms, cache,
+                "egress.decision"
+            );
+        } else {
+            tracing::info!(
+                target: "egress.decision",
+                gate, verdict, reason, url, vendor, upstream_status, duration_ms, cache,
+                "egress.decision"
+            );
+        }
+    }
+}
+
+impl HopGate for Pipeline<'_> {
+    async fn admit(&self, url: &str) -> Result<Admitted, DenyReason> {
+        let target = TargetUrl::new(url);
+        let addrs = self.admit_target(&target).await?;
+        Ok(Admitted { target, addrs })
+    }
+}
+
+fn verdict_of<T>(checked: &Result<T, DenyReason>) -> Verdict {
+    match checked {
+        Ok(_) => Verdict::Allow,
+        Err(r) => Verdict::Deny(r.clone()),
+    }
+}
+
+/// The message for a non-text body the binary table does not name.
+fn non_text_message(content_type: Option<&str>) -> String {
+    format!(
+        "URL returned non-text content ({}), not a page. Download it with the terminal (curl -L -o) and use read_file or terminal utilities on the file.",
+        content_type.unwrap_or("unknown type")
+    )
+}
+
+impl DenyReason {
+    /// Whether this refusal ends a whole extract call.
+    pub fn ends_call(&self) -> bool {
+        self.scope() == Scope::Call
+    }
+}
+
+impl VendorFailure {
+    /// Whether a failure is the failure of one URL only rather than the backend's.
+    fn is_gate_refusal(&self) -> bool {
+        matches!(self, Self::Refused(_))
+    }
+}

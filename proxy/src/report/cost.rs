@@ -1,0 +1,378 @@
+//! Cron cost per job: runs, empty runs and dollars per day, from the ledger and the agent turns.
+//!
+//! The computation is pure (inputs already read) so every definition is tested in memory.
+//! A run is matched to its agent turn by time: the turn's session starts inside the run
+//! (`claimed_at ≤ started_at ≤ finished_at`). Everything is counted over the job's covered
+//! span only, so per-day figures divide like by like.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::jobs::{CronJob, Gate};
+use super::ledger::{ExecStatus, Execution, Ledger};
+use super::silence::is_silence;
+use super::time::{DAY_SECONDS, format_iso_z};
+use super::turns::{AgentTurn, FinalReply};
+
+/// The `definition` string of the cost object: every term the figures use.
+pub const DEFINITION: &str = "run = terminal execution (completed, failed, unknown) claimed in \
+the covered span, except failed attempts that never started; an agent turn (session \
+cron_<job_id>_<ts>) without a ledger row counts as a run too. empty run = a completed run whose \
+agent did not start (script gate wakeAgent=false, empty script output, monitor no_change) or \
+whose final reply was empty or a silence marker ([SILENT], SILENT, NO_REPLY, NO REPLY); null for \
+no_agent jobs and when state.db is unreadable. cost = actual_cost_usd, else estimated_cost_usd, of \
+the run's session and its parent_session_id descendants, plus their auxiliary \
+session_model_usage rows (task != ''); tokens = input + output + cache read + cache write. \
+gate = no_agent | monitor | script (gates only when it prints {\"wakeAgent\": false}) | null \
+(the agent runs on every fire). per day = divided by span_days, the window shortened to the \
+job's created_at and to executions_coverage_from when Hermes has pruned its ledger. flags: \
+frequent_without_gate = no gate and more than 24 runs/day; mostly_empty = more than 80 % empty \
+runs and at least 5 runs.";
+
+/// Runs per day above which an ungated job is flagged.
+const FREQUENT_RUNS_PER_DAY: f64 = 24.0;
+/// Share of empty runs above which a job is flagged.
+const MOSTLY_EMPTY_SHARE: f64 = 0.8;
+/// Runs needed before the empty share means anything.
+const MOSTLY_EMPTY_MIN_RUNS: u64 = 5;
+
+/// A cost flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flag {
+    /// No gate and more than 24 runs per day.
+    FrequentWithoutGate,
+    /// More than 80 % empty runs, at least 5 runs.
+    MostlyEmpty,
+}
+
+/// `cost.sources`: which stores were readable, and from when the ledger is complete.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sources {
+    /// `cron/executions.db` was read.
+    pub executions: bool,
+    /// `state.db` was read.
+    pub state_db: bool,
+    /// Oldest claim still in a pruned ledger (ISO, UTC), null when the window is covered.
+    pub executions_coverage_from: Option<String>,
+}
+
+/// One job of `cost.jobs`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JobCost {
+    /// Job id.
+    pub id: String,
+    /// Job name; null for a job no longer in `jobs.json`.
+    pub name: Option<String>,
+    /// Enabled and not paused (false for a job no longer in `jobs.json`).
+    pub enabled: bool,
+    /// Schedule display; null for a job no longer in `jobs.json`.
+    pub schedule: Option<String>,
+    /// What can keep the agent asleep.
+    pub gate: Option<Gate>,
+    /// Covered span in days (3 decimals).
+    pub span_days: f64,
+    /// Runs in the span.
+    pub runs: u64,
+    /// Failed or unknown runs.
+    pub runs_failed: u64,
+    /// Runs whose agent started (a session exists).
+    pub agent_turns: u64,
+    /// Completed runs that told the user nothing.
+    pub empty_runs: Option<u64>,
+    /// `empty_runs / runs` (3 decimals).
+    pub empty_share: Option<f64>,
+    /// Runs per day (2 decimals).
+    pub runs_per_day: f64,
+    /// Tokens of all turns.
+    pub tokens: u64,
+    /// Cost in USD (4 decimals).
+    pub cost_usd: f64,
+    /// Cost per day in USD (4 decimals).
+    pub cost_per_day_usd: f64,
+    /// Cost per run in USD (4 decimals); null without runs.
+    pub cost_per_run_usd: Option<f64>,
+    /// Flags raised.
+    pub flags: Vec<Flag>,
+}
+
+/// The `cost` object.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CostSection {
+    /// The window in days.
+    pub window_days: u32,
+    /// Window start (ISO, UTC).
+    pub since: String,
+    /// Window end (ISO, UTC).
+    pub until: String,
+    /// Which stores were read.
+    pub sources: Sources,
+    /// What every figure means.
+    pub definition: &'static str,
+    /// Per job, in `jobs.json` order, then jobs no longer there by id.
+    pub jobs: Vec<JobCost>,
+    /// Sum of the jobs' cost per day (4 decimals).
+    pub total_cost_per_day_usd: f64,
+    /// Ids of the jobs with a flag.
+    pub flagged: Vec<String>,
+}
+
+/// What the cost computation reads.
+#[derive(Clone, Copy, Debug)]
+pub struct CostInputs<'a> {
+    /// Jobs from `jobs.json`.
+    pub jobs: &'a [CronJob],
+    /// The ledger, `None` when unreadable.
+    pub ledger: Option<&'a Ledger>,
+    /// The agent turns, `None` when `state.db` is unreadable.
+    pub turns: Option<&'a [AgentTurn]>,
+    /// Window start, Unix seconds.
+    pub since: f64,
+    /// Window end, Unix seconds.
+    pub until: f64,
+    /// Window length in days.
+    pub days: u32,
+}
+
+/// Compute the cost object.
+pub fn compute(inputs: &CostInputs<'_>) -> CostSection {
+    let coverage = inputs.ledger.and_then(|l| l.coverage_from(inputs.since));
+    let executions = group_executions(inputs.ledger);
+    let turns = group_turns(inputs.turns);
+    let mut jobs: Vec<JobCost> = inputs
+        .jobs
+        .iter()
+        .map(|job| {
+            let span_start = span_start(inputs.since, job.created_at, coverage);
+            let tally = tally(&job.id, span_start, inputs, &executions, &turns);
+            job_cost(job.id.clone(), Some(job), span_start, inputs, &tally)
+        })
+        .collect();
+    for id in orphan_ids(inputs, &executions, &turns) {
+        let span_start = span_start(inputs.since, None, coverage);
+        let tally = tally(id, span_start, inputs, &executions, &turns);
+        if tally.runs.is_empty() {
+            continue;
+        }
+        jobs.push(job_cost(id.to_string(), None, span_start, inputs, &tally));
+    }
+    let total: f64 = jobs.iter().map(|j| j.cost_per_day_usd).sum();
+    CostSection {
+        window_days: inputs.days,
+        since: format_iso_z(inputs.since),
+        until: format_iso_z(inputs.until),
+        sources: Sources {
+            executions: inputs.ledger.is_some(),
+            state_db: inputs.turns.is_some(),
+            executions_coverage_from: coverage.map(format_iso_z),
+        },
+        definition: DEFINITION,
+        flagged: jobs
+            .iter()
+            .filter(|j| !j.flags.is_empty())
+            .map(|j| j.id.clone())
+            .collect(),
+        total_cost_per_day_usd: round(total, 4),
+        jobs,
+    }
+}
+
+type ByJob<'a, T> = HashMap<&'a str, Vec<&'a T>>;
+
+fn group_executions(ledger: Option<&Ledger>) -> ByJob<'_, Execution> {
+    let mut by_job: ByJob<'_, Execution> = HashMap::new();
+    for execution in ledger.map_or(&[][..], |l| &l.executions) {
+        by_job
+            .entry(execution.job_id.as_str())
+            .or_default()
+            .push(execution);
+    }
+    for list in by_job.values_mut() {
+        list.sort_by(|a, b| a.claimed_at.total_cmp(&b.claimed_at));
+    }
+    by_job
+}
+
+fn group_turns(turns: Option<&[AgentTurn]>) -> ByJob<'_, AgentTurn> {
+    let mut by_job: ByJob<'_, AgentTurn> = HashMap::new();
+    for turn in turns.unwrap_or_default() {
+        by_job.entry(turn.job_id.as_str()).or_default().push(turn);
+    }
+    by_job
+}
+
+fn span_start(since: f64, created_at: Option<f64>, coverage: Option<f64>) -> f64 {
+    [Some(since), created_at, coverage]
+        .into_iter()
+        .flatten()
+        .fold(f64::MIN, f64::max)
+}
+
+fn orphan_ids<'a>(
+    inputs: &CostInputs<'_>,
+    executions: &ByJob<'a, Execution>,
+    turns: &ByJob<'a, AgentTurn>,
+) -> Vec<&'a str> {
+    let mut ids: Vec<&str> = executions
+        .keys()
+        .chain(turns.keys())
+        .copied()
+        .filter(|id| inputs.jobs.iter().all(|job| job.id != *id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// One run being tallied.
+#[derive(Debug, Default)]
+struct Run<'a> {
+    failed: bool,
+    turns: u64,
+    latest_turn: Option<&'a AgentTurn>,
+    cost: f64,
+    tokens: u64,
+}
+
+impl<'a> Run<'a> {
+    fn attach(&mut self, turn: &'a AgentTurn) {
+        self.turns += 1;
+        self.cost += turn.cost_usd;
+        self.tokens += turn.tokens;
+        if self
+            .latest_turn
+            .is_none_or(|t| t.started_at <= turn.started_at)
+        {
+            self.latest_turn = Some(turn);
+        }
+    }
+
+    /// A completed run that told the user nothing.
+    fn is_empty(&self) -> bool {
+        if self.failed {
+            return false;
+        }
+        match self.latest_turn.map(|t| &t.reply) {
+            None | Some(FinalReply::Empty) => true,
+            Some(FinalReply::Text(reply)) => is_silence(reply),
+            Some(FinalReply::Interrupted | FinalReply::Unknown) => false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Tally<'a> {
+    runs: Vec<Run<'a>>,
+}
+
+fn tally<'a>(
+    job_id: &str,
+    span_start: f64,
+    inputs: &CostInputs<'_>,
+    executions: &ByJob<'a, Execution>,
+    turns: &ByJob<'a, AgentTurn>,
+) -> Tally<'a> {
+    let in_span = |t: f64| t >= span_start && t <= inputs.until;
+    let execs = executions.get(job_id).map_or(&[][..], Vec::as_slice);
+    let mut runs = Vec::new();
+    // Index of each execution's run, when the execution counts as one.
+    let run_of: Vec<Option<usize>> = execs
+        .iter()
+        .map(|e| {
+            let counts = e.status.is_terminal() && !e.not_started && in_span(e.claimed_at);
+            counts.then(|| {
+                let failed = matches!(e.status, ExecStatus::Failed | ExecStatus::Unknown);
+                runs.push(Run {
+                    failed,
+                    ..Run::default()
+                });
+                runs.len() - 1
+            })
+        })
+        .collect();
+    for turn in turns.get(job_id).map_or(&[][..], Vec::as_slice) {
+        match owning_execution(execs, turn.started_at) {
+            Some(index) => {
+                if let Some(run) = run_of[index] {
+                    runs[run].attach(turn);
+                }
+            }
+            None if in_span(turn.started_at) => {
+                let mut run = Run::default();
+                run.attach(turn);
+                runs.push(run);
+            }
+            None => {}
+        }
+    }
+    Tally { runs }
+}
+
+/// The execution whose `[claimed_at, finished_at]` holds `started_at` (runs of one job do not
+/// overlap, so only the last claim at or before it can).
+fn owning_execution(execs: &[&Execution], started_at: f64) -> Option<usize> {
+    let index = execs
+        .partition_point(|e| e.claimed_at <= started_at)
+        .checked_sub(1)?;
+    let end = execs[index].finished_at.unwrap_or(f64::INFINITY);
+    (started_at <= end).then_some(index)
+}
+
+fn job_cost(
+    id: String,
+    job: Option<&CronJob>,
+    span_start: f64,
+    inputs: &CostInputs<'_>,
+    tally: &Tally<'_>,
+) -> JobCost {
+    let gate = job.and_then(|j| j.gate);
+    let span_days = (inputs.until - span_start).max(0.0) / DAY_SECONDS;
+    let per_day = |x: f64| if span_days > 0.0 { x / span_days } else { 0.0 };
+    let runs = tally.runs.len() as u64;
+    let cost: f64 = tally.runs.iter().map(|r| r.cost).sum();
+    let measurable = inputs.turns.is_some() && gate != Some(Gate::NoAgent);
+    let empty_runs = measurable.then(|| tally.runs.iter().filter(|r| r.is_empty()).count() as u64);
+    let empty_share = empty_runs
+        .filter(|_| runs > 0)
+        .map(|e| e as f64 / runs as f64);
+    let runs_per_day = per_day(runs as f64);
+    let mut flags = Vec::new();
+    if job.is_some() && gate.is_none() && runs_per_day > FREQUENT_RUNS_PER_DAY {
+        flags.push(Flag::FrequentWithoutGate);
+    }
+    if job.is_some()
+        && runs >= MOSTLY_EMPTY_MIN_RUNS
+        && empty_share.is_some_and(|s| s > MOSTLY_EMPTY_SHARE)
+    {
+        flags.push(Flag::MostlyEmpty);
+    }
+    JobCost {
+        id,
+        name: job.map(|j| j.name.clone()),
+        enabled: job.is_some_and(|j| j.enabled),
+        schedule: job.map(|j| j.schedule.clone()),
+        gate,
+        span_days: round(span_days, 3),
+        runs,
+        runs_failed: tally.runs.iter().filter(|r| r.failed).count() as u64,
+        agent_turns: tally.runs.iter().map(|r| r.turns).sum(),
+        empty_runs,
+        empty_share: empty_share.map(|s| round(s, 3)),
+        runs_per_day: round(runs_per_day, 2),
+        tokens: tally.runs.iter().map(|r| r.tokens).sum(),
+        cost_usd: round(cost, 4),
+        cost_per_day_usd: round(per_day(cost), 4),
+        cost_per_run_usd: (runs > 0).then(|| round(cost / runs as f64, 4)),
+        flags,
+    }
+}
+
+/// Round to `places` decimals.
+pub fn round(value: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (value * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests;

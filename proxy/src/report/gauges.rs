@@ -1,0 +1,150 @@
+//! Report gauges: cost per day per cron job and flagged jobs, refreshed from a cost report.
+
+use prometheus::{GaugeVec, IntGaugeVec, Opts, Registry};
+
+use super::cost::{CostSection, Flag};
+
+/// The report's gauges.
+#[derive(Clone, Debug)]
+pub struct ReportGauges {
+    cost_per_day: GaugeVec,
+    flagged: IntGaugeVec,
+}
+
+impl ReportGauges {
+    /// Create the gauges and register them in `registry`.
+    pub fn register(registry: &Registry) -> prometheus::Result<Self> {
+        let cost_per_day = GaugeVec::new(
+            Opts::new(
+                "fleetgate_report_cron_cost_per_day_usd",
+                "Measured cost per day of a cron job, in USD, over the report window.",
+            ),
+            &["job"],
+        )?;
+        let flagged = IntGaugeVec::new(
+            Opts::new(
+                "fleetgate_report_cron_flagged",
+                "1 when a cron job carries the flag (frequent_without_gate, mostly_empty).",
+            ),
+            &["job", "flag"],
+        )?;
+        registry.register(Box::new(cost_per_day.clone()))?;
+        registry.register(Box::new(flagged.clone()))?;
+        Ok(Self {
+            cost_per_day,
+            flagged,
+        })
+    }
+
+    /// Replace every value with those of `cost` (jobs that disappeared are dropped).
+    pub fn observe(&self, cost: &CostSection) {
+        self.cost_per_day.reset();
+        self.flagged.reset();
+        for job in &cost.jobs {
+            self.cost_per_day
+                .with_label_values(&[job.id.as_str()])
+                .set(job.cost_per_day_usd);
+            for flag in [Flag::FrequentWithoutGate, Flag::MostlyEmpty] {
+                let name = match flag {
+                    Flag::FrequentWithoutGate => "frequent_without_gate",
+                    Flag::MostlyEmpty => "mostly_empty",
+                };
+                let raised = i64::from(job.flags.contains(&flag));
+                self.flagged
+                    .with_label_values(&[job.id.as_str(), name])
+                    .set(raised);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::cost::{CostInputs, compute};
+    use crate::report::jobs::CronJob;
+    use crate::report::turns::{AgentTurn, FinalReply};
+
+    fn gauge(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let family = registry.gather().into_iter().find(|f| f.name() == name)?;
+        let has = |m: &prometheus::proto::Metric, (k, v): &(&str, &str)| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == *k && l.value() == *v)
+        };
+        let metric = family
+            .get_metric()
+            .iter()
+            .find(|m| labels.iter().all(|l| has(m, l)))?;
+        Some(metric.get_gauge().get_value())
+    }
+
+    fn noisy_job() -> CronJob {
+        CronJob {
+            id: "noisy".into(),
+            name: "noisy".into(),
+            enabled: true,
+            schedule: "every 30m".into(),
+            provider: None,
+            model: None,
+            model_snapshot: None,
+            reasoning_effort: None,
+            last_status: None,
+            failure_streak: 0,
+            state: "scheduled".into(),
+            created_at: None,
+            gate: None,
+        }
+    }
+
+    #[test]
+    fn gauges_follow_the_latest_cost_report() {
+        let registry = Registry::new();
+        let gauges = ReportGauges::register(&registry).expect("the gauges must register");
+        let turns: Vec<AgentTurn> = (0..30)
+            .map(|i| AgentTurn {
+                job_id: "noisy".into(),
+                session_id: format!("s{i}"),
+                started_at: 100.0 + f64::from(i),
+                cost_usd: 0.07,
+                tokens: 1,
+                reply: FinalReply::Text("[SILENT]".into()),
+            })
+            .collect();
+        let jobs = [noisy_job()];
+        let day = CostInputs {
+            jobs: &jobs,
+            ledger: None,
+            turns: Some(&turns),
+            since: 0.0,
+            until: 86_400.0,
+            days: 1,
+        };
+        gauges.observe(&compute(&day));
+        let per_day = gauge(
+            &registry,
+            "fleetgate_report_cron_cost_per_day_usd",
+            &[("job", "noisy")],
+        );
+        assert_eq!(per_day, Some(2.1), "30 runs at 0.07 in one day");
+        for flag in ["frequent_without_gate", "mostly_empty"] {
+            let labels = [("job", "noisy"), ("flag", flag)];
+            assert_eq!(
+                gauge(&registry, "fleetgate_report_cron_flagged", &labels),
+                Some(1.0),
+                "{flag}"
+            );
+        }
+        gauges.observe(&compute(&CostInputs {
+            jobs: &[],
+            turns: Some(&[]),
+            ..day
+        }));
+        let gone = gauge(
+            &registry,
+            "fleetgate_report_cron_cost_per_day_usd",
+            &[("job", "noisy")],
+        );
+        assert_eq!(gone, None, "a job no longer reported is dropped");
+    }
+}
