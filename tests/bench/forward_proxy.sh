@@ -5,7 +5,8 @@
 # inside tunnels, and the same client runs direct for its own baseline). Then the gate's RSS with
 # 1,000 concurrent idle tunnels. Release builds.
 #
-# Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=10 TUNNELS=1000)
+# Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=10 TUNNELS=1000 GATE_LOG=info; the
+# gate logs its one decision line per request at the default level, to a file)
 # Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
 set -euo pipefail
 
@@ -61,7 +62,7 @@ egress:
   allowCIDRs: ["127.0.0.1/32"]
   ports: [$OPORT]
 YAML
-RUST_LOG=warn "$GATE_BIN" serve --policy "$WORK/policy.yaml" --max-tunnels $((TUNNELS + 100)) \
+RUST_LOG=${GATE_LOG:-info} "$GATE_BIN" serve --policy "$WORK/policy.yaml" --max-tunnels $((TUNNELS + 100)) \
   >"$WORK/gate.out" 2>"$WORK/gate.err" & GATE_PID=$!; PIDS+=($GATE_PID)
 PROXY=$(first_line "$WORK/gate.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
 
