@@ -62,7 +62,11 @@ pub(super) async fn handle(
     slot: &UpstreamSlot,
 ) -> Response<ProxyBody> {
     let started = Instant::now();
-    let logged = RedactedUri(req.uri().clone());
+    let mut logged = LoggedUrl {
+        raw: req.uri().clone(),
+        checked: None,
+    };
+    let relayed = relay(proxy, req, slot, started, &mut logged.checked).await;
     let mut decision = Decision {
         proxy_type: "http",
         target: &logged,
@@ -72,7 +76,7 @@ pub(super) async fn handle(
         upstream: None,
         upstream_status: None,
     };
-    match relay(proxy, req, slot, started).await {
+    match relayed {
         Ok((resp, upstream)) => {
             decision.upstream = Some(upstream);
             decision.upstream_status = Some(resp.status().as_u16());
@@ -92,9 +96,11 @@ async fn relay(
     req: Request<Incoming>,
     slot: &UpstreamSlot,
     started: Instant,
+    checked: &mut Option<url::Url>,
 ) -> Result<(Response<ProxyBody>, SocketAddr), ProxyRefusal> {
     let rt = proxy.shared.runtime.load_full();
     let admitted = admit(proxy, &rt, req.uri()).await?;
+    checked.clone_from(&admitted.target.parsed);
     let port = admitted.target.port().unwrap_or(80);
     if let Some(target) = proxy.own.first_loop(&admitted.addrs, port) {
         return Err(ProxyRefusal::Loop { target });
@@ -113,13 +119,24 @@ async fn relay(
     Ok((inbound(proxy, resp, deadline), addr))
 }
 
-/// The request URL as logs may show it (no query, fragment or userinfo), built only when a
-/// line is written.
-struct RedactedUri(Uri);
+/// The request URL as logs may show it (`scheme://host[:port]/path`: no query, fragment or
+/// userinfo), formatted only when a line is written: from the checked URL once the gates
+/// parsed it, else from the raw request target.
+struct LoggedUrl {
+    raw: Uri,
+    checked: Option<url::Url>,
+}
 
-impl std::fmt::Display for RedactedUri {
+impl std::fmt::Display for LoggedUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&telemetry::redact_url(&self.0.to_string()))
+        let Some(url) = &self.checked else {
+            return f.write_str(&telemetry::redact_url(&self.raw.to_string()));
+        };
+        write!(f, "{}://{}", url.scheme(), url.host_str().unwrap_or(""))?;
+        if let Some(port) = url.port() {
+            write!(f, ":{port}")?;
+        }
+        f.write_str(url.path())
     }
 }
 
@@ -277,6 +294,29 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logged_urls_match_the_telemetry_redaction_with_or_without_a_checked_parse() {
+        let cases = [
+            "http://u:p@Example.COM:8080/a/b?token=x#frag",
+            "http://example.com/",
+            "http://127.0.0.1:80/x?y",
+        ];
+        for raw in cases {
+            let uri: Uri = raw.parse().expect("test URI must parse");
+            let want = telemetry::redact_url(raw);
+            let unchecked = LoggedUrl {
+                raw: uri.clone(),
+                checked: None,
+            };
+            let checked = LoggedUrl {
+                raw: uri,
+                checked: Some(url::Url::parse(raw).expect("test URL must parse")),
+            };
+            assert_eq!(unchecked.to_string(), want, "{raw} before the gates");
+            assert_eq!(checked.to_string(), want, "{raw} after the gates");
+        }
+    }
 
     #[test]
     fn hop_by_hop_headers_and_proxy_credentials_never_cross() {
