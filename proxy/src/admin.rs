@@ -89,7 +89,10 @@ fn status(shared: &Shared) -> Response<Body> {
             "backends": {
                 "extract": rt.policy.web.extract_backend,
                 "search": rt.policy.web.search_backend,
+                "rescue": rt.backends.rescue.iter().map(|b| b.name()).collect::<Vec<_>>(),
+                "available": backend_availability(&rt),
             },
+            "cache": rt.cache.status(),
             "blocklist": {
                 "enabled": rt.policy.blocklist.enabled,
                 "rules": rt.blocklist.len(),
@@ -160,4 +163,24 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Each configured backend with whether it can be called now (credential present).
+fn backend_availability(rt: &crate::runtime::Runtime) -> serde_json::Value {
+    let b = &rt.backends;
+    let all = std::iter::once(&b.extract)
+        .chain(b.search.iter())
+        .chain(b.rescue.iter());
+    let mut out = serde_json::Map::new();
+    for backend in all {
+        out.insert(
+            backend.name().to_string(),
+            json!({
+                "available": backend.available(),
+                "extract": backend.capabilities().extract,
+                "search": backend.capabilities().search,
+            }),
+        );
+    }
+    serde_json::Value::Object(out)
 }

@@ -39,6 +39,12 @@ pub struct ProxyMetrics {
     pub listener_bytes: IntCounterVec,
     /// `fleetgate_listener_active_tunnels{listener}`: open CONNECT tunnels.
     pub active_tunnels: IntGaugeVec,
+    /// `fleetgate_cache_lookups_total{outcome}`: `hit`, `miss`, `stale` or a no-cache reason.
+    pub cache_lookups: IntCounterVec,
+    /// `fleetgate_cache_writes_total{outcome}`: `stored` or a no-cache reason.
+    pub cache_writes: IntCounterVec,
+    /// `fleetgate_search_requests_total{outcome}`: `ok`, `memo_hit` or a failure code.
+    pub searches: IntCounterVec,
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
     pub rescues: IntCounterVec,
@@ -99,6 +105,27 @@ impl ProxyMetrics {
                 Opts::new(
                     "fleetgate_store_writes_total",
                     "Full-text store writes by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            cache_lookups: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_cache_lookups_total",
+                    "Shared cache lookups by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            cache_writes: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_cache_writes_total",
+                    "Shared cache writes by outcome.",
+                ),
+                &["outcome"],
+            )?,
+            searches: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_search_requests_total",
+                    "Search calls by outcome.",
                 ),
                 &["outcome"],
             )?,
@@ -163,6 +190,9 @@ impl ProxyMetrics {
         reg.register(Box::new(m.listener_bytes.clone()))?;
         reg.register(Box::new(m.active_tunnels.clone()))?;
         reg.register(Box::new(m.rescues.clone()))?;
+        reg.register(Box::new(m.cache_lookups.clone()))?;
+        reg.register(Box::new(m.cache_writes.clone()))?;
+        reg.register(Box::new(m.searches.clone()))?;
         Ok(m)
     }
 

@@ -7,9 +7,12 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::assemble::store::Store;
+use crate::cache::DiskCache;
+use crate::cache::memo::SearchMemo;
 use crate::gates::website_blocklist::Blocklist;
 use crate::policy::Policy;
 use crate::resolve::{self, GateResolver};
+use crate::vendors::SearchHit;
 use crate::vendors::direct::DirectFetcher;
 use crate::vendors::registry::Backends;
 
@@ -24,6 +27,10 @@ pub struct Runtime {
     pub blocklist: Blocklist,
     /// The full-text store on the shared volume.
     pub store: Store,
+    /// The shared extract cache on the same volume (`extract/`).
+    pub cache: DiskCache,
+    /// The in-process search memo.
+    pub search_memo: SearchMemo<Vec<SearchHit>>,
     /// The `direct` backend.
     pub direct: DirectFetcher,
     /// The extract, search and rescue backends.
@@ -50,6 +57,8 @@ impl Runtime {
             &policy.store.root,
             policy.store.agent_visible_root.as_deref(),
         );
+        let cache = DiskCache::new(&policy.store.root, (&policy.web.cache).into());
+        let search_memo = SearchMemo::from_policy(&policy.web.cache);
         let direct = DirectFetcher::new(policy.fetch.clone());
         let backends = Backends::build(&policy.web, &direct);
         let mut warnings: Vec<String> = load_warnings.into_iter().map(|w| w.0).collect();
@@ -59,6 +68,8 @@ impl Runtime {
             resolver,
             blocklist,
             store,
+            cache,
+            search_memo,
             direct,
             loaded_at: SystemTime::now(),
             warnings,

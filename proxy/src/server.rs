@@ -121,15 +121,30 @@ pub async fn serve_http<H, F>(
 /// The api listener's router.
 pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
+    use crate::front::search::Shape;
     let route = match (req.method(), req.uri().path()) {
         (&Method::POST, "/v1/extract") => "extract",
         (&Method::POST, "/v2/scrape" | "/v1/scrape") => "firecrawl_scrape",
-        (_, "/v1/extract" | "/v2/scrape" | "/v1/scrape") => "method_not_allowed",
+        (&Method::POST, "/tavily/extract") => "tavily_extract",
+        (&Method::POST, "/v1/search") => "search",
+        (&Method::POST, "/v2/search") => "firecrawl_search",
+        (&Method::POST, "/tavily/search") => "tavily_search",
+        (&Method::GET, "/searxng/search") => "searxng_search",
+        (
+            _,
+            "/v1/extract" | "/v2/scrape" | "/v1/scrape" | "/tavily/extract" | "/v1/search"
+            | "/v2/search" | "/tavily/search" | "/searxng/search",
+        ) => "method_not_allowed",
         _ => "not_found",
     };
     let resp = match route {
         "extract" => extract(&shared, req).await,
         "firecrawl_scrape" => firecrawl_scrape(&shared, req).await,
+        "tavily_extract" => tavily_extract(&shared, req).await,
+        "search" => search(&shared, req, Shape::Native).await,
+        "firecrawl_search" => search(&shared, req, Shape::FirecrawlV2).await,
+        "tavily_search" => search(&shared, req, Shape::Tavily).await,
+        "searxng_search" => searxng_search(&shared, req).await,
         "method_not_allowed" => respond::api_error(&ApiError::MethodNotAllowed),
         _ => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };
@@ -176,6 +191,54 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
         .extract(&urls, limit.as_ref())
         .await;
     crate::front::firecrawl::scrape_response(outcome)
+}
+
+async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let urls = match read_json(req)
+        .await
+        .and_then(|b| crate::front::tavily::parse_extract(&b))
+    {
+        Ok(v) => v,
+        Err(e) => return respond::api_error(&e),
+    };
+    let runtime = shared.runtime.load_full();
+    let outcome = Pipeline::new(&runtime, &shared.metrics)
+        .extract(&urls, None)
+        .await;
+    crate::front::tavily::extract_response(outcome)
+}
+
+async fn search(
+    shared: &Shared,
+    req: Request<Incoming>,
+    shape: crate::front::search::Shape,
+) -> Response<Body> {
+    let (query, limit) = match read_json(req)
+        .await
+        .and_then(|b| crate::front::search::parse_body(&b))
+    {
+        Ok(v) => v,
+        Err(e) => return respond::api_error(&e),
+    };
+    let runtime = shared.runtime.load_full();
+    let outcome = Pipeline::new(&runtime, &shared.metrics)
+        .search(&query, limit.as_ref())
+        .await;
+    crate::front::search::respond(shape, &query, outcome)
+}
+
+async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let query = match crate::front::search::parse_searxng_query(req.uri().query()) {
+        Ok(q) => q,
+        Err(e) => return respond::api_error(&e),
+    };
+    let runtime = shared.runtime.load_full();
+    // SearXNG has no limit parameter; Hermes cuts the rows itself, so serve a full bucket.
+    let limit = Value::from(crate::cache::memo::bucket(20));
+    let outcome = Pipeline::new(&runtime, &shared.metrics)
+        .search(&query, Some(&limit))
+        .await;
+    crate::front::search::respond(crate::front::search::Shape::Searxng, &query, outcome)
 }
 
 /// Read a JSON body of at most [`MAX_REQUEST_BYTES`].

@@ -219,3 +219,74 @@ async fn the_firecrawl_sdk_scrapes_through_the_gate_front() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn hermes_web_search_goes_through_the_gate_searxng_front() {
+    let Some(python) = venv::hermes_python() else {
+        return;
+    };
+    let dns = StubDns::builder()
+        .start()
+        .await
+        .expect("stub DNS must start");
+    let searx = origin::http1()
+        .route(
+            "/search",
+            Reply::json(&serde_json::json!({"results": [
+                {"title": "Fleet guide", "url": "https://docs.example/guide", "content": "how to run agents", "score": 2.0},
+                {"title": "Other", "url": "https://other.example/", "content": "less relevant", "score": 1.0}
+            ]})),
+        )
+        .run()
+        .await
+        .expect("stub SearXNG must start");
+    let policy = format!(
+        "version: v1\nlisten:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n\
+         egress:\n  resolver:\n    nameservers: [\"{}\"]\n\
+         web:\n  searchBackend: searxng\n  vendors:\n    searxng:\n      baseUrl: http://{}\n\
+         store:\n  root: ${{WORK_DIR}}/volume\n",
+        dns.addr(),
+        searx.addr()
+    );
+    let gate = GateProcess::spawn(&policy).await.expect("gate must start");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hermes");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.yaml"),
+        "web:\n  search_backend: searxng\n",
+    )
+    .unwrap();
+    let out = venv::run_python(
+        &python,
+        &std::fs::read_to_string(script("hermes_web_search.py")).unwrap(),
+        &["1", "fleet gate"],
+        &[
+            ("HERMES_HOME", home.to_str().unwrap()),
+            (
+                "SEARXNG_URL",
+                &format!("http://{}/searxng", gate.api_addr()),
+            ),
+        ],
+    )
+    .await
+    .expect("python must run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let start = stdout.find('{').unwrap_or_else(|| {
+        panic!(
+            "no JSON: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let result: Value = serde_json::from_str(&stdout[start..]).expect("Hermes prints JSON");
+    assert_eq!(result["success"], true, "{result}");
+    let web = result["data"]["web"].as_array().expect("rows");
+    assert_eq!(web.len(), 1, "Hermes cuts to its limit: {result}");
+    assert_eq!(web[0]["url"], "https://docs.example/guide");
+    assert_eq!(web[0]["title"], "Fleet guide");
+    assert_eq!(
+        searx.hits("/search"),
+        1,
+        "the search went through the gate to the configured backend"
+    );
+}

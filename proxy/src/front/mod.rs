@@ -6,3 +6,5 @@
 //! vendor's error shape and carries fleetgate's message and code, so the agent sees why.
 
 pub mod firecrawl;
+pub mod search;
+pub mod tavily;

@@ -30,7 +30,10 @@ pub fn parse_body(body: &Value) -> Result<(String, Option<Value>), ApiError> {
         .and_then(Value::as_str)
         .filter(|q| !q.trim().is_empty())
         .ok_or_else(|| ApiError::InvalidRequest("`query` must be a non-empty string".into()))?;
-    let limit = body.get("limit").or_else(|| body.get("max_results")).cloned();
+    let limit = body
+        .get("limit")
+        .or_else(|| body.get("max_results"))
+        .cloned();
     Ok((query.to_string(), limit))
 }
 
@@ -42,7 +45,9 @@ pub fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
         match k.as_ref() {
             "q" => q = Some(v.into_owned()),
             "format" if v != "json" => {
-                return Err(ApiError::InvalidRequest("only format=json is served".into()));
+                return Err(ApiError::InvalidRequest(
+                    "only format=json is served".into(),
+                ));
             }
             _ => {}
         }
@@ -54,7 +59,11 @@ pub fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
 /// Shape a search outcome for `shape`.
 pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Body> {
     let (hits, served_by, cached) = match outcome {
-        SearchOutcome::Hits { hits, served_by, cached } => (hits, served_by, cached),
+        SearchOutcome::Hits {
+            hits,
+            served_by,
+            cached,
+        } => (hits, served_by, cached),
         SearchOutcome::Failed { code, message } => return failure(shape, code, &message),
     };
     let score = |i: usize| 1.0 - (i as f64) / (hits.len().max(1) as f64 * 2.0);
@@ -124,8 +133,14 @@ mod tests {
         let (q, l) = parse_body(&json!({"query": "rust", "max_results": 3})).expect("tavily body");
         assert_eq!((q.as_str(), l), ("rust", Some(json!(3))));
         assert!(parse_body(&json!({"query": "  "})).is_err());
-        assert_eq!(parse_searxng_query(Some("q=hello+world&format=json&pageno=1")).unwrap(), "hello world");
-        assert!(parse_searxng_query(Some("q=x&format=html")).is_err(), "only JSON is served");
+        assert_eq!(
+            parse_searxng_query(Some("q=hello+world&format=json&pageno=1")).unwrap(),
+            "hello world"
+        );
+        assert!(
+            parse_searxng_query(Some("q=x&format=html")).is_err(),
+            "only JSON is served"
+        );
         assert!(parse_searxng_query(None).is_err());
     }
 }

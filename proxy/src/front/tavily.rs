@@ -13,7 +13,9 @@ pub fn parse_extract(body: &Value) -> Result<Value, ApiError> {
     match body.get("urls") {
         Some(Value::String(u)) => Ok(json!([u])),
         Some(list @ Value::Array(_)) => Ok(list.clone()),
-        _ => Err(ApiError::InvalidRequest("`urls` must be a URL or a list of URLs".into())),
+        _ => Err(ApiError::InvalidRequest(
+            "`urls` must be a URL or a list of URLs".into(),
+        )),
     }
 }
 

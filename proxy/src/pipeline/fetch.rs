@@ -4,6 +4,7 @@
 use tokio::time::Instant;
 
 use super::{Pending, Pipeline, Row};
+use crate::cache::{CachedPage, NewEntry};
 use crate::vendors::{Backend, HopGate, Page, VendorFailure};
 
 type Fetched = Result<Page, VendorFailure>;
@@ -18,22 +19,72 @@ impl Pipeline<'_> {
         pending: Vec<Pending>,
         limit: usize,
     ) -> Vec<(usize, Row)> {
-        if pending.is_empty() {
-            return Vec::new();
-        }
         let primary = &self.rt.backends.extract;
-        let results = self.fetch_with(primary, &pending).await;
+        // E5: every gate has already run; a hit only skips the backend call.
+        let mut rows = Vec::new();
+        let mut misses = Vec::new();
+        for mut p in pending {
+            let lookup = self
+                .rt
+                .cache
+                .lookup(&p.admitted.target.normalized, primary.name());
+            p.cache = lookup.outcome.code();
+            self.metrics
+                .cache_lookups
+                .with_label_values(&[p.cache])
+                .inc();
+            match lookup.entry {
+                Some(entry) => rows.push((p.index, self.cached_row(&p, entry, primary, limit))),
+                None => misses.push(p),
+            }
+        }
+        if misses.is_empty() {
+            return rows;
+        }
+        let results = self.fetch_with(primary, &misses).await;
         let every_url_failed = results
             .iter()
             .all(|r| matches!(r, Err(f) if !f.is_gate_refusal()));
         if every_url_failed && !self.rt.backends.rescue.is_empty() {
-            return self.rescue(&pending, results, limit).await;
+            rows.extend(self.rescue(&misses, results, limit).await);
+            return rows;
         }
-        pending
-            .iter()
-            .zip(results)
-            .map(|(p, r)| (p.index, self.finish(p, r, primary, limit)))
-            .collect()
+        rows.extend(
+            misses
+                .iter()
+                .zip(results)
+                .map(|(p, r)| (p.index, self.finish(p, r, primary, limit))),
+        );
+        rows
+    }
+
+    /// E7 over a cached page: the hit is visible (`cached`, `cache_age_s`).
+    fn cached_row(
+        &self,
+        pending: &Pending,
+        entry: CachedPage,
+        backend: &Backend,
+        limit: usize,
+    ) -> Row {
+        let age = entry.age_secs();
+        let url = if entry.final_url.is_empty() {
+            entry.url.clone()
+        } else {
+            entry.final_url.clone()
+        };
+        let page = Page {
+            url,
+            title: entry.title,
+            content: entry.content,
+            status: if entry.status == 0 { 200 } else { entry.status },
+            content_type: None,
+            textual: true,
+        };
+        let mut row = self.assemble_row(page, limit, backend.name());
+        row.cached = true;
+        row.cache_age_s = Some(age);
+        self.log_row(pending, &row, backend);
+        row
     }
 
     /// One batch through `backend`: the gate's own fetcher item by item (each hop re-gated),
@@ -144,8 +195,30 @@ impl Pipeline<'_> {
             .collect()
     }
 
-    /// E7 for one item from the configured backend (cacheable).
+    /// E7 for one item from the configured backend; a successful page is written to the
+    /// shared cache in the background (an fsync must not hold the response).
     fn finish(&self, pending: &Pending, result: Fetched, backend: &Backend, limit: usize) -> Row {
+        if let (Ok(page), false) = (&result, reaches_internal_address(pending)) {
+            let entry = NewEntry {
+                url: pending.admitted.target.normalized.clone(),
+                final_url: page.url.clone(),
+                provider: backend.name().to_string(),
+                title: page.title.clone(),
+                content: page.content.clone(),
+                status: page.status,
+                textual: page.textual,
+                rescued: false,
+            };
+            let cache = self.rt.cache.clone();
+            let writes = self.metrics.cache_writes.clone();
+            tokio::spawn(async move {
+                let outcome = match cache.put_async(entry).await {
+                    Ok(()) => "stored",
+                    Err(reason) => reason.code(),
+                };
+                writes.with_label_values(&[outcome]).inc();
+            });
+        }
         self.finish_uncached(pending, result, backend, limit)
     }
 
@@ -165,22 +238,26 @@ impl Pipeline<'_> {
                 Row::failed(&target.normalized, &failure, backend)
             }
         };
+        self.log_row(pending, &row, backend);
+        row
+    }
+
+    /// The decision line of an item that reached E5/E6.
+    fn log_row(&self, pending: &Pending, row: &Row, backend: &Backend) {
         let (verdict, code) = match row.code {
             Some(code) => ("deny", code),
             None => ("allow", "ok"),
         };
-        let cache = if row.cached { "hit" } else { "miss" };
         self.log_decision(
-            target,
+            &pending.admitted.target,
             "vendor",
             verdict,
             code,
             Some(backend.name()),
             row.upstream_status,
-            cache,
+            pending.cache,
             pending.started,
         );
-        row
     }
 
     fn count_rescue(&self, from: &Backend, to: &Backend, outcome: &str) {
@@ -189,4 +266,15 @@ impl Pipeline<'_> {
             .with_label_values(&[from.name(), to.name(), outcome])
             .inc();
     }
+}
+
+/// Whether any checked address of the item is outside public unicast space (it was let
+/// through by an explicit `egress.allowCIDRs` exception).
+fn reaches_internal_address(pending: &Pending) -> bool {
+    use crate::gates::ip_guard::{AddrClass, classify_addr};
+    pending
+        .admitted
+        .addrs
+        .iter()
+        .any(|ip| classify_addr(*ip) != AddrClass::Public)
 }

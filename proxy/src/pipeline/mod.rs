@@ -26,6 +26,7 @@ use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
 
 mod fetch;
 mod rows;
+pub mod search;
 
 pub use rows::{PolicyBlock, Row};
 
@@ -55,6 +56,8 @@ struct Pending {
     index: usize,
     admitted: Admitted,
     started: Instant,
+    /// The cache outcome code for the decision line (`bypass` until looked up).
+    cache: &'static str,
 }
 
 /// The pipeline over one runtime snapshot.
@@ -100,6 +103,7 @@ impl<'a> Pipeline<'a> {
                     index,
                     admitted,
                     started,
+                    cache: "bypass",
                 }),
                 Err(row) => rows[index] = Some(row),
             }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::Pipeline;
-use crate::vendors::{SearchHit, VendorFailure};
+use crate::vendors::SearchHit;
 
 /// Hermes' default search limit.
 pub const DEFAULT_SEARCH_LIMIT: usize = 5;
@@ -69,55 +69,42 @@ impl Pipeline<'_> {
             };
         };
         let started = Instant::now();
-        let bucket = crate::cache::memo::bucket(limit);
-        let memo = &self.rt.search_memo;
-        let (result, cached) = memo
-            .get_or_fetch(backend.name(), query, limit, |bucket| async move {
-                backend.search(query, bucket).await.map(|hits| {
-                    Value::Array(hits.iter().map(SearchHit::to_json).collect())
-                })
+        // The vendor is asked for the bucketed limit; the memo keys on (backend, query, bucket)
+        // and keeps only successes; the caller gets its own limit.
+        let (result, cached) = self
+            .rt
+            .search_memo
+            .get_or_fetch(backend.name(), query, limit, |bucket| {
+                backend.search(query, bucket)
             })
             .await;
-        let _ = bucket;
-        let status = result.as_ref().ok().map(|_| 200);
         if !cached {
+            let status = result.as_ref().ok().map(|_| 200);
             self.observe_vendor(backend, status, started);
         }
-        match result {
-            Ok(rows) => SearchOutcome::Hits {
-                hits: hits_from_json(&rows, backend.kind().key_order(), limit),
-                served_by: backend.name(),
-                cached,
-            },
+        let outcome = match result {
+            Ok(mut hits) => {
+                hits.truncate(limit);
+                SearchOutcome::Hits {
+                    hits,
+                    served_by: backend.name(),
+                    cached,
+                }
+            }
             Err(failure) => SearchOutcome::Failed {
                 code: failure.code(),
                 message: failure.to_string(),
             },
-        }
+        };
+        let label = match &outcome {
+            SearchOutcome::Hits { cached: true, .. } => "memo_hit",
+            SearchOutcome::Hits { .. } => "ok",
+            SearchOutcome::Failed { code, .. } => code,
+        };
+        self.metrics.searches.with_label_values(&[label]).inc();
+        outcome
     }
 }
-
-fn hits_from_json(rows: &Value, order: crate::vendors::KeyOrder, limit: usize) -> Vec<SearchHit> {
-    let text = |row: &Value, key: &str| row.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-    rows.as_array()
-        .map(|rows| {
-            rows.iter()
-                .take(limit)
-                .enumerate()
-                .map(|(i, row)| SearchHit {
-                    title: text(row, "title"),
-                    url: text(row, "url"),
-                    description: text(row, "description"),
-                    position: i + 1,
-                    order,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The search failure of a vendor, for callers that need the type.
-pub type SearchFailure = VendorFailure;
 
 #[cfg(test)]
 mod tests {
