@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::connect::OwnListeners;
+use crate::forward;
 use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
 use crate::policy::Policy;
@@ -80,6 +82,16 @@ pub struct ServeArgs {
     /// How often the policy file is checked for changes, in milliseconds.
     #[arg(long, default_value_t = 2000)]
     pub reload_interval_ms: u64,
+    /// Concurrent CONNECT tunnels on the forward proxy; past it a CONNECT gets 429
+    /// `too_many_tunnels` with `Retry-After: 1`.
+    #[arg(long, default_value_t = crate::forward::limits::DEFAULT_MAX_TUNNELS)]
+    pub max_tunnels: usize,
+    /// Idle timeout of a forward-proxy tunnel or relayed body, in milliseconds.
+    #[arg(long, default_value_t = 300_000)]
+    pub tunnel_idle_timeout_ms: u64,
+    /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub drain_timeout_ms: u64,
 }
 
 /// Run the parsed command line.
@@ -301,7 +313,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
             )),
         });
     }
-    // Transparent capture (`listen.transparent`): its own listeners, kept apart from the others.
+    // Transparent capture (`listen.transparent`): bound before the forward proxy so
+    // the forward proxy's loop check knows these listeners too.
     if let Some(addr) = listen.transparent {
         match crate::transparent::spawn(addr, &shared, &stop_rx).await {
             Ok(started) => {
@@ -318,6 +331,29 @@ async fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     }
+    if let Some(addr) = listen.forward_proxy {
+        let listener = match TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "fleetgate-proxy: failed to bind the forward_proxy listener on {addr}: {e}"
+                );
+                return ExitCode::from(1);
+            }
+        };
+        let local = listener.local_addr().unwrap_or(addr);
+        bound.insert("forward_proxy".to_string(), json!(local.to_string()));
+        let own = match shared.listeners.lock() {
+            Ok(mut l) => {
+                l.push(("forward_proxy".to_string(), local));
+                OwnListeners::new(l.iter().map(|(_, a)| *a))
+            }
+            Err(_) => OwnListeners::new([local, listen.api, listen.admin]),
+        };
+        let proxy =
+            forward::ForwardProxy::new(shared.clone(), forward_limits(&args), own, stop_rx.clone());
+        tasks.push(tokio::spawn(forward::serve(proxy, listener)));
+    }
     println!("{}", json!({"listening": bound}));
     let _ = std::io::stdout().flush();
     tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
@@ -329,8 +365,18 @@ async fn serve(args: ServeArgs) -> ExitCode {
     tracing::info!("shutting down: draining connections");
     let _ = stop_tx.send(true);
     let drain = futures_util::future::join_all(tasks);
-    let _ = tokio::time::timeout(Duration::from_secs(10), drain).await;
+    let grace = Duration::from_millis(args.drain_timeout_ms) + Duration::from_secs(1);
+    let _ = tokio::time::timeout(grace, drain).await;
     ExitCode::SUCCESS
+}
+
+fn forward_limits(args: &ServeArgs) -> forward::Limits {
+    forward::Limits {
+        max_tunnels: args.max_tunnels,
+        idle_timeout: Duration::from_millis(args.tunnel_idle_timeout_ms.max(1)),
+        drain_timeout: Duration::from_millis(args.drain_timeout_ms),
+        ..forward::Limits::default()
+    }
 }
 
 async fn wait_for_shutdown() {

@@ -1,7 +1,9 @@
 //! Every metric of the gate, registered once. Names carry the `fleetgate_` prefix and their
 //! unit; label values come only from stable enum codes, never from hosts or paths.
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 /// The gate's metrics.
 #[derive(Clone, Debug)]
@@ -23,6 +25,20 @@ pub struct ProxyMetrics {
     pub store_writes: IntCounterVec,
     /// `fleetgate_blocklist_rules`: rules in the active website blocklist.
     pub blocklist_rules: IntGauge,
+    /// `fleetgate_listener_connections_total{listener}`: client connections accepted by an
+    /// egress listener (`forward_proxy`, ...).
+    pub listener_connections: IntCounterVec,
+    /// `fleetgate_listener_requests_total{listener,proxy_type,verdict}`: egress requests by
+    /// kind (`http`, `connect`) and verdict (`allow`, `deny`, `report`, `error`).
+    pub listener_requests: IntCounterVec,
+    /// `fleetgate_listener_refusals_total{listener,code}`: refused or failed egress requests
+    /// by stable code (a gate code, `proxy_loop`, `too_many_tunnels`, an upstream code).
+    pub listener_refusals: IntCounterVec,
+    /// `fleetgate_listener_bytes_total{listener,direction}`: bytes relayed; `in` flows from
+    /// the client towards the upstream, `out` from the upstream back to the client.
+    pub listener_bytes: IntCounterVec,
+    /// `fleetgate_listener_active_tunnels{listener}`: open CONNECT tunnels.
+    pub active_tunnels: IntGaugeVec,
     /// `fleetgate_cache_lookups_total{outcome}`: `hit`, `miss`, `stale` or a no-cache reason.
     pub cache_lookups: IntCounterVec,
     /// `fleetgate_cache_writes_total{outcome}`: `stored` or a no-cache reason.
@@ -32,14 +48,6 @@ pub struct ProxyMetrics {
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
     pub rescues: IntCounterVec,
-    /// `fleetgate_transparent_connections_total{outcome}`: transparent connections by outcome
-    /// (`ok` when spliced, else the refusal code).
-    pub transparent_connections: IntCounterVec,
-    /// `fleetgate_transparent_bytes_total{direction}`: spliced bytes, `upstream` (client to
-    /// origin, replayed first bytes included) and `downstream`.
-    pub transparent_bytes: IntCounterVec,
-    /// `fleetgate_transparent_active_connections`: transparent connections open now.
-    pub transparent_active: IntGauge,
 }
 
 // === impl ProxyMetrics ===
@@ -132,23 +140,40 @@ impl ProxyMetrics {
                 "fleetgate_blocklist_rules",
                 "Rules in the active website blocklist.",
             )?,
-            transparent_connections: IntCounterVec::new(
+            listener_connections: IntCounterVec::new(
                 Opts::new(
-                    "fleetgate_transparent_connections_total",
-                    "Transparent connections by outcome: ok or the refusal code.",
+                    "fleetgate_listener_connections_total",
+                    "Client connections accepted by an egress listener.",
                 ),
-                &["outcome"],
+                &["listener"],
             )?,
-            transparent_bytes: IntCounterVec::new(
+            listener_requests: IntCounterVec::new(
                 Opts::new(
-                    "fleetgate_transparent_bytes_total",
-                    "Bytes spliced by the transparent listener, by direction.",
+                    "fleetgate_listener_requests_total",
+                    "Egress requests by listener, proxy type and verdict.",
                 ),
-                &["direction"],
+                &["listener", "proxy_type", "verdict"],
             )?,
-            transparent_active: IntGauge::new(
-                "fleetgate_transparent_active_connections",
-                "Transparent connections open now.",
+            listener_refusals: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_listener_refusals_total",
+                    "Refused or failed egress requests by listener and code.",
+                ),
+                &["listener", "code"],
+            )?,
+            listener_bytes: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_listener_bytes_total",
+                    "Bytes relayed by an egress listener (in: client to upstream, out: upstream to client).",
+                ),
+                &["listener", "direction"],
+            )?,
+            active_tunnels: IntGaugeVec::new(
+                Opts::new(
+                    "fleetgate_listener_active_tunnels",
+                    "Open CONNECT tunnels by listener.",
+                ),
+                &["listener"],
             )?,
         };
         reg.register(Box::new(m.gate_decisions.clone()))?;
@@ -159,13 +184,15 @@ impl ProxyMetrics {
         reg.register(Box::new(m.policy_loaded_at.clone()))?;
         reg.register(Box::new(m.store_writes.clone()))?;
         reg.register(Box::new(m.blocklist_rules.clone()))?;
+        reg.register(Box::new(m.listener_connections.clone()))?;
+        reg.register(Box::new(m.listener_requests.clone()))?;
+        reg.register(Box::new(m.listener_refusals.clone()))?;
+        reg.register(Box::new(m.listener_bytes.clone()))?;
+        reg.register(Box::new(m.active_tunnels.clone()))?;
         reg.register(Box::new(m.rescues.clone()))?;
         reg.register(Box::new(m.cache_lookups.clone()))?;
         reg.register(Box::new(m.cache_writes.clone()))?;
         reg.register(Box::new(m.searches.clone()))?;
-        reg.register(Box::new(m.transparent_connections.clone()))?;
-        reg.register(Box::new(m.transparent_bytes.clone()))?;
-        reg.register(Box::new(m.transparent_active.clone()))?;
         Ok(m)
     }
 

@@ -589,7 +589,7 @@ async fn check_a_gate_whose_uid_is_not_exempt_refuses_the_loop(
     )
     .await;
     assert!(
-        out.contains("x-fleetgate-error: loop_detected"),
+        out.contains("x-fleetgate-error: proxy_loop"),
         "the gate's own connection came back and must be refused: {out}"
     );
     assert_eq!(

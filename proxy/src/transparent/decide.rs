@@ -33,12 +33,11 @@ pub fn raw_ip_allowed(_policy: &Policy) -> bool {
 pub struct Admission {
     /// The canonical name (or the IP, for raw-IP egress), for logs.
     pub host: String,
-    /// Where the gate may connect, in resolver order: the checked answers on the original port.
-    pub targets: Vec<SocketAddr>,
+    /// The checked answers, in resolver order: the only addresses the gate may dial.
+    pub addrs: Vec<IpAddr>,
+    /// The original destination's port.
+    pub port: u16,
 }
-
-/// A refusal with the gate that made it (the `gate` log field and metric label).
-pub type Refused = (&'static str, Refusal);
 
 /// Run the gates for one sniffed connection whose original destination is `original`.
 pub async fn admit(
@@ -47,7 +46,7 @@ pub async fn admit(
     sniffed: &Sniffed,
     original: SocketAddr,
     allow_raw_ip: bool,
-) -> Result<Admission, Refused> {
+) -> Result<Admission, Refusal> {
     match &sniffed.name {
         Some(TargetName::Domain(host)) => {
             let raw = sniffed.raw_name.as_deref().unwrap_or(host);
@@ -55,7 +54,7 @@ pub async fn admit(
             admit_name(rt, metrics, raw, host, original).await
         }
         None | Some(TargetName::Ip(_)) if allow_raw_ip => admit_raw_ip(rt, metrics, original).await,
-        None | Some(TargetName::Ip(_)) => Err(("transparent", Refusal::NoTargetName)),
+        None | Some(TargetName::Ip(_)) => Err(Refusal::NoTargetName),
     }
 }
 
@@ -65,7 +64,7 @@ async fn admit_name(
     raw: &str,
     host: &str,
     original: SocketAddr,
-) -> Result<Admission, Refused> {
+) -> Result<Admission, Refusal> {
     // The raw form keeps its case: DNS is case-insensitive, a secret's prefix is not.
     let secret = match secret_url::check_host_secret(raw) {
         Verdict::Allow => secret_url::check_host_secret(host),
@@ -73,12 +72,12 @@ async fn admit_name(
     };
     record(metrics, "secret_url", &secret);
     if let Verdict::Deny(reason) = secret {
-        return Err(("secret_url", Refusal::Gate(reason)));
+        return Err(Refusal::Gate(reason));
     }
     check_port(rt, metrics, original.port())?;
     let checked = ssrf::check_host(host, &rt.policy.egress, &rt.resolver).await;
     record(metrics, "ssrf", &verdict_of(&checked));
-    let addrs = checked.map_err(|r| ("ssrf", Refusal::Gate(r)))?;
+    let addrs = checked.map_err(Refusal::Gate)?;
     let blocked = rt
         .blocklist
         .check_host(host)
@@ -94,11 +93,12 @@ async fn admit_name(
     };
     record(metrics, "website_blocklist", &verdict);
     if let Verdict::Deny(reason) = verdict {
-        return Err(("website_blocklist", Refusal::Gate(reason)));
+        return Err(Refusal::Gate(reason));
     }
     Ok(Admission {
         host: host.to_string(),
-        targets: on_port(&addrs, original.port()),
+        addrs,
+        port: original.port(),
     })
 }
 
@@ -106,15 +106,16 @@ async fn admit_raw_ip(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     original: SocketAddr,
-) -> Result<Admission, Refused> {
+) -> Result<Admission, Refusal> {
     check_port(rt, metrics, original.port())?;
     let ip = original.ip().to_canonical().to_string();
     let checked = ssrf::check_host(&ip, &rt.policy.egress, &rt.resolver).await;
     record(metrics, "ssrf", &verdict_of(&checked));
-    let addrs = checked.map_err(|r| ("ssrf", Refusal::Gate(r)))?;
+    let addrs = checked.map_err(Refusal::Gate)?;
     Ok(Admission {
         host: ip,
-        targets: on_port(&addrs, original.port()),
+        addrs,
+        port: original.port(),
     })
 }
 
@@ -125,7 +126,7 @@ fn check_first_request(
     metrics: &ProxyMetrics,
     host: &str,
     path: Option<&str>,
-) -> Result<(), Refused> {
+) -> Result<(), Refusal> {
     let Some(path) = path else {
         return Ok(());
     };
@@ -133,26 +134,22 @@ fn check_first_request(
     let verdict = crate::gates::Gate::check(&secret_url::SecretUrlGate, &target);
     record(metrics, "secret_url", &verdict);
     match verdict {
-        Verdict::Deny(reason) => Err(("secret_url", Refusal::Gate(reason))),
+        Verdict::Deny(reason) => Err(Refusal::Gate(reason)),
         _ => Ok(()),
     }
 }
 
-fn check_port(rt: &Runtime, metrics: &ProxyMetrics, port: u16) -> Result<(), Refused> {
+fn check_port(rt: &Runtime, metrics: &ProxyMetrics, port: u16) -> Result<(), Refusal> {
     let verdict = if rt.policy.egress.ports.contains(&port) {
         Verdict::Allow
     } else {
         Verdict::Deny(DenyReason::PortNotAllowed { port })
     };
-    record(metrics, "egress_port", &verdict);
+    record(metrics, "port", &verdict);
     match verdict {
-        Verdict::Deny(reason) => Err(("egress_port", Refusal::Gate(reason))),
+        Verdict::Deny(reason) => Err(Refusal::Gate(reason)),
         _ => Ok(()),
     }
-}
-
-fn on_port(addrs: &[IpAddr], port: u16) -> Vec<SocketAddr> {
-    addrs.iter().map(|ip| SocketAddr::new(*ip, port)).collect()
 }
 
 fn verdict_of<T>(checked: &Result<T, DenyReason>) -> Verdict {

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::decide::{Admission, Refused};
+use super::decide::Admission;
 use super::refusal::Refusal;
+use crate::connect::{OwnListeners, connect_pinned};
 
 /// Local addresses of the gate's live upstream connections, process-wide (the IPv4 and IPv6
 /// listeners share it).
@@ -47,41 +48,20 @@ impl Drop for Dialed {
     }
 }
 
-/// Connect to the first checked target that answers. The gate's own listeners (`own`) are
-/// never dialed; an unspecified listener address matches every target on its port.
+/// Dial the admission's checked addresses on its port through the shared pinned connector.
+/// A target that reaches one of the gate's own listeners (`own`) is a loop, never dialed.
 pub async fn dial(
     admission: &Admission,
-    own: &[SocketAddr],
+    own: &OwnListeners,
     connect_timeout: Duration,
-) -> Result<Dialed, Refused> {
-    let is_own = |t: &SocketAddr| {
-        own.iter()
-            .any(|o| o == t || (o.ip().is_unspecified() && o.port() == t.port()))
-    };
-    let targets: Vec<SocketAddr> = admission
-        .targets
-        .iter()
-        .copied()
-        .filter(|t| !is_own(t))
-        .collect();
-    if targets.is_empty() {
-        return Err(("transparent", Refusal::Loop));
+) -> Result<Dialed, Refusal> {
+    if own.first_loop(&admission.addrs, admission.port).is_some() {
+        return Err(Refusal::Loop);
     }
-    let mut last = String::from("no address to try");
-    for target in targets {
-        match tokio::time::timeout(connect_timeout, TcpStream::connect(target)).await {
-            Ok(Ok(stream)) => return Ok(register(stream)),
-            Ok(Err(e)) => last = format!("{target}: {e}"),
-            Err(_) => last = format!("{target}: connect timed out after {connect_timeout:?}"),
-        }
-    }
-    Err((
-        "transparent",
-        Refusal::UpstreamConnect {
-            host: admission.host.clone(),
-            detail: last,
-        },
-    ))
+    connect_pinned(&admission.addrs, admission.port, connect_timeout)
+        .await
+        .map(register)
+        .map_err(Refusal::UpstreamConnect)
 }
 
 /// Registered before the first byte is written upstream, so a looped connection (which waits
@@ -107,9 +87,13 @@ mod tests {
         let target = listener.local_addr().unwrap();
         let admission = Admission {
             host: "origin.test".into(),
-            targets: vec![target],
+            addrs: vec![target.ip()],
+            port: target.port(),
         };
-        let dialed = dial(&admission, &[], Duration::from_secs(5)).await.unwrap();
+        let own = OwnListeners::default();
+        let dialed = dial(&admission, &own, Duration::from_secs(5))
+            .await
+            .unwrap();
         let (_accepted, peer) = listener.accept().await.unwrap();
         assert!(
             is_own_dial(peer),
@@ -121,19 +105,17 @@ mod tests {
 
     #[tokio::test]
     async fn the_gates_own_listeners_are_never_dialed() {
-        let own: SocketAddr = "127.0.0.1:15182".parse().unwrap();
-        let wildcard: SocketAddr = "0.0.0.0:15181".parse().unwrap();
-        for target in [own, "10.0.0.7:15181".parse().unwrap()] {
-            let admission = Admission {
-                host: "loop.test".into(),
-                targets: vec![target],
-            };
-            let got = dial(&admission, &[own, wildcard], Duration::from_secs(1)).await;
-            assert_eq!(
-                got.map(|_| ()).map_err(|(_, r)| r.code()),
-                Err("loop_detected"),
-                "{target} is one of the gate's listeners"
-            );
-        }
+        let own = OwnListeners::new(["127.0.0.1:15182".parse().unwrap()]);
+        let admission = Admission {
+            host: "loop.test".into(),
+            addrs: vec!["127.0.0.1".parse().unwrap()],
+            port: 15182,
+        };
+        let got = dial(&admission, &own, Duration::from_secs(1)).await;
+        assert_eq!(
+            got.map(|_| ()).map_err(|r| r.code()),
+            Err("proxy_loop"),
+            "the transparent listener itself must not be dialed"
+        );
     }
 }

@@ -15,10 +15,11 @@
 //!
 //! Refusals: a TLS connection is closed cleanly (FIN, no bytes); a plain HTTP connection gets
 //! `403 {"error": {"code", "message"}}` with `x-fleetgate-error`. Both produce the canonical
-//! `egress.decision` log line and `fleetgate_transparent_connections_total{outcome}`.
+//! `egress.decision` log line and count in the listener metrics (`listener="transparent"`).
 //!
 //! Not captured: UDP (QUIC/HTTP-3, DNS). The rules from `init-iptables` only redirect TCP.
 
+mod connection;
 pub mod decide;
 pub mod dial;
 pub mod listener;
@@ -27,5 +28,5 @@ pub mod refusal;
 pub mod sniff;
 pub mod splice;
 
-pub use listener::{OriginalDstSource, TransparentConfig, bind, serve, spawn};
+pub use listener::{LISTENER, OriginalDstSource, TransparentConfig, bind, serve, spawn};
 pub use refusal::Refusal;

@@ -7,6 +7,7 @@ use http_body_util::BodyExt;
 use serde_json::json;
 
 use super::sniff::{Protocol, SniffError};
+use crate::connect::ConnectError;
 use crate::gates::DenyReason;
 use crate::respond::{self, Body, ERROR_HEADER};
 
@@ -34,25 +35,21 @@ pub enum Refusal {
     /// gate's own upstream connection sent back by the capture rules.
     #[error("Blocked: the connection would loop back into the gate")]
     Loop,
-    /// Every checked address refused or timed out.
-    #[error("Failed to connect to {host}: {detail}")]
-    UpstreamConnect {
-        /// The gated name.
-        host: String,
-        /// The last connect error.
-        detail: String,
-    },
+    /// No checked address accepted the connection (the shared connector's error).
+    #[error("{0}")]
+    UpstreamConnect(ConnectError),
     /// The concurrent connection cap is reached.
-    #[error("Blocked: too many concurrent transparent connections")]
-    Overloaded,
+    #[error("Too many open transparent connections through this gate (limit {0}); retry shortly")]
+    Overloaded(usize),
 }
 
 // === impl Refusal ===
 
 impl Refusal {
-    /// Codes of the refusals that are not gate decisions, for uniqueness tests and docs.
-    /// ([`Refusal::UpstreamConnect`] shares `upstream_connect_failed` with the vendor family:
-    /// the same failure, the same label.)
+    /// Codes this module adds to the other families, for uniqueness tests and docs. A loop,
+    /// the connection cap and a failed dial reuse the forward proxy's and the connector's codes
+    /// (`proxy_loop`, `too_many_tunnels`, `upstream_connect_failed`, `upstream_timeout`): the
+    /// same outcome has the same label on every listener.
     pub const OWN_CODES: &'static [&'static str] = &[
         "no_target_name",
         "unrecognised_protocol",
@@ -60,8 +57,6 @@ impl Refusal {
         "sniff_too_large",
         "sniff_timeout",
         "no_original_dst",
-        "loop_detected",
-        "too_many_connections",
     ];
 
     /// The stable snake_case code (a gate refusal keeps the gate's code).
@@ -74,9 +69,30 @@ impl Refusal {
             Self::Sniff(SniffError::TooLarge(_)) => "sniff_too_large",
             Self::SniffTimeout => "sniff_timeout",
             Self::NoOriginalDst => "no_original_dst",
-            Self::Loop => "loop_detected",
-            Self::UpstreamConnect { .. } => "upstream_connect_failed",
-            Self::Overloaded => "too_many_connections",
+            Self::Loop => "proxy_loop",
+            Self::UpstreamConnect(e) => e.code(),
+            Self::Overloaded(_) => "too_many_tunnels",
+        }
+    }
+
+    /// The gate (or stage) that decided, for the `gate` log field; gate refusals use the
+    /// forward proxy's names.
+    pub fn gate(&self) -> &'static str {
+        match self {
+            Self::Gate(reason) => crate::forward::refusal::gate_of(reason),
+            Self::NoTargetName | Self::Sniff(_) | Self::SniffTimeout => "sniff",
+            Self::NoOriginalDst => "original_dst",
+            Self::Loop => "proxy_loop",
+            Self::UpstreamConnect(_) => "upstream",
+            Self::Overloaded(_) => "tunnel_cap",
+        }
+    }
+
+    /// `deny` for a policy decision, `error` for a failure to reach an allowed target.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Self::UpstreamConnect(_) => "error",
+            _ => "deny",
         }
     }
 
@@ -85,8 +101,9 @@ impl Refusal {
         match self {
             Self::Sniff(_) => StatusCode::BAD_REQUEST,
             Self::SniffTimeout => StatusCode::REQUEST_TIMEOUT,
-            Self::UpstreamConnect { .. } => StatusCode::BAD_GATEWAY,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::UpstreamConnect(ConnectError::TimedOut { .. }) => StatusCode::GATEWAY_TIMEOUT,
+            Self::UpstreamConnect(_) => StatusCode::BAD_GATEWAY,
+            Self::Overloaded(_) => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::FORBIDDEN,
         }
     }
@@ -154,8 +171,6 @@ mod tests {
             Refusal::Sniff(SniffError::TooLarge(Protocol::Tls)),
             Refusal::SniffTimeout,
             Refusal::NoOriginalDst,
-            Refusal::Loop,
-            Refusal::Overloaded,
         ];
         for refusal in &samples {
             assert!(
@@ -167,6 +182,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         let all = Refusal::OWN_CODES
             .iter()
+            .chain(crate::forward::refusal::ProxyRefusal::OWN_CODES)
             .chain(DenyReason::ALL_CODES)
             .chain(respond::ApiError::ALL_CODES)
             .chain(crate::vendors::VendorFailure::ALL_CODES);
@@ -176,14 +192,16 @@ mod tests {
                 "code {code} must be unique across families"
             );
         }
-        let connect = Refusal::UpstreamConnect {
-            host: "h".into(),
-            detail: "refused".into(),
-        };
-        assert!(
-            crate::vendors::VendorFailure::ALL_CODES.contains(&connect.code()),
-            "a failed dial must reuse the vendor family's connect code"
-        );
+        let shared = [
+            (Refusal::Loop.code(), "proxy_loop"),
+            (Refusal::Overloaded(1).code(), "too_many_tunnels"),
+        ];
+        for (got, forward) in shared {
+            assert!(
+                crate::forward::refusal::ProxyRefusal::OWN_CODES.contains(&got) && got == forward,
+                "{got} must be the forward proxy's code for the same outcome"
+            );
+        }
     }
 
     #[tokio::test]

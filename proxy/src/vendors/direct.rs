@@ -6,7 +6,7 @@
 //! HTML into markdown. Text, markdown and JSON pass through.
 
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +21,6 @@ use tokio::time::timeout;
 
 use super::{Admitted, HopGate, Page, VendorFailure, html};
 use crate::policy::FetchPolicy;
-
-/// Addresses dialled per connect, like Hermes' `_MAX_SSRF_CONNECT_IPS`; all were checked.
-const MAX_DIAL_ADDRS: usize = 8;
 
 /// The `direct` backend.
 #[derive(Clone)]
@@ -151,33 +148,19 @@ impl DirectFetcher {
         }
     }
 
-    /// Dial the checked addresses in order; never a name.
+    /// Dial the checked addresses in order through the shared pinned connector.
     async fn connect(
         &self,
         host: &str,
         addrs: &[IpAddr],
         port: u16,
     ) -> Result<TcpStream, VendorFailure> {
-        let mut last = String::from("no checked address");
-        for ip in addrs.iter().take(MAX_DIAL_ADDRS) {
-            match timeout(
-                self.limits.connect_timeout,
-                TcpStream::connect(SocketAddr::new(*ip, port)),
-            )
+        crate::connect::connect_pinned(addrs, port, self.limits.connect_timeout)
             .await
-            {
-                Ok(Ok(stream)) => {
-                    let _ = stream.set_nodelay(true);
-                    return Ok(stream);
-                }
-                Ok(Err(e)) => last = format!("{ip}: {e}"),
-                Err(_) => last = format!("{ip}: connect timed out"),
-            }
-        }
-        Err(VendorFailure::Connect {
-            host: host.to_string(),
-            detail: last,
-        })
+            .map_err(|e| VendorFailure::Connect {
+                host: host.to_string(),
+                detail: e.detail(),
+            })
     }
 
     async fn exchange<S>(

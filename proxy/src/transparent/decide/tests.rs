@@ -74,7 +74,7 @@ async fn each_gate_refuses_its_own_case() {
             "port off the list",
             sniffed(tls, Some("ok.example"), None),
             22,
-            "egress_port",
+            "port",
             "port_not_allowed",
         ),
         (
@@ -109,28 +109,26 @@ async fn each_gate_refuses_its_own_case() {
             "no SNI",
             sniffed(tls, None, None),
             443,
-            "transparent",
+            "sniff",
             "no_target_name",
         ),
         (
             "IP literal Host",
             sniffed(Protocol::Http, Some("203.0.113.9"), Some("/")),
             8080,
-            "transparent",
+            "sniff",
             "no_target_name",
         ),
     ];
     for (what, sniffed, port, gate, code) in cases {
         let got = admit(&rt, &metrics, &sniffed, original(port), false).await;
         match got {
-            Err((g, refusal)) => {
-                assert_eq!(
-                    (g, refusal.code()),
-                    (gate, code),
-                    "{what} must be refused by {gate}"
-                )
-            }
-            Ok(a) => panic!("{what} must be refused, was admitted to {:?}", a.targets),
+            Err(refusal) => assert_eq!(
+                (refusal.gate(), refusal.code()),
+                (gate, code),
+                "{what} must be refused by {gate}"
+            ),
+            Ok(a) => panic!("{what} must be refused, was admitted to {:?}", a.addrs),
         }
     }
 }
@@ -146,9 +144,9 @@ async fn an_allowed_name_dials_its_checked_answer_on_the_original_port() {
         .expect("an allowed name must be admitted");
     assert_eq!(admission.host, "ok.example");
     assert_eq!(
-        admission.targets,
-        vec![SocketAddr::from(([127, 0, 0, 1], 443))],
-        "the gate must dial its own answer, never the original 203.0.113.9"
+        (admission.addrs, admission.port),
+        (vec!["127.0.0.1".parse::<std::net::IpAddr>().unwrap()], 443),
+        "the gate must dial its own answer on the original port, never 203.0.113.9"
     );
     let ssrf_allows = metrics
         .gate_decisions
@@ -187,14 +185,14 @@ async fn raw_ip_egress_checks_the_original_address_when_allowed() {
     let loopback = SocketAddr::from(([127, 0, 0, 1], 443));
     let admitted = admit(&rt, &metrics, &no_name, loopback, true).await;
     assert_eq!(
-        admitted.map(|a| a.targets),
-        Ok(vec![loopback]),
+        admitted.map(|a| (a.addrs, a.port)),
+        Ok((vec![loopback.ip()], 443)),
         "with raw IPs allowed, an allowed original address is dialed as is"
     );
     let private = SocketAddr::from(([10, 0, 0, 1], 443));
     let refused = admit(&rt, &metrics, &no_name, private, true).await;
     assert_eq!(
-        refused.map_err(|(g, r)| (g, r.code())),
+        refused.map_err(|r| (r.gate(), r.code())),
         Err(("ssrf", "ip_private_range")),
         "with raw IPs allowed, the original address still goes through the address table"
     );

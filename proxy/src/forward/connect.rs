@@ -1,0 +1,267 @@
+//! `CONNECT host:port`: the authority canonicalised by the WHATWG parser, the host-level
+//! gates (secret in host labels, port allow-list, E2 with every answer checked, E4), the loop
+//! check, the tunnel cap, a pinned connection, then `200` and a metered byte tunnel with idle,
+//! lifetime and drain limits. Every refusal is answered before the tunnel opens.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use prometheus::IntGauge;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::time::Instant;
+
+use super::http::count_gate;
+use super::limits::{InflightGuard, Limits};
+use super::listener::{Decision, ForwardProxy, LISTENER};
+use super::meter::{Activity, MeteredIo};
+use super::refusal::{ProxyBody, ProxyRefusal};
+use crate::connect::connect_pinned;
+use crate::context::canonical_host;
+use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
+use crate::metrics::ProxyMetrics;
+use crate::policy::EnforcementMode;
+use crate::runtime::Runtime;
+
+/// A CONNECT target after canonicalisation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostTarget {
+    /// Canonical host: lowercase, IDNA, trailing dots removed, IPv4 forms decoded, IPv6
+    /// without brackets.
+    pub host: String,
+    /// The port, which CONNECT must name.
+    pub port: u16,
+}
+
+impl std::fmt::Display for HostTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Canonicalise a CONNECT authority (`host:port`) with the WHATWG host parser, so the gates,
+/// the resolver and the log all see one form (no bracket, case, dot or encoding tricks).
+pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
+    let invalid = |detail: &str| DenyReason::InvalidUrl {
+        detail: format!("CONNECT needs host:port; {detail}"),
+    };
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(invalid("the authority is empty"));
+    }
+    if raw.contains(['@', '/', '?', '#', '\\']) || raw.chars().any(|c| c.is_control() || c == ' ') {
+        return Err(invalid("the authority may hold only a host and a port"));
+    }
+    let has_port = raw.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+    });
+    if !has_port {
+        return Err(invalid("the port is missing"));
+    }
+    let url = url::Url::parse(&format!("http://{raw}/"))
+        .map_err(|e| invalid(&format!("the authority does not parse ({e})")))?;
+    let host = canonical_host(&url).ok_or_else(|| invalid("the host is empty"))?;
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| invalid("the port is invalid"))?;
+    Ok(HostTarget { host, port })
+}
+
+/// Answer one CONNECT: a refusal, or `200` and a tunnel task.
+pub(super) async fn handle(
+    proxy: &Arc<ForwardProxy>,
+    req: Request<Incoming>,
+    client: SocketAddr,
+) -> Response<ProxyBody> {
+    let started = Instant::now();
+    let raw = req.uri().authority().map(|a| a.as_str()).unwrap_or("");
+    let mut label = raw.to_string();
+    let opened = open(proxy, raw, &mut label).await;
+    let mut decision = Decision {
+        proxy_type: "connect",
+        target: &label,
+        client,
+        started,
+        refusal: None,
+        upstream: None,
+        upstream_status: None,
+    };
+    match opened {
+        Ok((upstream, permit)) => {
+            decision.upstream = upstream.peer_addr().ok();
+            proxy.decide(&decision);
+            spawn_tunnel(proxy, req, upstream, permit, label.clone());
+            Response::new(
+                Empty::<Bytes>::new()
+                    .map_err(|never| match never {})
+                    .boxed(),
+            )
+        }
+        Err(refusal) => {
+            decision.refusal = Some(&refusal);
+            proxy.decide(&decision);
+            refusal.response()
+        }
+    }
+}
+
+/// Cap, canonical authority, host gates, loop check, pinned dial. `label` becomes the
+/// canonical `host:port` once known.
+async fn open(
+    proxy: &ForwardProxy,
+    raw: &str,
+    label: &mut String,
+) -> Result<(TcpStream, OwnedSemaphorePermit), ProxyRefusal> {
+    let permit = proxy
+        .tunnels
+        .try_acquire()
+        .ok_or(ProxyRefusal::TooManyTunnels {
+            limit: proxy.limits.max_tunnels,
+        })?;
+    let target = canonical_authority(raw).map_err(ProxyRefusal::Gate)?;
+    *label = target.to_string();
+    let rt = proxy.shared.runtime.load_full();
+    let addrs = check_host_target(&rt, &proxy.shared.metrics, &target)
+        .await
+        .map_err(ProxyRefusal::Gate)?;
+    if let Some(target) = proxy.own.first_loop(&addrs, target.port) {
+        return Err(ProxyRefusal::Loop { target });
+    }
+    let stream = connect_pinned(&addrs, target.port, rt.policy.fetch.connect_timeout)
+        .await
+        .map_err(ProxyRefusal::Connect)?;
+    Ok((stream, permit))
+}
+
+/// The host-level gates in order: secret in host labels, port allow-list, E2 (resolve with
+/// the gate's resolver, every answer checked), E4 (enforced, or only counted in report mode).
+/// Returns the checked addresses to dial. Shared with any listener that sees only a host name.
+pub async fn check_host_target(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    target: &HostTarget,
+) -> Result<Vec<IpAddr>, DenyReason> {
+    let refuse = |gate: &str, reason: DenyReason| {
+        count_gate(metrics, gate, Some(&reason));
+        reason
+    };
+    if let Verdict::Deny(reason) = secret_url::check_host_secret(&target.host) {
+        return Err(refuse("secret_url", reason));
+    }
+    count_gate(metrics, "secret_url", None);
+    if !rt.policy.egress.ports.contains(&target.port) {
+        let port = target.port;
+        return Err(refuse("port", DenyReason::PortNotAllowed { port }));
+    }
+    count_gate(metrics, "port", None);
+    let addrs = ssrf::check_host(&target.host, &rt.policy.egress, &rt.resolver)
+        .await
+        .map_err(|reason| refuse("ssrf", reason))?;
+    count_gate(metrics, "ssrf", None);
+    let Some(m) = rt.blocklist.check_host(&target.host) else {
+        count_gate(metrics, "website_blocklist", None);
+        return Ok(addrs);
+    };
+    let reason = DenyReason::BlockedByPolicy {
+        host: m.host,
+        rule: m.rule,
+        source: m.source,
+    };
+    if rt.policy.blocklist.mode == EnforcementMode::Enforce {
+        return Err(refuse("website_blocklist", reason));
+    }
+    metrics
+        .gate_decisions
+        .with_label_values(&["website_blocklist", "report", reason.code()])
+        .inc();
+    Ok(addrs)
+}
+
+/// Decrements the active-tunnel gauge however the tunnel task ends.
+struct ActiveTunnel(IntGauge);
+
+impl Drop for ActiveTunnel {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+fn spawn_tunnel(
+    proxy: &Arc<ForwardProxy>,
+    req: Request<Incoming>,
+    upstream: TcpStream,
+    permit: OwnedSemaphorePermit,
+    label: String,
+) {
+    let metrics = &proxy.shared.metrics;
+    let gauge = metrics.active_tunnels.with_label_values(&[LISTENER]);
+    gauge.inc();
+    let active = ActiveTunnel(gauge);
+    let activity = Activity::new(
+        proxy.counters.bytes_in.clone(),
+        proxy.counters.bytes_out.clone(),
+    );
+    let busy: InflightGuard = proxy.inflight.enter();
+    let (limits, shutdown) = (proxy.limits, proxy.shutdown.clone());
+    tokio::spawn(async move {
+        let (_permit, _busy, _active) = (permit, busy, active);
+        let started = Instant::now();
+        let ended = match hyper::upgrade::on(req).await {
+            Ok(client) => relay(client, upstream, &activity, limits, shutdown).await,
+            Err(e) => {
+                tracing::debug!(error = %e, listener = LISTENER, "failed to take over the CONNECT stream");
+                "upgrade_failed"
+            }
+        };
+        let (bytes_in, bytes_out) = activity.bytes();
+        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        tracing::debug!(
+            target: "egress.tunnel",
+            listener = LISTENER, url = %label, ended, bytes_in, bytes_out, duration_ms,
+            "tunnel closed"
+        );
+    });
+}
+
+/// Copy both ways until either side closes, the tunnel idles out, its lifetime ends, or a
+/// drain's deadline passes. Returns why it ended.
+async fn relay(
+    client: hyper::upgrade::Upgraded,
+    upstream: TcpStream,
+    activity: &Arc<Activity>,
+    limits: Limits,
+    shutdown: watch::Receiver<bool>,
+) -> &'static str {
+    let mut client = TokioIo::new(client);
+    let mut upstream = MeteredIo::new(upstream, activity.clone());
+    tokio::select! {
+        copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
+            Ok(_) => "closed",
+            Err(_) => "reset",
+        },
+        _ = activity.idle_expired(limits.idle_timeout) => "idle_timeout",
+        _ = tokio::time::sleep(limits.max_lifetime) => "lifetime",
+        _ = drain_deadline(shutdown, limits.drain_timeout) => "drain",
+    }
+}
+
+/// Resolves `grace` after shutdown begins; never when it does not.
+async fn drain_deadline(mut shutdown: watch::Receiver<bool>, grace: Duration) {
+    if shutdown.wait_for(|stop| *stop).await.is_err() {
+        return std::future::pending::<()>().await;
+    }
+    tokio::time::sleep(grace).await;
+}
+
+#[cfg(test)]
+mod tests;

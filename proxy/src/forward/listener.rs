@@ -1,0 +1,234 @@
+//! The forward-proxy listener: accepts client connections, serves HTTP/1.1 with upgrades,
+//! sends `CONNECT` to the tunnel path and absolute-form requests to the HTTP relay, writes the
+//! one `egress.decision` line per request, and drains on shutdown.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::{Method, Request, Response};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use prometheus::IntCounter;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::http::UpstreamSlot;
+use super::limits::{Inflight, Limits, TunnelCap};
+use super::refusal::{ProxyBody, ProxyRefusal};
+use crate::connect::OwnListeners;
+use crate::server::Shared;
+
+/// The listener label of the forward proxy in metrics and logs.
+pub const LISTENER: &str = "forward_proxy";
+
+/// Everything the forward proxy's connections share.
+#[derive(Debug)]
+pub struct ForwardProxy {
+    pub(super) shared: Arc<Shared>,
+    pub(super) limits: Limits,
+    pub(super) own: OwnListeners,
+    pub(super) tunnels: TunnelCap,
+    pub(super) inflight: Inflight,
+    pub(super) shutdown: watch::Receiver<bool>,
+    pub(super) counters: Counters,
+}
+
+/// The hot-path series of this listener, looked up once (labels are fixed per listener).
+#[derive(Debug)]
+pub(super) struct Counters {
+    /// `fleetgate_listener_bytes_total{direction="in"}`.
+    pub bytes_in: IntCounter,
+    /// `fleetgate_listener_bytes_total{direction="out"}`.
+    pub bytes_out: IntCounter,
+    allowed_http: IntCounter,
+    allowed_connect: IntCounter,
+}
+
+/// One request's decision, for the canonical log line and the listener metrics.
+pub(super) struct Decision<'a> {
+    /// `http` or `connect`.
+    pub proxy_type: &'static str,
+    /// The redacted URL (`http`) or the canonical `host:port` (`connect`); formatted only
+    /// when the line is written.
+    pub target: &'a (dyn std::fmt::Display + Sync),
+    /// The client's address.
+    pub client: SocketAddr,
+    /// When the request arrived.
+    pub started: Instant,
+    /// The refusal, or `None` when the request was relayed.
+    pub refusal: Option<&'a ProxyRefusal>,
+    /// The checked address the gate dialled.
+    pub upstream: Option<SocketAddr>,
+    /// The upstream status (`http` only).
+    pub upstream_status: Option<u16>,
+}
+
+// === impl ForwardProxy ===
+
+impl ForwardProxy {
+    /// The proxy over `shared`, refusing loops into `own`, stopping when `shutdown` flips.
+    pub fn new(
+        shared: Arc<Shared>,
+        limits: Limits,
+        own: OwnListeners,
+        shutdown: watch::Receiver<bool>,
+    ) -> Arc<Self> {
+        let m = &shared.metrics;
+        let counters = Counters {
+            bytes_in: m.listener_bytes.with_label_values(&[LISTENER, "in"]),
+            bytes_out: m.listener_bytes.with_label_values(&[LISTENER, "out"]),
+            allowed_http: m
+                .listener_requests
+                .with_label_values(&[LISTENER, "http", "allow"]),
+            allowed_connect: m
+                .listener_requests
+                .with_label_values(&[LISTENER, "connect", "allow"]),
+        };
+        Arc::new(Self {
+            counters,
+            shared,
+            limits,
+            own,
+            tunnels: TunnelCap::new(limits.max_tunnels),
+            inflight: Inflight::default(),
+            shutdown,
+        })
+    }
+
+    /// Requests and tunnels in flight now.
+    pub fn inflight(&self) -> usize {
+        self.inflight.count()
+    }
+
+    async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        client: SocketAddr,
+        slot: UpstreamSlot,
+    ) -> Response<ProxyBody> {
+        if req.method() == Method::CONNECT {
+            super::connect::handle(&self, req, client).await
+        } else {
+            super::http::handle(&self, req, client, &slot).await
+        }
+    }
+
+    /// Write the canonical `egress.decision` line and count the request.
+    pub(super) fn decide(&self, d: &Decision<'_>) {
+        let (gate, verdict, reason) = match d.refusal {
+            None => ("forward", "allow", "ok"),
+            Some(r) => (r.gate(), r.verdict(), r.code()),
+        };
+        let m = &self.shared.metrics;
+        match (d.refusal, d.proxy_type) {
+            (None, "http") => self.counters.allowed_http.inc(),
+            (None, _) => self.counters.allowed_connect.inc(),
+            (Some(r), proxy_type) => {
+                m.listener_requests
+                    .with_label_values(&[LISTENER, proxy_type, verdict])
+                    .inc();
+                m.listener_refusals
+                    .with_label_values(&[LISTENER, r.code()])
+                    .inc();
+            }
+        }
+        let duration_ms = d.started.elapsed().as_secs_f64() * 1000.0;
+        let upstream = d.upstream.as_ref().map(tracing::field::display);
+        let (proxy_type, upstream_status) = (d.proxy_type, d.upstream_status);
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "egress.decision",
+                    listener = LISTENER, proxy_type, gate, verdict, reason, url = %d.target,
+                    client = %d.client, upstream, upstream_status, duration_ms, cache = "bypass",
+                    "egress.decision"
+                )
+            };
+        }
+        if verdict == "allow" {
+            line!(info);
+        } else {
+            line!(warn);
+        }
+    }
+}
+
+/// Accept connections on `listener` until shutdown, then wait for in-flight requests and
+/// tunnels up to the drain timeout.
+pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
+    let mut shutdown = proxy.shutdown.clone();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, listener = LISTENER, "failed to accept a connection");
+                    continue;
+                }
+            },
+            _ = stopped(&mut shutdown) => break,
+        };
+        proxy
+            .shared
+            .metrics
+            .listener_connections
+            .with_label_values(&[LISTENER])
+            .inc();
+        tokio::spawn(serve_connection(proxy.clone(), stream, peer));
+    }
+    drop(listener);
+    let waiting = proxy.inflight();
+    tracing::info!(
+        listener = LISTENER,
+        in_flight = waiting,
+        "draining the forward proxy"
+    );
+    let drained = tokio::time::timeout(proxy.limits.drain_timeout, proxy.inflight.wait_idle());
+    if drained.await.is_err() {
+        tracing::warn!(
+            listener = LISTENER,
+            in_flight = proxy.inflight(),
+            "drain deadline reached; cutting what is still open"
+        );
+    }
+}
+
+async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: SocketAddr) {
+    let _busy = proxy.inflight.enter();
+    let _ = stream.set_nodelay(true);
+    let header_timeout = proxy.shared.runtime.load().policy.fetch.header_timeout;
+    let slot = UpstreamSlot::default();
+    let service = {
+        let proxy = proxy.clone();
+        service_fn(move |req| {
+            let (proxy, slot) = (proxy.clone(), slot.clone());
+            async move { Ok::<_, Infallible>(proxy.handle(req, peer, slot).await) }
+        })
+    };
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    let mut shutdown = proxy.shutdown.clone();
+    tokio::select! {
+        res = conn.as_mut() => {
+            if let Err(e) = res {
+                tracing::debug!(error = %e, listener = LISTENER, "connection ended with an error");
+            }
+        }
+        _ = stopped(&mut shutdown) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Resolves once shutdown begins (or its sender is gone).
+pub(super) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}

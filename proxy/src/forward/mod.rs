@@ -1,0 +1,24 @@
+//! The forward proxy on `listen.forwardProxy` (`HTTP_PROXY`/`HTTPS_PROXY` of the agent).
+//!
+//! ```text
+//!  client ──► listener ──┬─ CONNECT host:port ─► canonical authority ─► tunnel cap ─► secret in host
+//!                        │                       ─► port allow-list ─► E2 ─► E4 ─► loop check
+//!                        │                       ─► pinned dial ─► 200 ─► metered byte tunnel
+//!                        └─ GET http://h/p ─────► port allow-list ─► E1 ─► E2 ─► E4 (the pipeline)
+//!                                                ─► loop check ─► pinned dial ─► streamed relay
+//! ```
+//!
+//! Refusals are answered before anything is dialled: `403` with `{"error": {"code",
+//! "message"}}` and `x-fleetgate-error` for gate decisions and loops, `429` + `Retry-After: 1`
+//! past the tunnel cap, `400` for origin-form requests, `502`/`504` when an allowed upstream
+//! fails. Each request writes one `egress.decision` line with `proxy_type` `http` or `connect`.
+
+pub mod connect;
+pub mod http;
+pub mod limits;
+pub mod listener;
+pub mod meter;
+pub mod refusal;
+
+pub use limits::Limits;
+pub use listener::{ForwardProxy, LISTENER, serve};

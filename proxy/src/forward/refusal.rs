@@ -1,0 +1,199 @@
+//! What the forward proxy answers when it does not relay: gate refusals (through
+//! `respond::egress_refusal`), its own refusals (loop, tunnel cap, malformed proxy request) and
+//! upstream failures, all as `{"error": {"code", "message"}}` with `x-fleetgate-error`.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use serde_json::json;
+
+use super::meter::BoxError;
+use crate::connect::ConnectError;
+use crate::gates::DenyReason;
+use crate::respond::{self, ApiError, ERROR_HEADER};
+
+/// The body type of every forward-proxy response: relayed bodies stream through it.
+pub type ProxyBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
+
+/// Why the forward proxy did not relay a request.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProxyRefusal {
+    /// A gate refused the target.
+    #[error("{0}")]
+    Gate(DenyReason),
+    /// The target is one of the gate's own listeners.
+    #[error(
+        "Blocked: {target} is one of this gate's own listeners; a proxied request must not loop back into the gate"
+    )]
+    Loop {
+        /// The checked address that reaches a listener.
+        target: std::net::SocketAddr,
+    },
+    /// The concurrent-tunnel cap is reached.
+    #[error("Too many open tunnels through this gate (limit {limit}); retry shortly")]
+    TooManyTunnels {
+        /// The cap.
+        limit: usize,
+    },
+    /// The request is not a proxy request this listener serves.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No checked address accepted the connection.
+    #[error("{0}")]
+    Connect(ConnectError),
+    /// The upstream did not send response headers in time.
+    #[error("upstream sent no response headers within {} s", .0.as_secs())]
+    HeaderTimeout(std::time::Duration),
+    /// The upstream broke the HTTP exchange.
+    #[error("upstream protocol error: {0}")]
+    Protocol(String),
+}
+
+// === impl ProxyRefusal ===
+
+impl ProxyRefusal {
+    /// Codes this module adds to the families in `gates`, `respond` and `vendors`.
+    pub const OWN_CODES: &'static [&'static str] = &["proxy_loop", "too_many_tunnels"];
+
+    /// The stable code: the same in the header, the body, the log line and metric labels.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Gate(reason) => reason.code(),
+            Self::Loop { .. } => "proxy_loop",
+            Self::TooManyTunnels { .. } => "too_many_tunnels",
+            Self::BadRequest(_) => "invalid_request",
+            Self::Connect(e) => e.code(),
+            Self::HeaderTimeout(_) => "upstream_timeout",
+            Self::Protocol(_) => "upstream_protocol_error",
+        }
+    }
+
+    /// The gate (or stage) that decided, for the `gate` log field.
+    pub fn gate(&self) -> &'static str {
+        match self {
+            Self::Gate(reason) => gate_of(reason),
+            Self::Loop { .. } => "proxy_loop",
+            Self::TooManyTunnels { .. } => "tunnel_cap",
+            Self::BadRequest(_) => "parse_request",
+            Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "upstream",
+        }
+    }
+
+    /// `deny` for a policy decision, `error` for a failure to relay an allowed request.
+    pub fn verdict(&self) -> &'static str {
+        match self {
+            Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "error",
+            _ => "deny",
+        }
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Gate(_) | Self::Loop { .. } => StatusCode::FORBIDDEN,
+            Self::TooManyTunnels { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Connect(ConnectError::TimedOut { .. }) | Self::HeaderTimeout(_) => {
+                StatusCode::GATEWAY_TIMEOUT
+            }
+            Self::Connect(_) | Self::Protocol(_) => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    /// The HTTP answer; gate refusals go through [`respond::egress_refusal`] unchanged.
+    pub fn response(&self) -> Response<ProxyBody> {
+        let resp = match self {
+            Self::Gate(reason) => respond::egress_refusal(reason),
+            Self::BadRequest(message) => {
+                respond::api_error(&ApiError::InvalidRequest(message.clone()))
+            }
+            other => own_refusal(other),
+        };
+        resp.map(|body| body.map_err(|never| match never {}).boxed())
+    }
+}
+
+fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
+    let body = json!({"error": {"code": refusal.code(), "message": refusal.to_string()}});
+    let mut resp = respond::json(refusal.status(), &body);
+    let headers = resp.headers_mut();
+    headers.insert(ERROR_HEADER, HeaderValue::from_static(refusal.code()));
+    if matches!(refusal, ProxyRefusal::TooManyTunnels { .. }) {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    resp
+}
+
+/// The gate a pipeline refusal came from, by its code family.
+pub fn gate_of(reason: &DenyReason) -> &'static str {
+    match reason {
+        DenyReason::SecretInUrl
+        | DenyReason::SensitiveQueryParam { .. }
+        | DenyReason::CredentialsInUserinfo
+        | DenyReason::SecretInHost => "secret_url",
+        DenyReason::BlockedByPolicy { .. } => "website_blocklist",
+        DenyReason::PortNotAllowed { .. } => "port",
+        _ => "ssrf",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_refusals_carry_status_code_header_and_retry_after() {
+        let cases = [
+            (
+                ProxyRefusal::Loop {
+                    target: "127.0.0.1:15181".parse().expect("addr"),
+                },
+                403,
+                "proxy_loop",
+                None,
+            ),
+            (
+                ProxyRefusal::TooManyTunnels { limit: 2 },
+                429,
+                "too_many_tunnels",
+                Some("1"),
+            ),
+            (
+                ProxyRefusal::Gate(DenyReason::PortNotAllowed { port: 22 }),
+                403,
+                "port_not_allowed",
+                None,
+            ),
+            (
+                ProxyRefusal::BadRequest("origin-form".into()),
+                400,
+                "invalid_request",
+                None,
+            ),
+        ];
+        for (refusal, status, code, retry) in cases {
+            let resp = refusal.response();
+            assert_eq!(resp.status().as_u16(), status, "{code} status");
+            assert_eq!(resp.headers()[ERROR_HEADER], code, "{code} header");
+            assert_eq!(
+                resp.headers()
+                    .get(header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok()),
+                retry,
+                "{code} Retry-After"
+            );
+        }
+    }
+
+    #[test]
+    fn own_codes_do_not_collide_with_any_other_family() {
+        let others: Vec<&str> = DenyReason::ALL_CODES
+            .iter()
+            .chain(ApiError::ALL_CODES)
+            .chain(crate::vendors::VendorFailure::ALL_CODES)
+            .copied()
+            .collect();
+        for code in ProxyRefusal::OWN_CODES {
+            assert!(!others.contains(code), "{code} must be a new code");
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! One transparent connection, start to end: original destination, sniff, the own-dial
+//! check, the gates, the dial, the splice. A refusal is logged and counted, answered in-band
+//! for plain HTTP, and closed cleanly.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus::IntGauge;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::decide::{self, Admission};
+use super::dial::{Dialed, dial, is_own_dial};
+use super::listener::{LISTENER, OriginalDstSource, TransparentConfig};
+use super::original_dst::original_dst;
+use super::refusal::Refusal;
+use super::sniff::{self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName};
+use super::splice::{SpliceLimits, splice};
+use crate::connect::OwnListeners;
+use crate::forward::meter::Activity;
+use crate::server::Shared;
+
+/// One accepted connection.
+#[derive(Debug)]
+pub(super) struct Connection {
+    shared: Arc<Shared>,
+    config: Arc<TransparentConfig>,
+    source: OriginalDstSource,
+    /// The client's address (for a redirected connection, its original source).
+    peer: SocketAddr,
+    started: Instant,
+}
+
+/// What is known about the connection when it is decided, for the decision line.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen<'a> {
+    /// The protocol, when the first byte announced one.
+    protocol: Option<Protocol>,
+    /// The complete ClientHello or request head, when it was read.
+    sniffed: Option<&'a Sniffed>,
+    /// The original destination, when known.
+    original: Option<SocketAddr>,
+}
+
+impl Connection {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        config: Arc<TransparentConfig>,
+        source: OriginalDstSource,
+        peer: SocketAddr,
+    ) -> Self {
+        Self {
+            shared,
+            config,
+            source,
+            peer,
+            started: Instant::now(),
+        }
+    }
+
+    pub(super) fn max_connections(&self) -> usize {
+        self.config.max_connections
+    }
+
+    pub(super) async fn run(self, mut client: TcpStream) {
+        let _ = client.set_nodelay(true);
+        let Some(original) = self.original(&client) else {
+            return self.refuse_unread(client, Refusal::NoOriginalDst).await;
+        };
+        let (prefix, sniffed) = match self.read_head(&mut client).await {
+            Ok(v) => v,
+            Err((protocol, refusal)) => {
+                let seen = Seen {
+                    protocol,
+                    sniffed: None,
+                    original: Some(original),
+                };
+                return self.refuse(client, seen, refusal).await;
+            }
+        };
+        let seen = Seen {
+            protocol: Some(sniffed.protocol),
+            sniffed: Some(&sniffed),
+            original: Some(original),
+        };
+        let result = if is_own_dial(self.peer) {
+            // The capture rules sent the gate's own upstream connection back into the gate.
+            Err(Refusal::Loop)
+        } else {
+            self.admit_and_dial(&sniffed, original).await
+        };
+        match result {
+            Ok((admission, upstream)) => {
+                self.forward(client, upstream, &prefix, seen, &admission)
+                    .await
+            }
+            Err(refusal) => self.refuse(client, seen, refusal).await,
+        }
+    }
+
+    /// Refuse before anything was read (cap reached, not redirected): log, count, close.
+    pub(super) async fn refuse_unread(&self, client: TcpStream, refusal: Refusal) {
+        self.refuse(client, Seen::default(), refusal).await;
+    }
+
+    /// The original destination, or `None` when the connection was not redirected.
+    fn original(&self, client: &TcpStream) -> Option<SocketAddr> {
+        match self.source {
+            OriginalDstSource::FixedForTests(addr) => Some(addr),
+            OriginalDstSource::Kernel => match original_dst(client) {
+                // conntrack names the listener itself when nothing redirected the connection.
+                Ok(dst) if client.local_addr().is_ok_and(|l| l == dst) => None,
+                Ok(dst) => Some(dst),
+                Err(e) => {
+                    tracing::debug!(error = %e, listener = LISTENER, "no original destination");
+                    None
+                }
+            },
+        }
+    }
+
+    /// Read until the ClientHello or request head is complete; the bytes read are replayed
+    /// upstream. A refusal carries the protocol when it was recognised.
+    async fn read_head(
+        &self,
+        client: &mut TcpStream,
+    ) -> Result<(Vec<u8>, Sniffed), (Option<Protocol>, Refusal)> {
+        let mut buf = Vec::with_capacity(2048);
+        let deadline = Instant::now() + self.config.sniff_timeout;
+        loop {
+            match sniff::sniff(&buf) {
+                Ok(Progress::Done(sniffed)) => return Ok((buf, sniffed)),
+                Ok(Progress::NeedMore) => {}
+                Err(e) => return Err((protocol_of(&buf), Refusal::Sniff(e))),
+            }
+            let mut chunk = [0u8; 4096];
+            let room = (MAX_SNIFF_BYTES - buf.len()).min(chunk.len());
+            let read = tokio::time::timeout_at(deadline, client.read(&mut chunk[..room])).await;
+            match read {
+                Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                // EOF, a socket error or the deadline: the head never completed.
+                _ => return Err((protocol_of(&buf), Refusal::SniffTimeout)),
+            }
+        }
+    }
+
+    async fn admit_and_dial(
+        &self,
+        sniffed: &Sniffed,
+        original: SocketAddr,
+    ) -> Result<(Admission, Dialed), Refusal> {
+        let rt = self.shared.runtime.load_full();
+        let allow_raw_ip = decide::raw_ip_allowed(&rt.policy);
+        let admission =
+            decide::admit(&rt, &self.shared.metrics, sniffed, original, allow_raw_ip).await?;
+        let upstream = dial(
+            &admission,
+            &self.own_listeners(),
+            self.config.connect_timeout,
+        )
+        .await?;
+        Ok((admission, upstream))
+    }
+
+    /// Every listener of this gate, read per connection (listeners bound later count too).
+    fn own_listeners(&self) -> OwnListeners {
+        let own = self.shared.listeners.lock();
+        OwnListeners::new(
+            own.map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        )
+    }
+
+    async fn forward(
+        &self,
+        client: TcpStream,
+        mut upstream: Dialed,
+        prefix: &[u8],
+        seen: Seen<'_>,
+        admission: &Admission,
+    ) {
+        let upstream_addr = upstream.stream.peer_addr().ok();
+        self.decide(seen, None, Some(admission), upstream_addr);
+        let m = &self.shared.metrics;
+        let _active = ActiveTunnel::enter(m.active_tunnels.with_label_values(&[LISTENER]));
+        let activity = Activity::new(
+            m.listener_bytes.with_label_values(&[LISTENER, "in"]),
+            m.listener_bytes.with_label_values(&[LISTENER, "out"]),
+        );
+        let limits = SpliceLimits {
+            idle: self.config.idle_timeout,
+            total: self.config.total_timeout,
+        };
+        let ended = splice(client, &mut upstream.stream, prefix, &activity, limits).await;
+        let (bytes_in, bytes_out) = activity.bytes();
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        tracing::debug!(
+            target: "egress.tunnel",
+            listener = LISTENER, host = %admission.host, ended = ended.code(), bytes_in, bytes_out,
+            duration_ms, "tunnel closed"
+        );
+    }
+
+    /// Log, count, answer HTTP in-band, then close cleanly.
+    async fn refuse(&self, mut client: TcpStream, seen: Seen<'_>, refusal: Refusal) {
+        self.decide(seen, Some(&refusal), None, None);
+        if refusal.answers(seen.protocol) {
+            let _ = client.write_all(&refusal.response_bytes().await).await;
+        }
+        close_cleanly(client).await;
+    }
+
+    /// The canonical `egress.decision` line (the forward proxy's fields, plus `original_dst`)
+    /// and the listener metrics.
+    fn decide(
+        &self,
+        seen: Seen<'_>,
+        refusal: Option<&Refusal>,
+        admission: Option<&Admission>,
+        upstream: Option<SocketAddr>,
+    ) {
+        let (gate, verdict, reason) = match refusal {
+            None => (LISTENER, "allow", "ok"),
+            Some(r) => (r.gate(), r.verdict(), r.code()),
+        };
+        let proxy_type = match seen.protocol {
+            Some(Protocol::Tls) => "tls",
+            Some(Protocol::Http) => "http",
+            None => "unknown",
+        };
+        let m = &self.shared.metrics;
+        let labels = [LISTENER, proxy_type, verdict];
+        m.listener_requests.with_label_values(&labels).inc();
+        if let Some(r) = refusal {
+            m.listener_refusals
+                .with_label_values(&[LISTENER, r.code()])
+                .inc();
+        }
+        let url = log_url(seen, admission);
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let upstream = upstream.as_ref().map(tracing::field::display);
+        let original_dst = seen.original.as_ref().map(tracing::field::display);
+        let upstream_status: Option<u16> = None;
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "egress.decision",
+                    listener = LISTENER, proxy_type, gate, verdict, reason, url,
+                    client = %self.peer, upstream, upstream_status, duration_ms, cache = "bypass",
+                    original_dst, "egress.decision"
+                )
+            };
+        }
+        if verdict == "allow" {
+            line!(info);
+        } else {
+            line!(warn);
+        }
+    }
+}
+
+/// Decrements the active-tunnel gauge however the splice ends (the drain may abort it).
+struct ActiveTunnel(IntGauge);
+
+impl ActiveTunnel {
+    fn enter(gauge: IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for ActiveTunnel {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The protocol the first byte announces, when there is one.
+fn protocol_of(buf: &[u8]) -> Option<Protocol> {
+    match buf.first() {
+        Some(22) => Some(Protocol::Tls),
+        Some(b) if b.is_ascii_uppercase() => Some(Protocol::Http),
+        _ => None,
+    }
+}
+
+/// `tls://host:port` or `http://host[:port]/path` (query dropped), for the decision line.
+fn log_url(seen: Seen<'_>, admission: Option<&Admission>) -> String {
+    let name = seen.sniffed.and_then(|s| s.name.as_ref());
+    let host = match (admission, name) {
+        (Some(a), _) => a.host.clone(),
+        (None, Some(TargetName::Domain(d))) => d.clone(),
+        (None, Some(TargetName::Ip(ip))) => ip.to_string(),
+        (None, None) => seen
+            .original
+            .map(|o| o.ip().to_string())
+            .unwrap_or_default(),
+    };
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let port = seen
+        .original
+        .map(|o| format!(":{}", o.port()))
+        .unwrap_or_default();
+    let path = seen.sniffed.and_then(|s| s.path.as_deref());
+    match (seen.protocol, path) {
+        (Some(Protocol::Http), Some(path)) => {
+            crate::telemetry::redact_url(&format!("http://{host}{port}{path}"))
+        }
+        (Some(Protocol::Http), None) => format!("http://{host}{port}"),
+        _ => format!("tls://{host}{port}"),
+    }
+}
+
+/// FIN, then read (and drop) what the client still sends for a moment, so unread bytes in
+/// the receive queue do not turn the close into a reset.
+async fn close_cleanly(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut sink = [0u8; 4096];
+        let mut total = 0usize;
+        while total < 256 * 1024 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Forward-proxy benchmark, side by side in one run on this machine (wrk, origin and gate share
+# it): direct to a loopback origin vs through the forward proxy (absolute-form, wrk) vs through
+# a CONNECT tunnel (wrk cannot CONNECT: the `connect_bench` example drives keep-alive HTTP/1.1
+# inside tunnels, and the same client runs direct for its own baseline). Then the gate's RSS with
+# 1,000 concurrent idle tunnels. Release builds.
+#
+# Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=10 TUNNELS=1000 GATE_LOG=info; the
+# gate logs its one decision line per request at the default level, to a file)
+# Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
+set -euo pipefail
+
+CONNS=${CONNS:-64}
+SECS=${SECS:-10}
+TUNNELS=${TUNNELS:-1000}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
+REL=$TARGET/release
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if ! command -v wrk >/dev/null; then
+  apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
+fi
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+echo "building release binaries..." >&2
+(cd "$ROOT" && cargo build -q --release -p fleetgate-proxy --bin fleetgate-proxy \
+  && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench)
+# Private copies: a shared target dir may be rebuilt by someone else while this runs.
+cp "${FLEETGATE_PROXY_BIN:-$REL/fleetgate-proxy}" "$WORK/fleetgate-proxy"
+cp "$REL/examples/bench_origin" "$REL/examples/connect_bench" "$WORK/"
+GATE_BIN=$WORK/fleetgate-proxy
+REL=$WORK
+
+# Wait for the `{"listening": ...}` line a process prints on stdout into $1.
+first_line() {
+  for _ in $(seq 100); do [ -s "$1" ] && { head -n1 "$1"; return; }; sleep 0.1; done
+  echo "no listening line in $1" >&2; cat "$WORK"/*.err >&2 2>/dev/null; exit 1
+}
+
+"$REL/bench_origin" >"$WORK/origin.out" & PIDS+=($!)
+ORIGIN=$(first_line "$WORK/origin.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
+OPORT=${ORIGIN##*:}
+
+cat >"$WORK/policy.yaml" <<YAML
+version: v1
+store:
+  root: $WORK/store
+listen:
+  api: 127.0.0.1:0
+  admin: 127.0.0.1:0
+  forwardProxy: 127.0.0.1:0
+egress:
+  allowCIDRs: ["127.0.0.1/32"]
+  ports: [$OPORT]
+YAML
+RUST_LOG=${GATE_LOG:-info} "$GATE_BIN" serve --policy "$WORK/policy.yaml" --max-tunnels $((TUNNELS + 100)) \
+  >"$WORK/gate.out" 2>"$WORK/gate.err" & GATE_PID=$!; PIDS+=($GATE_PID)
+PROXY=$(first_line "$WORK/gate.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
+
+# wrk --latency output → "rps p50_ms p99_ms".
+wrk_stats() {
+  awk '
+    function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
+    /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) } /^Requests\/sec:/ { rps = $2 }
+    END { printf "%.0f %.3f %.3f\n", rps, p50, p99 }'
+}
+echo 'wrk.path = "http://'"$ORIGIN"'/"' >"$WORK/absolute.lua"
+echo "wrk: $CONNS connections, 1 thread, ${SECS}s each" >&2
+read -r D_RPS D_P50 D_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://$ORIGIN/" | wrk_stats)
+read -r F_RPS F_P50 F_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$WORK/absolute.lua" "http://$PROXY/" | wrk_stats)
+
+json_field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\1/"; }
+CD=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS")
+CT=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS" "$PROXY")
+C_D_RPS=$(echo "$CD" | json_field rps); C_D_P50=$(echo "$CD" | json_field p50_ms); C_D_P99=$(echo "$CD" | json_field p99_ms)
+C_T_RPS=$(echo "$CT" | json_field rps); C_T_P50=$(echo "$CT" | json_field p50_ms); C_T_P99=$(echo "$CT" | json_field p99_ms)
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GATE_PID/status"; }
+RSS_BEFORE=$(rss_kb)
+mkfifo "$WORK/hold"
+"$REL/connect_bench" idle "$ORIGIN" "$TUNNELS" "$PROXY" <"$WORK/hold" >"$WORK/idle.out" & IDLE_PID=$!; PIDS+=($IDLE_PID)
+exec 9>"$WORK/hold"
+for _ in $(seq 300); do [ -s "$WORK/idle.out" ] && break; sleep 0.1; done
+sleep 1
+RSS_IDLE=$(rss_kb)
+exec 9>&-
+wait "$IDLE_PID" 2>/dev/null || true
+
+awk -v d_rps="$D_RPS" -v d50="$D_P50" -v d99="$D_P99" -v f_rps="$F_RPS" -v f50="$F_P50" -v f99="$F_P99" \
+    -v cd_rps="$C_D_RPS" -v cd50="$C_D_P50" -v cd99="$C_D_P99" -v ct_rps="$C_T_RPS" -v ct50="$C_T_P50" -v ct99="$C_T_P99" \
+    -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" 'BEGIN {
+  printf "%-34s %10s %9s %9s %7s %10s %10s\n", "path (" conns " conns)", "req/s", "p50 ms", "p99 ms", "ratio", "+p50 ms", "+p99 ms"
+  printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "wrk direct", d_rps, d50, d99, "1.00", "-", "-"
+  printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via forward proxy (absolute)", f_rps, f50, f99, f_rps/d_rps, f50-d50, f99-d99
+  printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "connect_bench direct", cd_rps, cd50, cd99, "1.00", "-", "-"
+  printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "connect_bench via CONNECT tunnel", ct_rps, ct50, ct99, ct_rps/cd_rps, ct50-cd50, ct99-cd99
+  printf "gate RSS: %.1f MB before, %.1f MB with %d idle tunnels\n", rss0/1024, rss/1024, tunnels
+}'
