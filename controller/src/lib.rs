@@ -5,15 +5,78 @@
 //!
 //! 1. [`crd`]: the `FleetPolicy` custom resource (spec, status, CRD YAML).
 //! 2. [`desired`]: pure `FleetPolicy` → ConfigMap rendering, validated with the gate's own
-//!    policy parser so an invalid gate policy can never be rendered.
+//!    policy parser so an invalid gate policy can never be rendered; [`status`] computes the
+//!    conditions, also pure.
 //! 3. [`reconcile`]: the I/O shell — server-side apply, status patch, events, error policy —
-//!    with [`status`] computing conditions and [`metrics`] counting reconciles.
+//!    with [`metrics`] counting reconciles, failures and writes.
+//!
+//! [`cli`] holds the offline subcommands (`crd`, `render`).
 
 pub mod cli;
 pub mod crd;
 pub mod desired;
 #[cfg(test)]
 pub mod fixtures;
+pub mod metrics;
+pub mod reconcile;
+pub mod status;
 
 /// The gate policy `version` this controller renders (`fleetgate_proxy::policy`).
 pub const RENDERED_POLICY_VERSION: &str = fleetgate_proxy::policy::POLICY_VERSION;
+
+/// Why a reconcile failed. An invalid spec is not an error: it is reported as `Valid=False`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call to the API server failed (conflict, server error, transport).
+    #[error("failed to {action}: {source}")]
+    Kube {
+        /// What the controller was doing (`apply the managed ConfigMap`, ...).
+        action: &'static str,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// An object could not be turned into a patch body.
+    #[error("failed to serialize {what}: {source}")]
+    Serialize {
+        /// The object.
+        what: &'static str,
+        /// The serializer error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The FleetPolicy lacks a field every stored object has.
+    #[error("failed to reconcile: the FleetPolicy has no {0}")]
+    MissingObjectKey(&'static str),
+}
+
+/// Result of the controller's fallible operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// === impl Error ===
+
+impl Error {
+    /// Stable snake_case code for logs and the `error` metric label.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Kube { source, .. } => match source {
+                kube::Error::Api(status) if status.code == 409 => "api_conflict",
+                kube::Error::Api(status) if status.code >= 500 => "api_server_error",
+                kube::Error::Api(_) => "api_refused",
+                _ => "api_unreachable",
+            },
+            Self::Serialize { .. } => "serialize",
+            Self::MissingObjectKey(_) => "missing_object_key",
+        }
+    }
+
+    /// Every code [`Error::code`] can return.
+    pub const ALL_CODES: &'static [&'static str] = &[
+        "api_conflict",
+        "api_server_error",
+        "api_refused",
+        "api_unreachable",
+        "serialize",
+        "missing_object_key",
+    ];
+}
