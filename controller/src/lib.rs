@@ -12,6 +12,7 @@
 //!
 //! [`cli`] holds the offline subcommands (`crd`, `render`).
 
+pub mod admin;
 pub mod cli;
 pub mod crd;
 pub mod desired;

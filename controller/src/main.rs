@@ -1,13 +1,22 @@
 //! `fleetgate-controller`: the FleetPolicy controller binary.
 //!
 //! Thin: parse the command line, then hand over to the library. `crd` and `render` need no
-//! cluster. Exit codes: 0 success, 1 failure, 64 bad usage (clap).
+//! cluster; `run` starts the controller loop and the admin listener. Exit codes: 0 success,
+//! 1 failure, 64 bad usage (clap).
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use clap::{Parser, Subcommand};
+use fleetgate_controller::admin::{self, AdminState};
+use fleetgate_controller::crd::FleetPolicy;
+use fleetgate_controller::metrics::Metrics;
+use fleetgate_controller::reconcile::{self, Context};
+use kube::api::{Api, ListParams};
 
 /// The fleetgate controller.
 #[derive(Debug, Parser)]
@@ -19,6 +28,21 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the controller: reconcile FleetPolicies, serve /live /ready /metrics.
+    Run {
+        /// Namespace to watch (the chart passes the release namespace).
+        #[arg(long, env = "POD_NAMESPACE", conflicts_with = "all_namespaces")]
+        namespace: Option<String>,
+        /// Watch every namespace instead.
+        #[arg(long)]
+        all_namespaces: bool,
+        /// Address of the admin listener.
+        #[arg(long, env = "FLEETGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+        admin_addr: SocketAddr,
+        /// Events name this instance (the pod name).
+        #[arg(long, env = "POD_NAME")]
+        instance: Option<String>,
+    },
     /// Print the FleetPolicy CRD as YAML.
     Crd,
     /// Render the ConfigMaps of FleetPolicy files offline and print them as YAML.
@@ -42,6 +66,20 @@ fn main() -> ExitCode {
         }
     };
     let output = match cli.command {
+        Command::Run {
+            namespace,
+            all_namespaces,
+            admin_addr,
+            instance,
+        } => {
+            if namespace.is_none() && !all_namespaces {
+                eprintln!(
+                    "fleetgate-controller: run needs --namespace (or POD_NAMESPACE) or --all-namespaces"
+                );
+                return ExitCode::from(64);
+            }
+            run(namespace, admin_addr, instance).map(|()| String::new())
+        }
         Command::Crd => fleetgate_controller::crd::crd_yaml()
             .map_err(|e| format!("failed to print the CRD: {e}")),
         Command::Render { files } => {
@@ -58,4 +96,44 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Start the runtime, the admin listener and the controller loop; return on shutdown.
+fn run(
+    namespace: Option<String>,
+    admin_addr: SocketAddr,
+    instance: Option<String>,
+) -> Result<(), String> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime =
+        tokio::runtime::Runtime::new().map_err(|e| format!("failed to start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| format!("failed to build the Kubernetes client: {e}"))?;
+        let state = AdminState::default();
+        let metrics = Metrics::register(&state.registry).map_err(|e| format!("failed to register metrics: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(admin_addr)
+            .await
+            .map_err(|e| format!("failed to bind the admin listener {admin_addr}: {e}"))?;
+        let admin = tokio::spawn(admin::serve(listener, state.clone()));
+        let fps: Api<FleetPolicy> = match &namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        fps.list(&ListParams::default().limit(1)).await.map_err(|e| {
+            format!("failed to list FleetPolicies ({e}); is the CRD installed? `fleetgate-controller crd | kubectl apply -f -`")
+        })?;
+        state.ready.store(true, Ordering::Relaxed);
+        let ctx = Arc::new(Context::new(client, metrics, instance));
+        reconcile::run(ctx, namespace.as_deref()).await;
+        admin.abort();
+        Ok(())
+    })
 }
