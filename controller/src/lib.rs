@@ -18,6 +18,7 @@ pub mod crd;
 pub mod desired;
 #[cfg(test)]
 pub mod fixtures;
+pub mod fleet;
 pub mod metrics;
 pub mod reconcile;
 pub mod status;
