@@ -53,6 +53,17 @@ fn current(pod: &str) -> PodScrape {
     ok(pod, gate(POLICY, MANAGED, ("grok-4.6", "high"), &[]))
 }
 
+/// name, selected, scrapes, (selected, reporting, current), ok, reason, mentioned.
+type PropagationCase = (
+    &'static str,
+    usize,
+    Vec<PodScrape>,
+    (u32, u32, u32),
+    bool,
+    &'static str,
+    &'static str,
+);
+
 #[test]
 fn propagation_counts_and_names_the_pods() {
     let silent = PodScrape {
@@ -61,15 +72,7 @@ fn propagation_counts_and_names_the_pods() {
     };
     let old = ok("agent-b", gate("p-old", MANAGED, ("grok-4.6", "high"), &[]));
     let stale_managed = ok("agent-b", gate(POLICY, "m-old", ("grok-4.6", "high"), &[]));
-    let cases: Vec<(
-        &str,
-        usize,
-        Vec<PodScrape>,
-        (u32, u32, u32),
-        bool,
-        &str,
-        &str,
-    )> = vec![
+    let cases: Vec<PropagationCase> = vec![
         (
             "all current",
             2,
