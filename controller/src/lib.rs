@@ -21,6 +21,7 @@ pub mod fixtures;
 pub mod fleet;
 pub mod metrics;
 pub mod reconcile;
+pub mod scrape;
 pub mod status;
 
 /// The gate policy `version` this controller renders (`fleetgate_proxy::policy`).
