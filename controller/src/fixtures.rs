@@ -71,6 +71,9 @@ pub enum Scenario {
     InvalidSpec,
     /// The ConfigMap apply is answered with this HTTP status code.
     ApplyFails(u16),
+    /// A settled policy with fleet scraping on: ConfigMap read, pod list (one pod without an
+    /// IP), token Secret read, then the status with the fleet fields.
+    FleetScrape(ConfigMap),
     /// No call at all.
     RadioSilence,
 }
@@ -99,6 +102,10 @@ pub const CM_APPLY_URI: &str = "/api/v1/namespaces/agents/configmaps/fleet-manag
 pub const CM_GET_URI: &str = "/api/v1/namespaces/agents/configmaps/fleet-managed";
 /// The status apply URI.
 pub const STATUS_URI: &str = "/apis/fleetgate.dev/v1alpha1/namespaces/agents/fleetpolicies/fleet/status?&force=true&fieldManager=fleetgate-controller";
+/// The selected pods list URI.
+pub const PODS_URI: &str = "/api/v1/namespaces/agents/pods?&labelSelector=app%3Dhermes";
+/// The report token Secret URI.
+pub const SECRET_URI: &str = "/api/v1/namespaces/agents/secrets/fleetgate-report-token";
 /// The event create URI.
 pub const EVENT_URI: &str = "/apis/events.k8s.io/v1/namespaces/agents/events?";
 
@@ -150,6 +157,15 @@ impl ApiServerVerifier {
                     v.answer(Method::GET, CM_GET_URI, &check, not_found()).await;
                     v.answer(Method::PATCH, CM_APPLY_URI, &check, failure(code))
                         .await;
+                }
+                Scenario::FleetScrape(cm) => {
+                    v.answer(Method::GET, CM_GET_URI, &check, ok_json(&cm))
+                        .await;
+                    v.answer(Method::GET, PODS_URI, &check, ok_json(&pending_pods()))
+                        .await;
+                    v.answer(Method::GET, SECRET_URI, &check, ok_json(&token_secret()))
+                        .await;
+                    v.status(&check).await;
                 }
                 Scenario::RadioSilence => {}
             }
@@ -255,4 +271,19 @@ fn event_created() -> Response<Body> {
     ok_json(
         &serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "fleet.1", "namespace": NS}}),
     )
+}
+
+fn pending_pods() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "7"},
+        "items": [{"metadata": {"name": "agent-0", "namespace": NS, "labels": {"app": "hermes"}}, "status": {"phase": "Pending"}}]
+    })
+}
+
+fn token_secret() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "fleetgate-report-token", "namespace": NS},
+        "data": {"token": "czNjcmV0"}
+    })
 }

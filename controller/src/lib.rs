@@ -48,6 +48,9 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// `spec.selector` cannot be turned into a label selector.
+    #[error("failed to use spec.selector: {0}")]
+    Selector(String),
     /// The FleetPolicy lacks a field every stored object has.
     #[error("failed to reconcile: the FleetPolicy has no {0}")]
     MissingObjectKey(&'static str),
@@ -69,6 +72,7 @@ impl Error {
                 _ => "api_unreachable",
             },
             Self::Serialize { .. } => "serialize",
+            Self::Selector(_) => "invalid_selector",
             Self::MissingObjectKey(_) => "missing_object_key",
         }
     }
@@ -80,6 +84,7 @@ impl Error {
         "api_refused",
         "api_unreachable",
         "serialize",
+        "invalid_selector",
         "missing_object_key",
     ];
 }

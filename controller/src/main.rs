@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use fleetgate_controller::admin::{self, AdminState};
 use fleetgate_controller::crd::FleetPolicy;
 use fleetgate_controller::metrics::Metrics;
-use fleetgate_controller::reconcile::{self, Context};
+use fleetgate_controller::reconcile::{self, Context, FleetConfig};
 use kube::api::{Api, ListParams};
 
 /// The fleetgate controller.
@@ -29,20 +29,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controller: reconcile FleetPolicies, serve /live /ready /metrics.
-    Run {
-        /// Namespace to watch (the chart passes the release namespace).
-        #[arg(long, env = "POD_NAMESPACE", conflicts_with = "all_namespaces")]
-        namespace: Option<String>,
-        /// Watch every namespace instead.
-        #[arg(long)]
-        all_namespaces: bool,
-        /// Address of the admin listener.
-        #[arg(long, env = "FLEETGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
-        admin_addr: SocketAddr,
-        /// Events name this instance (the pod name).
-        #[arg(long, env = "POD_NAME")]
-        instance: Option<String>,
-    },
+    Run(RunArgs),
     /// Print the FleetPolicy CRD as YAML.
     Crd,
     /// Render the ConfigMaps of FleetPolicy files offline and print them as YAML.
@@ -51,6 +38,35 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+}
+
+/// `run` options.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Namespace to watch (the chart passes the release namespace).
+    #[arg(long, env = "POD_NAMESPACE", conflicts_with = "all_namespaces")]
+    namespace: Option<String>,
+    /// Watch every namespace instead.
+    #[arg(long)]
+    all_namespaces: bool,
+    /// Address of the admin listener.
+    #[arg(long, env = "FLEETGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    admin_addr: SocketAddr,
+    /// Events name this instance (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    instance: Option<String>,
+    /// Secret holding the gates' report bearer token; fleet scraping is off without it.
+    #[arg(long, env = "FLEETGATE_REPORT_TOKEN_SECRET")]
+    report_token_secret: Option<String>,
+    /// Key of the token in that Secret.
+    #[arg(long, default_value = "token")]
+    report_token_key: String,
+    /// Deadline of one pod's scrape, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    scrape_timeout_ms: u64,
+    /// Pods scraped at once.
+    #[arg(long, default_value_t = 8)]
+    scrape_concurrency: usize,
 }
 
 fn main() -> ExitCode {
@@ -66,19 +82,14 @@ fn main() -> ExitCode {
         }
     };
     let output = match cli.command {
-        Command::Run {
-            namespace,
-            all_namespaces,
-            admin_addr,
-            instance,
-        } => {
-            if namespace.is_none() && !all_namespaces {
+        Command::Run(args) => {
+            if args.namespace.is_none() && !args.all_namespaces {
                 eprintln!(
                     "fleetgate-controller: run needs --namespace (or POD_NAMESPACE) or --all-namespaces"
                 );
                 return ExitCode::from(64);
             }
-            run(namespace, admin_addr, instance).map(|()| String::new())
+            run(args).map(|()| String::new())
         }
         Command::Crd => fleetgate_controller::crd::crd_yaml()
             .map_err(|e| format!("failed to print the CRD: {e}")),
@@ -99,11 +110,20 @@ fn main() -> ExitCode {
 }
 
 /// Start the runtime, the admin listener and the controller loop; return on shutdown.
-fn run(
-    namespace: Option<String>,
-    admin_addr: SocketAddr,
-    instance: Option<String>,
-) -> Result<(), String> {
+fn run(args: RunArgs) -> Result<(), String> {
+    let RunArgs {
+        namespace,
+        admin_addr,
+        instance,
+        ..
+    } = args;
+    let fleet = args.report_token_secret.map(|token_secret| FleetConfig {
+        token_secret,
+        token_key: args.report_token_key,
+        admin_port: fleetgate_controller::scrape::ADMIN_PORT,
+        per_pod_timeout: std::time::Duration::from_millis(args.scrape_timeout_ms),
+        concurrency: args.scrape_concurrency,
+    });
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
@@ -131,7 +151,11 @@ fn run(
             format!("failed to list FleetPolicies ({e}); is the CRD installed? `fleetgate-controller crd | kubectl apply -f -`")
         })?;
         state.ready.store(true, Ordering::Relaxed);
-        let ctx = Arc::new(Context::new(client, metrics, instance));
+        let mut ctx = Context::new(client, metrics, instance);
+        if let Some(fleet) = fleet {
+            ctx = ctx.with_fleet(fleet);
+        }
+        let ctx = Arc::new(ctx);
         reconcile::run(ctx, namespace.as_deref()).await;
         admin.abort();
         Ok(())

@@ -18,6 +18,9 @@ pub struct Metrics {
     pub writes: IntCounterVec,
     /// `fleetgate_controller_invalid_specs_total`: reconciles that found the spec invalid.
     pub invalid_specs: IntCounter,
+    /// `fleetgate_controller_scrape_failures_total{reason}`: pods whose gate did not answer,
+    /// by failure code (`timeout`, `unreachable`, `unauthorized`, ...).
+    pub scrape_failures: IntCounterVec,
 }
 
 /// What the controller wrote.
@@ -76,7 +79,15 @@ impl Metrics {
                 "fleetgate_controller_invalid_specs_total",
                 "Reconciles that found the FleetPolicy spec invalid.",
             )?,
+            scrape_failures: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_controller_scrape_failures_total",
+                    "Pods whose gate did not answer the fleet scrape, by failure code.",
+                ),
+                &["reason"],
+            )?,
         };
+        reg.register(Box::new(m.scrape_failures.clone()))?;
         reg.register(Box::new(m.runs.clone()))?;
         reg.register(Box::new(m.failures.clone()))?;
         reg.register(Box::new(m.duration.clone()))?;

@@ -6,22 +6,25 @@
 //! 2. valid: read the managed ConfigMap and server-side apply the rendered one with the field
 //!    manager [`FIELD_MANAGER`] only when it differs (a steady fleet writes nothing);
 //!    invalid: touch nothing, so the last good ConfigMap stays in place;
-//! 3. compute the status ([`crate::status::compute`], pure) and, only when it changed, publish
+//! 3. when a [`FleetConfig`] is set and the spec is valid, list the selected pods and scrape
+//!    their gates ([`crate::scrape`]), aggregated by [`crate::fleet::aggregate`] (pure);
+//! 4. compute the status ([`crate::status::compute`], pure) and, only when it changed, publish
 //!    an event and server-side apply it on the `/status` subresource;
-//! 4. requeue after `spec.resyncSeconds`.
+//! 5. requeue after `spec.resyncSeconds`.
 //!
 //! Failures go to [`error_policy`], which counts them by [`Error::code`] and requeues with an
 //! exponential backoff per object.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -33,7 +36,9 @@ use tracing::{info, warn};
 
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
 use crate::desired::{self, Desired, MANAGED_BY};
+use crate::fleet::{self, Expected, FleetView};
 use crate::metrics::{Metrics, Write};
+use crate::scrape::{ScrapeConfig, ScrapeTarget, failure_code, scrape_all};
 use crate::status;
 use crate::{Error, Result};
 
@@ -56,8 +61,25 @@ pub struct Context {
     pub recorder: Recorder,
     /// The controller's metrics.
     pub metrics: Metrics,
+    /// How to scrape the fleet; `None` leaves the fleet fields of the status alone.
+    pub fleet: Option<FleetConfig>,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+/// Where the report token lives and how to scrape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetConfig {
+    /// Secret (in the policy's namespace) holding the report bearer token.
+    pub token_secret: String,
+    /// Key of the token in that Secret.
+    pub token_key: String,
+    /// The gates' admin port.
+    pub admin_port: u16,
+    /// Deadline of one pod.
+    pub per_pod_timeout: Duration,
+    /// Pods scraped at once.
+    pub concurrency: usize,
 }
 
 impl std::fmt::Debug for Context {
@@ -79,8 +101,15 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             metrics,
+            fleet: None,
             failures: Arc::default(),
         }
+    }
+
+    /// The same context, scraping the fleet with `fleet`.
+    pub fn with_fleet(mut self, fleet: FleetConfig) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 
     fn record_failure(&self, key: &str) -> u32 {
@@ -115,7 +144,11 @@ pub async fn reconcile(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action
             warn!(namespace = %ns, name = %fp.name_any(), error = %e, "fleetpolicy.invalid");
         }
     }
-    let wanted = status::compute(&fp, &rendered, &Time(Timestamp::now()));
+    let fleet = match (&ctx.fleet, &rendered) {
+        (Some(cfg), Ok(d)) => Some(observe_fleet(&ctx, cfg, &fp, &ns, d).await?),
+        _ => None,
+    };
+    let wanted = status::compute(&fp, &rendered, fleet.as_ref(), &Time(Timestamp::now()));
     if !status::unchanged(&fp, &wanted) {
         if let Err(e) = &rendered {
             publish(&ctx, &fp, EventType::Warning, e.reason(), e.to_string()).await;
@@ -185,6 +218,86 @@ async fn apply_config_map(ctx: &Context, fp: &FleetPolicy, ns: &str, d: &Desired
     );
     publish(ctx, fp, EventType::Normal, "Applied", note).await;
     Ok(())
+}
+
+/// List the selected pods, read the report token, scrape every gate and aggregate.
+async fn observe_fleet(
+    ctx: &Context,
+    cfg: &FleetConfig,
+    fp: &FleetPolicy,
+    ns: &str,
+    d: &Desired,
+) -> Result<FleetView> {
+    let selector =
+        Selector::try_from(fp.spec.selector.clone()).map_err(|e| Error::Selector(e.to_string()))?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let list = pods
+        .list(&ListParams::default().labels_from(&selector))
+        .await
+        .map_err(|source| Error::Kube {
+            action: "list the selected pods",
+            source,
+        })?;
+    let targets: Vec<ScrapeTarget> = list
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| ScrapeTarget {
+            pod: p.name_any(),
+            addr: p
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ip.as_deref())
+                .and_then(|ip| ip.parse::<IpAddr>().ok())
+                .map(|ip| SocketAddr::new(ip, cfg.admin_port)),
+        })
+        .collect();
+    let token = read_token(ctx, cfg, ns).await;
+    let scrape = ScrapeConfig {
+        token,
+        per_pod_timeout: cfg.per_pod_timeout,
+        concurrency: cfg.concurrency,
+        days: fp.spec.cron.window_days,
+    };
+    let scrapes = scrape_all(&targets, &scrape).await;
+    for s in &scrapes {
+        if let Err(f) = &s.outcome {
+            ctx.metrics
+                .scrape_failures
+                .with_label_values(&[failure_code(f)])
+                .inc();
+        }
+    }
+    let expected = Expected {
+        policy_sha256: d.policy_sha256.clone(),
+        managed_sha256: d.managed_sha256.clone(),
+        pins: fleet::pins_from_managed(fp.spec.managed.as_ref()),
+        allowed_models: fp.spec.cron.allowed_models.clone(),
+    };
+    Ok(fleet::aggregate(targets.len(), &scrapes, &expected))
+}
+
+/// The report token; a missing Secret gives an empty token, so every gate answers
+/// `unauthorized` and `Propagated` names the pods instead of failing the reconcile.
+async fn read_token(ctx: &Context, cfg: &FleetConfig, ns: &str) -> String {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    match secrets.get_opt(&cfg.token_secret).await {
+        Ok(Some(secret)) => secret
+            .data
+            .and_then(|d| {
+                d.get(&cfg.token_key)
+                    .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+            })
+            .unwrap_or_default(),
+        Ok(None) => {
+            warn!(namespace = %ns, secret = %cfg.token_secret, "fleetpolicy.report_token_missing");
+            String::new()
+        }
+        Err(e) => {
+            warn!(namespace = %ns, secret = %cfg.token_secret, error = %e, "fleetpolicy.report_token_unreadable");
+            String::new()
+        }
+    }
 }
 
 /// Whether `current` already carries everything `wanted` sets.

@@ -64,26 +64,31 @@ impl ScrapeConfig {
 
 /// Scrape every target; the answers come back in target order.
 pub async fn scrape_all(targets: &[ScrapeTarget], cfg: &ScrapeConfig) -> Vec<PodScrape> {
-    let mut results: Vec<(usize, PodScrape)> =
-        futures_util::stream::iter(targets.iter().enumerate())
-            .map(|(i, t)| async move {
-                let outcome = match t.addr {
-                    None => Err(ScrapeFailure::NoAddress),
-                    Some(addr) => tokio::time::timeout(cfg.per_pod_timeout, scrape_one(addr, cfg))
-                        .await
-                        .unwrap_or(Err(ScrapeFailure::Timeout)),
-                };
-                (
-                    i,
-                    PodScrape {
-                        pod: t.pod.clone(),
-                        outcome,
-                    },
-                )
-            })
-            .buffer_unordered(cfg.concurrency.max(1))
-            .collect()
-            .await;
+    // Owned inputs per future: the stream must be `Send` for the controller's spawned task.
+    let jobs: Vec<(usize, ScrapeTarget, ScrapeConfig)> = targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i, t.clone(), cfg.clone()))
+        .collect();
+    let mut results: Vec<(usize, PodScrape)> = futures_util::stream::iter(jobs)
+        .map(|(i, t, cfg)| async move {
+            let outcome = match t.addr {
+                None => Err(ScrapeFailure::NoAddress),
+                Some(addr) => tokio::time::timeout(cfg.per_pod_timeout, scrape_one(addr, &cfg))
+                    .await
+                    .unwrap_or(Err(ScrapeFailure::Timeout)),
+            };
+            (
+                i,
+                PodScrape {
+                    pod: t.pod,
+                    outcome,
+                },
+            )
+        })
+        .buffer_unordered(cfg.concurrency.max(1))
+        .collect()
+        .await;
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, s)| s).collect()
 }

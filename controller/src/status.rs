@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
 use crate::desired::{Desired, RenderError};
+use crate::fleet::{FleetView, Verdict};
 
 #[cfg(test)]
 mod tests;
@@ -19,8 +20,13 @@ mod tests;
 pub enum ConditionType {
     /// The spec renders (the gate accepts the policy).
     Valid,
-    /// The ConfigMap of the current spec is applied.
+    /// The ConfigMap of the current spec is applied (and, when the fleet is scraped, every
+    /// selected pod runs it).
     Ready,
+    /// Every selected pod reports the current policy and managed hashes (fleet scrape).
+    Propagated,
+    /// An observed model / effort / tier differs from a pin (fleet scrape).
+    Drift,
 }
 
 /// Why a condition has its status; stable CamelCase codes.
@@ -48,6 +54,8 @@ impl ConditionType {
         match self {
             Self::Valid => "Valid",
             Self::Ready => "Ready",
+            Self::Propagated => "Propagated",
+            Self::Drift => "Drift",
         }
     }
 }
@@ -76,13 +84,16 @@ impl Reason {
     }
 }
 
-/// The status the controller wants for `fp` after rendering it into `rendered`.
+/// The status the controller wants for `fp` after rendering it into `rendered` and, when the
+/// fleet was scraped, observing it as `fleet`.
 ///
 /// On a render error the hashes of the last good render stay, since the last good ConfigMap
-/// stays in place.
+/// stays in place. Without a fleet view the fleet fields and conditions of the previous status
+/// are carried over.
 pub fn compute(
     fp: &FleetPolicy,
     rendered: &Result<Desired, RenderError>,
+    fleet: Option<&FleetView>,
     now: &Time,
 ) -> FleetPolicyStatus {
     let old = fp.status.clone().unwrap_or_default();
@@ -92,50 +103,89 @@ pub fn compute(
         conditions: Vec::new(),
         ..old.clone()
     };
-    let (valid, ready) = match rendered {
+    let mut verdicts = Vec::new();
+    match rendered {
         Ok(d) => {
             status.managed_sha256 = Some(d.managed_sha256.clone());
             status.policy_sha256 = Some(d.policy_sha256.clone());
             status.pinned_keys = u32::try_from(d.pinned_keys).ok();
-            (
-                (
+            verdicts.push((
+                ConditionType::Valid,
+                verdict(
                     true,
-                    Reason::Rendered,
-                    "the spec renders into a policy the gate accepts".to_string(),
+                    Reason::Rendered.as_str(),
+                    "the spec renders into a policy the gate accepts",
                 ),
-                (
+            ));
+            let ready = match fleet {
+                Some(f) if !f.propagated.ok => Verdict {
+                    ok: false,
+                    ..f.propagated.clone()
+                },
+                _ => verdict(
                     true,
-                    Reason::Applied,
-                    "the managed ConfigMap of this generation is applied".to_string(),
+                    Reason::Applied.as_str(),
+                    "the managed ConfigMap of this generation is applied",
                 ),
-            )
+            };
+            verdicts.push((ConditionType::Ready, ready));
         }
-        Err(e) => (
-            (false, Reason::of(e), e.to_string()),
-            (
-                false,
-                Reason::KeptLastGood,
-                "the spec is invalid; the last good ConfigMap stays in place".to_string(),
-            ),
-        ),
-    };
-    for (kind, (ok, reason, message)) in
-        [(ConditionType::Valid, valid), (ConditionType::Ready, ready)]
-    {
-        let cond = condition(&old.conditions, kind, ok, reason, message, generation, now);
-        status.conditions.push(cond);
+        Err(e) => {
+            verdicts.push((
+                ConditionType::Valid,
+                Verdict {
+                    ok: false,
+                    reason: Reason::of(e).as_str(),
+                    message: e.to_string(),
+                },
+            ));
+            verdicts.push((
+                ConditionType::Ready,
+                verdict(
+                    false,
+                    Reason::KeptLastGood.as_str(),
+                    "the spec is invalid; the last good ConfigMap stays in place",
+                ),
+            ));
+        }
     }
-    // Conditions owned by the fleet scraper (Propagated, Drift) are kept as they are.
+    if let Some(f) = fleet {
+        status.pods = Some(f.pods.clone());
+        status.observed_tiers = f.observed_tiers.clone();
+        status.cron_jobs = f.cron_jobs.clone();
+        status.total_cost_per_day = Some(f.total_cost_per_day);
+        status.flagged = Some(f.flagged);
+        verdicts.push((ConditionType::Propagated, f.propagated.clone()));
+        verdicts.push((ConditionType::Drift, f.drift.clone()));
+    }
+    for (kind, v) in &verdicts {
+        status.conditions.push(condition(
+            &old.conditions,
+            *kind,
+            v.ok,
+            v.reason,
+            v.message.clone(),
+            generation,
+            now,
+        ));
+    }
+    // Conditions this computation does not own this time are kept as they are.
     status.conditions.extend(
         old.conditions
             .iter()
-            .filter(|c| {
-                c.type_ != ConditionType::Valid.as_str() && c.type_ != ConditionType::Ready.as_str()
-            })
+            .filter(|c| !verdicts.iter().any(|(k, _)| c.type_ == k.as_str()))
             .cloned(),
     );
     status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
     status
+}
+
+fn verdict(ok: bool, reason: &'static str, message: &str) -> Verdict {
+    Verdict {
+        ok,
+        reason,
+        message: message.to_string(),
+    }
 }
 
 /// One condition; `lastTransitionTime` only moves when the status flips.
@@ -143,7 +193,7 @@ pub fn condition(
     previous: &[Condition],
     kind: ConditionType,
     ok: bool,
-    reason: Reason,
+    reason: &str,
     message: String,
     generation: Option<i64>,
     now: &Time,
@@ -156,7 +206,7 @@ pub fn condition(
     Condition {
         type_: kind.as_str().to_string(),
         status: status.to_string(),
-        reason: reason.as_str().to_string(),
+        reason: reason.to_string(),
         message,
         observed_generation: generation,
         last_transition_time,

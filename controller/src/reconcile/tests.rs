@@ -21,7 +21,7 @@ fn invalid() -> FleetPolicy {
 fn settled(fp: FleetPolicy) -> FleetPolicy {
     let rendered = desired::render(&fp);
     let now = Time(Timestamp::from_second(1_000).expect("a test time must be valid"));
-    let s = status::compute(&fp, &rendered, &now);
+    let s = status::compute(&fp, &rendered, None, &now);
     fp.with_status(s)
 }
 
@@ -331,5 +331,59 @@ fn error_codes_are_unique_snake_case() {
     assert!(
         crate::Error::ALL_CODES.contains(&missing.code()),
         "every code must be listed"
+    );
+}
+
+#[tokio::test]
+async fn fleet_scraping_writes_pod_counts_and_propagation() {
+    let (ctx, verifier) = context();
+    let ctx = Arc::new((*ctx).clone().with_fleet(FleetConfig {
+        token_secret: "fleetgate-report-token".into(),
+        token_key: "token".into(),
+        admin_port: 15190,
+        per_pod_timeout: Duration::from_millis(200),
+        concurrency: 4,
+    }));
+    let mock = verifier.run(
+        Scenario::FleetScrape(rendered_config_map()),
+        |seen: &Seen| {
+            if seen.uri == crate::fixtures::STATUS_URI {
+                assert_eq!(
+                    seen.body.pointer("/status/pods"),
+                    Some(&json!({"selected": 1, "reporting": 0, "current": 0})),
+                    "the pod counts must be written"
+                );
+                let propagated = condition(&seen.body, "Propagated");
+                assert_eq!(
+                    (propagated["status"].as_str(), propagated["reason"].as_str()),
+                    (Some("False"), Some("PodsNotReporting")),
+                    "a pod without IP must not count as propagated"
+                );
+                assert!(
+                    propagated["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("agent-0"),
+                    "the pod must be named"
+                );
+                assert_eq!(
+                    condition(&seen.body, "Ready")["status"],
+                    "False",
+                    "Ready must wait for propagation"
+                );
+            }
+        },
+    );
+    reconcile(Arc::new(settled(FleetPolicy::test())), ctx.clone())
+        .await
+        .expect("a scraping reconcile must succeed");
+    timeout_after_1s(mock).await;
+    assert_eq!(
+        ctx.metrics
+            .scrape_failures
+            .with_label_values(&["no_address"])
+            .get(),
+        1,
+        "the unscrapable pod must be counted"
     );
 }

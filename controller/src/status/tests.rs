@@ -23,7 +23,7 @@ fn a_valid_spec_is_valid_and_ready_with_its_hashes() {
     let fp = FleetPolicy::test();
     let rendered = render(&fp);
     let d = rendered.clone().expect("the test policy must render");
-    let s = compute(&fp, &rendered, &at(1_000));
+    let s = compute(&fp, &rendered, None, &at(1_000));
     let cases = [("Valid", "True", "Rendered"), ("Ready", "True", "Applied")];
     for (kind, status, reason) in cases {
         let c = cond(&s, kind);
@@ -63,10 +63,10 @@ fn a_valid_spec_is_valid_and_ready_with_its_hashes() {
 #[test]
 fn an_invalid_spec_is_not_valid_and_keeps_the_last_good_hashes() {
     let good = FleetPolicy::test();
-    let good_status = compute(&good, &render(&good), &at(1_000));
+    let good_status = compute(&good, &render(&good), None, &at(1_000));
     let mut fp = invalid().with_status(good_status.clone());
     fp.metadata.generation = Some(2);
-    let s = compute(&fp, &render(&fp), &at(2_000));
+    let s = compute(&fp, &render(&fp), None, &at(2_000));
     let valid = cond(&s, "Valid");
     assert_eq!(
         (valid.status.as_str(), valid.reason.as_str()),
@@ -102,10 +102,11 @@ fn an_invalid_spec_is_not_valid_and_keeps_the_last_good_hashes() {
 #[test]
 fn transition_time_moves_only_when_the_status_flips() {
     let fp = FleetPolicy::test();
-    let first = compute(&fp, &render(&fp), &at(1_000));
+    let first = compute(&fp, &render(&fp), None, &at(1_000));
     let same = compute(
         &fp.clone().with_status(first.clone()),
         &render(&fp),
+        None,
         &at(5_000),
     );
     assert_eq!(
@@ -114,7 +115,7 @@ fn transition_time_moves_only_when_the_status_flips() {
         "an unchanged condition must keep its time"
     );
     let bad = invalid().with_status(first);
-    let flipped = compute(&bad, &render(&bad), &at(9_000));
+    let flipped = compute(&bad, &render(&bad), None, &at(9_000));
     assert_eq!(
         cond(&flipped, "Valid").last_transition_time,
         at(9_000),
@@ -125,13 +126,13 @@ fn transition_time_moves_only_when_the_status_flips() {
 #[test]
 fn a_computed_status_is_a_fixed_point() {
     let fp = FleetPolicy::test();
-    let s = compute(&fp, &render(&fp), &at(1_000));
+    let s = compute(&fp, &render(&fp), None, &at(1_000));
     assert!(
         !unchanged(&fp, &s),
         "an object without status must need a write"
     );
     let stored = fp.clone().with_status(s);
-    let again = compute(&stored, &render(&stored), &at(2_000));
+    let again = compute(&stored, &render(&stored), None, &at(2_000));
     assert!(
         unchanged(&stored, &again),
         "recomputing an applied status must need no write"
@@ -141,10 +142,10 @@ fn a_computed_status_is_a_fixed_point() {
 #[test]
 fn condition_order_from_the_server_does_not_force_a_write() {
     let fp = FleetPolicy::test();
-    let mut s = compute(&fp, &render(&fp), &at(1_000));
+    let mut s = compute(&fp, &render(&fp), None, &at(1_000));
     s.conditions.reverse();
     let stored = fp.clone().with_status(s);
-    let again = compute(&stored, &render(&stored), &at(2_000));
+    let again = compute(&stored, &render(&stored), None, &at(2_000));
     assert!(
         unchanged(&stored, &again),
         "conditions must compare by type, not by position"
@@ -154,7 +155,7 @@ fn condition_order_from_the_server_does_not_force_a_write() {
 #[test]
 fn scraper_conditions_and_fleet_fields_are_carried_over() {
     let fp = FleetPolicy::test();
-    let mut s = compute(&fp, &render(&fp), &at(1_000));
+    let mut s = compute(&fp, &render(&fp), None, &at(1_000));
     s.conditions.push(Condition {
         type_: "Propagated".into(),
         status: "True".into(),
@@ -165,7 +166,7 @@ fn scraper_conditions_and_fleet_fields_are_carried_over() {
     });
     s.total_cost_per_day = Some(4.25);
     let stored = fp.clone().with_status(s);
-    let again = compute(&stored, &render(&stored), &at(2_000));
+    let again = compute(&stored, &render(&stored), None, &at(2_000));
     assert_eq!(
         cond(&again, "Propagated").reason,
         "AllCurrent",
@@ -176,4 +177,62 @@ fn scraper_conditions_and_fleet_fields_are_carried_over() {
         Some(4.25),
         "the scraped cost must be kept"
     );
+}
+
+fn fleet_view(propagated: bool) -> crate::fleet::FleetView {
+    crate::fleet::FleetView {
+        pods: crate::crd::PodCounts {
+            selected: 2,
+            reporting: 2,
+            current: if propagated { 2 } else { 1 },
+        },
+        observed_tiers: Vec::new(),
+        cron_jobs: Vec::new(),
+        total_cost_per_day: 3.5,
+        flagged: 1,
+        propagated: Verdict {
+            ok: propagated,
+            reason: if propagated {
+                "AllCurrent"
+            } else {
+                "PodsBehind"
+            },
+            message: "agent-b".into(),
+        },
+        drift: Verdict {
+            ok: false,
+            reason: "NoDrift",
+            message: "none".into(),
+        },
+    }
+}
+
+#[test]
+fn a_fleet_view_fills_the_fleet_fields_and_gates_ready() {
+    let fp = FleetPolicy::test();
+    let cases = [(true, "True", "Applied"), (false, "False", "PodsBehind")];
+    for (propagated, ready_status, ready_reason) in cases {
+        let s = compute(&fp, &render(&fp), Some(&fleet_view(propagated)), &at(1_000));
+        let ready = cond(&s, "Ready");
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            (ready_status, ready_reason),
+            "Ready must follow propagation ({propagated})"
+        );
+        assert_eq!(
+            cond(&s, "Drift").status,
+            "False",
+            "Drift must be written from the view"
+        );
+        assert_eq!(
+            s.pods.as_ref().map(|p| p.selected),
+            Some(2),
+            "pod counts must be written"
+        );
+        assert_eq!(
+            (s.total_cost_per_day, s.flagged),
+            (Some(3.5), Some(1)),
+            "cost and flagged must be written"
+        );
+    }
 }
