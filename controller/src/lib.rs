@@ -10,7 +10,10 @@
 //! 3. [`reconcile`]: the I/O shell — server-side apply, status patch, events, error policy —
 //!    with [`metrics`] counting reconciles, failures and writes.
 //!
-//! [`cli`] holds the offline subcommands (`crd`, `render`).
+//! The fleet status follows the same split: [`scrape`] fetches `/v1/status` and `/v1/report`
+//! from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`] aggregates the
+//! answers (pure). [`cli`] holds the offline subcommands (`crd`, `render`), [`admin`] the
+//! `/live` `/ready` `/metrics` listener.
 
 pub mod admin;
 pub mod cli;
