@@ -1,11 +1,163 @@
 //! `fleetgate-controller`: the FleetPolicy controller binary.
+//!
+//! Thin: parse the command line, then hand over to the library. `crd` and `render` need no
+//! cluster; `run` starts the controller loop and the admin listener. Exit codes: 0 success,
+//! 1 failure, 64 bad usage (clap).
 
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use clap::{Parser, Subcommand};
+use fleetgate_controller::admin::{self, AdminState};
+use fleetgate_controller::crd::FleetPolicy;
+use fleetgate_controller::metrics::Metrics;
+use fleetgate_controller::reconcile::{self, Context, FleetConfig};
+use kube::api::{Api, ListParams};
+
+/// The fleetgate controller.
+#[derive(Debug, Parser)]
+#[command(name = "fleetgate-controller", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the controller: reconcile FleetPolicies, serve /live /ready /metrics.
+    Run(RunArgs),
+    /// Print the FleetPolicy CRD as YAML.
+    Crd,
+    /// Render the ConfigMaps of FleetPolicy files offline and print them as YAML.
+    Render {
+        /// FleetPolicy YAML files (several documents per file are fine).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// `run` options.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Namespace to watch (the chart passes the release namespace).
+    #[arg(long, env = "POD_NAMESPACE", conflicts_with = "all_namespaces")]
+    namespace: Option<String>,
+    /// Watch every namespace instead.
+    #[arg(long)]
+    all_namespaces: bool,
+    /// Address of the admin listener.
+    #[arg(long, env = "FLEETGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    admin_addr: SocketAddr,
+    /// Events name this instance (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    instance: Option<String>,
+    /// Secret holding the gates' report bearer token; fleet scraping is off without it.
+    #[arg(long, env = "FLEETGATE_REPORT_TOKEN_SECRET")]
+    report_token_secret: Option<String>,
+    /// Key of the token in that Secret.
+    #[arg(long, default_value = "token")]
+    report_token_key: String,
+    /// Deadline of one pod's scrape, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    scrape_timeout_ms: u64,
+    /// Pods scraped at once.
+    #[arg(long, default_value_t = 8)]
+    scrape_concurrency: usize,
+}
 
 fn main() -> ExitCode {
-    eprintln!(
-        "fleetgate-controller: the controller is not part of this build yet (gate policy format {})",
-        fleetgate_controller::RENDERED_POLICY_VERSION
-    );
-    ExitCode::from(64)
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(64)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let output = match cli.command {
+        Command::Run(args) => {
+            if args.namespace.is_none() && !args.all_namespaces {
+                eprintln!(
+                    "fleetgate-controller: run needs --namespace (or POD_NAMESPACE) or --all-namespaces"
+                );
+                return ExitCode::from(64);
+            }
+            run(args).map(|()| String::new())
+        }
+        Command::Crd => fleetgate_controller::crd::crd_yaml()
+            .map_err(|e| format!("failed to print the CRD: {e}")),
+        Command::Render { files } => {
+            fleetgate_controller::cli::render_files(&files).map_err(|e| e.to_string())
+        }
+    };
+    match output {
+        Ok(text) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("fleetgate-controller: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Start the runtime, the admin listener and the controller loop; return on shutdown.
+fn run(args: RunArgs) -> Result<(), String> {
+    let RunArgs {
+        namespace,
+        admin_addr,
+        instance,
+        ..
+    } = args;
+    let fleet = args.report_token_secret.map(|token_secret| FleetConfig {
+        token_secret,
+        token_key: args.report_token_key,
+        admin_port: fleetgate_controller::scrape::ADMIN_PORT,
+        per_pod_timeout: std::time::Duration::from_millis(args.scrape_timeout_ms),
+        concurrency: args.scrape_concurrency,
+    });
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime =
+        tokio::runtime::Runtime::new().map_err(|e| format!("failed to start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| format!("failed to build the Kubernetes client: {e}"))?;
+        let state = AdminState::default();
+        let metrics = Metrics::register(&state.registry).map_err(|e| format!("failed to register metrics: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(admin_addr)
+            .await
+            .map_err(|e| format!("failed to bind the admin listener {admin_addr}: {e}"))?;
+        let admin = tokio::spawn(admin::serve(listener, state.clone()));
+        let fps: Api<FleetPolicy> = match &namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        fps.list(&ListParams::default().limit(1)).await.map_err(|e| {
+            format!("failed to list FleetPolicies ({e}); is the CRD installed? `fleetgate-controller crd | kubectl apply -f -`")
+        })?;
+        state.ready.store(true, Ordering::Relaxed);
+        let mut ctx = Context::new(client, metrics, instance);
+        if let Some(fleet) = fleet {
+            ctx = ctx.with_fleet(fleet);
+        }
+        let ctx = Arc::new(ctx);
+        reconcile::run(ctx, namespace.as_deref()).await;
+        admin.abort();
+        Ok(())
+    })
 }

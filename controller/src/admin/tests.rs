@@ -1,0 +1,63 @@
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::*;
+use crate::metrics::{Metrics, Write};
+
+async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("the admin port must accept");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("the request must be sent");
+    let mut out = String::new();
+    stream
+        .read_to_string(&mut out)
+        .await
+        .expect("the answer must be readable");
+    out
+}
+
+#[tokio::test]
+async fn admin_serves_live_ready_and_metrics() {
+    let registry = Registry::new();
+    let metrics = Metrics::register(&registry).expect("metrics must register");
+    metrics.wrote(Write::Status);
+    let state = AdminState {
+        registry,
+        ready: Arc::default(),
+    };
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port 0 must bind");
+    let addr = listener
+        .local_addr()
+        .expect("a bound listener has an address");
+    let server = tokio::spawn(serve(listener, state.clone()));
+
+    assert!(
+        get(addr, "/live").await.starts_with("HTTP/1.1 200"),
+        "/live must answer 200"
+    );
+    assert!(
+        get(addr, "/ready").await.starts_with("HTTP/1.1 503"),
+        "/ready must answer 503 before start"
+    );
+    state.ready.store(true, Ordering::Relaxed);
+    assert!(
+        get(addr, "/ready").await.starts_with("HTTP/1.1 200"),
+        "/ready must answer 200 once started"
+    );
+    let body = get(addr, "/metrics").await;
+    assert!(
+        body.contains("fleetgate_controller_writes_total{object=\"status\"} 1"),
+        "/metrics must show the counted write: {body}"
+    );
+    assert!(
+        get(addr, "/nope").await.starts_with("HTTP/1.1 404"),
+        "unknown paths must answer 404"
+    );
+    server.abort();
+}

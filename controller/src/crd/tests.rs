@@ -1,0 +1,215 @@
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+/// The committed copies of the generated CRD, relative to the workspace root.
+const COMMITTED: [&str; 2] = [
+    "deploy/crd/fleetpolicy.yaml",
+    "charts/fleetgate/crds/fleetpolicy.yaml",
+];
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .expect("the controller crate must sit inside the workspace")
+}
+
+fn crd_json() -> Value {
+    serde_json::to_value(FleetPolicy::crd()).expect("the CRD must serialize")
+}
+
+fn schema() -> Value {
+    crd_json()
+        .pointer("/spec/versions/0/schema/openAPIV3Schema")
+        .cloned()
+        .expect("the CRD must carry a schema")
+}
+
+#[test]
+fn committed_crd_copies_match_the_code() {
+    let generated = crd_yaml().expect("the CRD must print as YAML");
+    for rel in COMMITTED {
+        let committed = std::fs::read_to_string(workspace_root().join(rel)).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{rel} is out of date with the FleetPolicy types; regenerate it with:\n  {REGENERATE_HINT}"
+        );
+    }
+}
+
+#[test]
+fn the_crd_names_the_resource_as_designed() {
+    let crd = crd_json();
+    let cases: &[(&str, Value)] = &[
+        ("/metadata/name", json!("fleetpolicies.fleetgate.dev")),
+        ("/spec/group", json!("fleetgate.dev")),
+        ("/spec/scope", json!("Namespaced")),
+        ("/spec/names/kind", json!("FleetPolicy")),
+        ("/spec/names/shortNames", json!(["fp"])),
+        ("/spec/versions/0/name", json!("v1alpha1")),
+        ("/spec/versions/0/subresources/status", json!({})),
+    ];
+    for (pointer, want) in cases {
+        assert_eq!(crd.pointer(pointer), Some(want), "{pointer} must be {want}");
+    }
+}
+
+#[test]
+fn printer_columns_are_ready_pods_current_cost_flagged_age() {
+    let crd = crd_json();
+    let columns = crd
+        .pointer("/spec/versions/0/additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .expect("the CRD must declare printer columns");
+    let got: Vec<(&str, &str)> = columns
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap_or_default(),
+                c["jsonPath"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let want = [
+        ("Ready", ".status.conditions[?(@.type==\"Ready\")].status"),
+        ("Pods", ".status.pods.selected"),
+        ("Current", ".status.pods.current"),
+        ("Cost/day", ".status.totalCostPerDay"),
+        ("Flagged", ".status.flagged"),
+        ("Age", ".metadata.creationTimestamp"),
+    ];
+    assert_eq!(got, want, "the printer columns must follow the design");
+}
+
+#[test]
+fn the_schema_carries_the_validation() {
+    let s = schema();
+    let spec = "/properties/spec/properties";
+    let cases: &[(&str, Value)] = &[
+        ("/web/properties/charLimit/minimum", json!(2000.0)),
+        ("/web/properties/charLimit/maximum", json!(500000.0)),
+        ("/web/properties/cacheTTLMinutes/minimum", json!(1.0)),
+        ("/web/properties/cacheTTLMinutes/maximum", json!(1440.0)),
+        (
+            "/web/properties/extractBackend/enum",
+            json!(["direct", "firecrawl", "tavily", "exa", "parallel"]),
+        ),
+        (
+            "/web/properties/searchBackend/enum",
+            json!([
+                "firecrawl",
+                "tavily",
+                "exa",
+                "parallel",
+                "searxng",
+                "brave-free",
+                "xai"
+            ]),
+        ),
+        (
+            "/web/properties/rescue/items/enum",
+            json!(["direct", "firecrawl", "tavily", "exa", "parallel"]),
+        ),
+        (
+            "/egress/properties/mode/enum",
+            json!(["proxy", "transparent", "off"]),
+        ),
+        ("/egress/properties/ports/items/minimum", json!(1.0)),
+        ("/egress/properties/ports/items/maximum", json!(65535.0)),
+        (
+            "/websiteBlocklist/properties/mode/enum",
+            json!(["enforce", "report"]),
+        ),
+        ("/cron/properties/windowDays/maximum", json!(366.0)),
+        ("/managed/x-kubernetes-preserve-unknown-fields", json!(true)),
+        ("/resyncSeconds/minimum", json!(10.0)),
+    ];
+    for (pointer, want) in cases {
+        let full = format!("{spec}{pointer}");
+        assert_eq!(s.pointer(&full), Some(want), "{full} must be {want}");
+    }
+    let rules = s
+        .pointer("/properties/spec/properties/web/x-kubernetes-validations/0/rule")
+        .and_then(Value::as_str)
+        .expect("spec.web must carry a CEL rule");
+    assert!(
+        rules.contains("searxng"),
+        "the CEL rule must tie searxng to its base URL"
+    );
+    assert_eq!(
+        s.pointer("/properties/spec/required"),
+        Some(&json!(["selector"])),
+        "only the selector must be required"
+    );
+}
+
+#[test]
+fn the_cidr_pattern_accepts_addresses_and_refuses_junk() {
+    let pattern = schema()
+        .pointer("/properties/spec/properties/egress/properties/allowCIDRs/items/pattern")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .expect("allowCIDRs items must carry a pattern");
+    let re = regex::Regex::new(&pattern).expect("the pattern must compile");
+    for ok in [
+        "10.0.0.0/8",
+        "10.1.2.3",
+        "fd00:1::/64",
+        "::1",
+        "2001:db8::1/128",
+    ] {
+        assert!(re.is_match(ok), "{ok} must match the CIDR pattern");
+    }
+    for bad in [
+        "10.0.0.0/33",
+        "example.com",
+        "10.0.0.0/",
+        "fd00::/129",
+        "10.0.0/8 ",
+    ] {
+        assert!(!re.is_match(bad), "{bad} must not match the CIDR pattern");
+    }
+}
+
+#[test]
+fn conditions_merge_by_type() {
+    let s = schema();
+    let conditions = s
+        .pointer("/properties/status/properties/conditions")
+        .expect("status must carry conditions");
+    assert_eq!(
+        conditions["x-kubernetes-list-type"],
+        json!("map"),
+        "conditions must be a map list"
+    );
+    assert_eq!(
+        conditions["x-kubernetes-list-map-keys"],
+        json!(["type"]),
+        "conditions must merge by type"
+    );
+}
+
+#[test]
+fn spec_and_status_round_trip_in_camel_case() {
+    let fp = FleetPolicy::test().with_status(FleetPolicyStatus {
+        observed_generation: Some(3),
+        total_cost_per_day: Some(1.5),
+        ..FleetPolicyStatus::default()
+    });
+    let value = serde_json::to_value(&fp).expect("a FleetPolicy must serialize");
+    assert_eq!(
+        value.pointer("/status/observedGeneration"),
+        Some(&json!(3)),
+        "status keys must be camelCase"
+    );
+    assert_eq!(
+        value.pointer("/status/totalCostPerDay"),
+        Some(&json!(1.5)),
+        "status keys must be camelCase"
+    );
+    let back: FleetPolicy = serde_json::from_value(value).expect("a FleetPolicy must deserialize");
+    assert_eq!(back, fp, "serialization must round-trip");
+}

@@ -1,0 +1,193 @@
+//! Pure rendering: one `FleetPolicy` → the ConfigMap `<name>-managed` its agents and gates read.
+//!
+//! Second layer of the controller (CRD types → **desired state** → I/O shell). No I/O, no
+//! clock: the same spec always renders the same bytes, so the reconcile loop can compare hashes
+//! instead of objects. The ConfigMap carries two files:
+//!
+//! - `config.yaml`, the Hermes managed scope ([`managed`]): `spec.managed` as written, plus the
+//!   two web pins that send every Hermes web call to the gate. Precedence: the pins
+//!   (`web.extract_backend: firecrawl`, `web.search_backend: searxng`) are the controller's;
+//!   every other key of `spec.managed` is kept as written. A `spec.managed` value for a pinned
+//!   key must equal the pin, else the spec is invalid (the upstream vendor is chosen with
+//!   `spec.web`, not there).
+//! - `policy.yaml`, the gate policy ([`policy`]), validated with the gate's own parser
+//!   (`fleetgate_proxy::policy::Policy::parse`) before it is returned, so a policy the gate
+//!   would refuse can never be rendered.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ObjectMeta;
+use kube::{Resource, ResourceExt};
+
+use crate::crd::FleetPolicy;
+
+pub mod managed;
+pub mod policy;
+#[cfg(test)]
+mod tests;
+
+/// Key of the Hermes managed config in the rendered ConfigMap.
+pub const CONFIG_KEY: &str = "config.yaml";
+/// Key of the gate policy in the rendered ConfigMap.
+pub const POLICY_KEY: &str = "policy.yaml";
+/// Label naming the FleetPolicy a ConfigMap was rendered from.
+pub const POLICY_LABEL: &str = "fleetgate.dev/policy";
+/// Annotation carrying the sha256 of `policy.yaml` (what each gate reports as `policy.sha256`).
+pub const POLICY_SHA_ANNOTATION: &str = "fleetgate.dev/policy-sha256";
+/// Annotation carrying the sha256 of `config.yaml` (what each gate reports as the managed digest).
+pub const MANAGED_SHA_ANNOTATION: &str = "fleetgate.dev/managed-sha256";
+/// The `app.kubernetes.io/managed-by` value of rendered objects.
+pub const MANAGED_BY: &str = "fleetgate-controller";
+
+/// Everything the controller writes for one FleetPolicy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Desired {
+    /// The ConfigMap `<name>-managed`, ready for server-side apply.
+    pub config_map: ConfigMap,
+    /// sha256 (hex) of `config.yaml`.
+    pub managed_sha256: String,
+    /// sha256 (hex) of `policy.yaml`, as the gate computes it.
+    pub policy_sha256: String,
+    /// Number of dotted leaf keys `config.yaml` pins (Hermes' count).
+    pub pinned_keys: usize,
+}
+
+/// One problem of a spec, naming the field (`spec.web.charLimit`) and the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecProblem {
+    /// Dotted path of the field in the FleetPolicy.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// Why a FleetPolicy cannot be rendered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// The object has no `metadata.name`.
+    #[error("failed to render: the FleetPolicy has no metadata.name")]
+    MissingName,
+    /// The spec is invalid; every problem names its field.
+    #[error("failed to render an invalid spec: {}", Problems(.0))]
+    InvalidSpec(Vec<SpecProblem>),
+    /// A rendered file could not be serialized (a bug, not a user error).
+    #[error("failed to serialize {file}: {message}")]
+    Serialize {
+        /// The file being written.
+        file: &'static str,
+        /// The serializer's message.
+        message: String,
+    },
+}
+
+/// Display helper: `field: message; field: message`.
+struct Problems<'a>(&'a [SpecProblem]);
+
+// === impl RenderError ===
+
+impl RenderError {
+    /// The fields named by the error, for tests and the `Valid` condition.
+    pub fn fields(&self) -> Vec<&str> {
+        match self {
+            Self::InvalidSpec(problems) => problems.iter().map(|p| p.field.as_str()).collect(),
+            Self::MissingName => vec!["metadata.name"],
+            Self::Serialize { .. } => Vec::new(),
+        }
+    }
+
+    /// Stable CamelCase reason for the `Valid=False` condition.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::MissingName => "MissingName",
+            Self::InvalidSpec(_) => "InvalidSpec",
+            Self::Serialize { .. } => "RenderFailed",
+        }
+    }
+
+    fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::InvalidSpec(vec![SpecProblem {
+            field: field.into(),
+            message: message.into(),
+        }])
+    }
+}
+
+impl fmt::Display for Problems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{}: {}", p.field, p.message)?;
+        }
+        Ok(())
+    }
+}
+
+/// Name of the ConfigMap rendered for the FleetPolicy `policy_name`.
+pub fn config_map_name(policy_name: &str) -> String {
+    format!("{policy_name}-managed")
+}
+
+/// Render the ConfigMap of `fp`. Pure: no I/O, no clock.
+///
+/// The owner reference (controller, pointing at `fp`) is set when `fp` carries a uid, which
+/// every object read from the API server does; offline renders of a file leave it out.
+pub fn render(fp: &FleetPolicy) -> Result<Desired, RenderError> {
+    let name = fp.metadata.name.clone().ok_or(RenderError::MissingName)?;
+    check_spec(fp)?;
+    let managed = managed::render(fp.spec.managed.as_ref())?;
+    let policy = policy::render(&fp.spec)?;
+    let labels = BTreeMap::from([
+        (
+            "app.kubernetes.io/managed-by".to_string(),
+            MANAGED_BY.to_string(),
+        ),
+        (
+            "app.kubernetes.io/part-of".to_string(),
+            "fleetgate".to_string(),
+        ),
+        (POLICY_LABEL.to_string(), name.clone()),
+    ]);
+    let annotations = BTreeMap::from([
+        (POLICY_SHA_ANNOTATION.to_string(), policy.sha256.clone()),
+        (MANAGED_SHA_ANNOTATION.to_string(), managed.sha256.clone()),
+    ]);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(config_map_name(&name)),
+            namespace: fp.namespace(),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            owner_references: fp.controller_owner_ref(&()).map(|r| vec![r]),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([
+            (CONFIG_KEY.to_string(), managed.yaml),
+            (POLICY_KEY.to_string(), policy.yaml),
+        ])),
+        ..ConfigMap::default()
+    };
+    Ok(Desired {
+        config_map,
+        managed_sha256: managed.sha256,
+        policy_sha256: policy.sha256,
+        pinned_keys: managed.pinned_keys,
+    })
+}
+
+/// Checks the schema makes but an offline file (or an older API server) may skip, for fields
+/// that never reach the gate's own validator.
+fn check_spec(fp: &FleetPolicy) -> Result<(), RenderError> {
+    if let Some(s) = fp.spec.resync_seconds
+        && !(10..=3600).contains(&s)
+    {
+        return Err(RenderError::invalid(
+            "spec.resyncSeconds",
+            format!("{s} is out of range; set a value between 10 and 3600 seconds (default 60)"),
+        ));
+    }
+    Ok(())
+}

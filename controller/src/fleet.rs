@@ -1,0 +1,418 @@
+//! Fleet status (pure): what the selected pods' gates answered → pod counts, observed tiers
+//! with drift against the pins, cron cost per job, and the `Propagated` / `Drift` verdicts.
+//!
+//! Sits between the scraper ([`crate::scrape`], I/O) and the status writer. The gate's report
+//! JSON (`GET /v1/report`, the fleet-policy contract) is read through small tolerant views, so
+//! a gate of a newer version with extra keys still counts. Everything is sorted, and costs are
+//! rounded to the cent, so the same answers always give the same status and a steady fleet
+//! causes no status writes.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::crd::{CronJobCost, ObservedTier, PodCounts};
+
+#[cfg(test)]
+mod tests;
+
+/// What one gate answered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GateSnapshot {
+    /// `policy.sha256` of `GET /v1/status`: the policy file the gate runs.
+    pub policy_sha256: Option<String>,
+    /// `GET /v1/report`.
+    pub report: ReportView,
+}
+
+/// Why a pod did not answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScrapeFailure {
+    /// The pod has no IP yet.
+    #[error("failed to scrape: the pod has no IP yet")]
+    NoAddress,
+    /// No answer within the per-pod deadline.
+    #[error("failed to scrape: no answer within the deadline")]
+    Timeout,
+    /// The connection failed.
+    #[error("failed to connect to the gate admin port: {0}")]
+    Unreachable(String),
+    /// The gate refused the bearer token.
+    #[error("failed to scrape: the gate refused the report token")]
+    Unauthorized,
+    /// The answer was not the expected JSON.
+    #[error("failed to read the gate's answer: {0}")]
+    BadResponse(String),
+}
+
+/// One pod's scrape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodScrape {
+    /// Pod name.
+    pub pod: String,
+    /// The answer, or why there is none.
+    pub outcome: Result<GateSnapshot, ScrapeFailure>,
+}
+
+/// `GET /v1/report`, only the keys the controller reads.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ReportView {
+    /// The status report.
+    pub status: StatusView,
+    /// The cron cost report.
+    pub crons: CronsView,
+}
+
+/// `status` of the report.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct StatusView {
+    /// The managed scope the agent sees.
+    pub managed: ManagedView,
+    /// Observed tiers per role.
+    pub observed: BTreeMap<String, RoleView>,
+    /// Cron jobs with their configured model.
+    pub crons: Vec<CronView>,
+}
+
+/// `status.managed`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ManagedView {
+    /// sha256 of the managed `config.yaml` the agent reads.
+    pub sha256: Option<String>,
+    /// Why the agent cannot apply it.
+    pub error: Option<String>,
+}
+
+/// `status.observed.<role>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(default)]
+pub struct RoleView {
+    /// Model on the wire.
+    pub model: Option<String>,
+    /// Reasoning effort on the wire.
+    pub reasoning_effort: Option<String>,
+    /// Service tier requested.
+    pub service_tier: Option<String>,
+}
+
+/// `status.crons[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct CronView {
+    /// Job id.
+    pub id: String,
+    /// Model the job pins, if any.
+    pub model: Option<String>,
+}
+
+/// `crons` of the report.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CronsView {
+    /// The cost section.
+    pub cost: CostView,
+}
+
+/// `crons.cost`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CostView {
+    /// Per-job costs.
+    pub jobs: Vec<JobView>,
+}
+
+/// `crons.cost.jobs[]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct JobView {
+    /// Job id.
+    pub id: String,
+    /// Job name.
+    pub name: Option<String>,
+    /// USD per day over the window.
+    pub cost_per_day_usd: f64,
+    /// Flags (`frequent_without_gate`, `mostly_empty`).
+    pub flags: Vec<String>,
+}
+
+/// What the controller pins for one role (from the managed config).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RolePins {
+    /// Pinned model.
+    pub model: Option<String>,
+    /// Pinned reasoning effort.
+    pub reasoning_effort: Option<String>,
+    /// Pinned service tier.
+    pub service_tier: Option<String>,
+}
+
+/// What the fleet should run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// sha256 of the rendered `policy.yaml`.
+    pub policy_sha256: String,
+    /// sha256 of the rendered `config.yaml`.
+    pub managed_sha256: String,
+    /// Pins per role (`main`, `delegation`).
+    pub pins: BTreeMap<String, RolePins>,
+    /// `spec.cron.allowedModels`; empty allows any.
+    pub allowed_models: Vec<String>,
+}
+
+/// A verdict for one condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Condition status.
+    pub ok: bool,
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// Human message, naming pods.
+    pub message: String,
+}
+
+/// The fleet part of the status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FleetView {
+    /// Selected / reporting / current.
+    pub pods: PodCounts,
+    /// Observed combinations per role with drift.
+    pub observed_tiers: Vec<ObservedTier>,
+    /// Cron jobs per pod.
+    pub cron_jobs: Vec<CronJobCost>,
+    /// Sum of every job's cost per day, rounded to the cent.
+    pub total_cost_per_day: f64,
+    /// Flagged cron jobs.
+    pub flagged: u32,
+    /// `Propagated`: every selected pod reports the current hashes.
+    pub propagated: Verdict,
+    /// `Drift`: True when an observed value differs from a pin.
+    pub drift: Verdict,
+}
+
+/// Flag added to a cron job whose model is outside `spec.cron.allowedModels`.
+pub const MODEL_NOT_ALLOWED: &str = "model_not_allowed";
+
+/// The pins of a managed config: `main` from `model.default`, `agent.reasoning_effort` and
+/// `agent.service_tier`; `delegation` from `delegation.model` and
+/// `delegation.reasoning_effort`. Empty strings pin nothing.
+pub fn pins_from_managed(managed: Option<&Map<String, Value>>) -> BTreeMap<String, RolePins> {
+    let get = |path: &[&str]| -> Option<String> {
+        let mut v = managed?.get(path[0])?;
+        for key in &path[1..] {
+            v = v.get(key)?;
+        }
+        v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
+    };
+    let main_model = get(&["model", "default"]).or_else(|| get(&["model"]));
+    let roles = [
+        (
+            "main",
+            RolePins {
+                model: main_model,
+                reasoning_effort: get(&["agent", "reasoning_effort"]),
+                service_tier: get(&["agent", "service_tier"]),
+            },
+        ),
+        (
+            "delegation",
+            RolePins {
+                model: get(&["delegation", "model"]),
+                reasoning_effort: get(&["delegation", "reasoning_effort"]),
+                service_tier: None,
+            },
+        ),
+    ];
+    roles
+        .into_iter()
+        .filter(|(_, p)| *p != RolePins::default())
+        .map(|(r, p)| (r.to_string(), p))
+        .collect()
+}
+
+/// Aggregate the scrapes of the `selected` pods against what they should run.
+pub fn aggregate(selected: usize, scrapes: &[PodScrape], expected: &Expected) -> FleetView {
+    let mut scrapes: Vec<&PodScrape> = scrapes.iter().collect();
+    scrapes.sort_by(|a, b| a.pod.cmp(&b.pod));
+    let answered: Vec<(&str, &GateSnapshot)> = scrapes
+        .iter()
+        .filter_map(|s| s.outcome.as_ref().ok().map(|g| (s.pod.as_str(), g)))
+        .collect();
+    let behind: Vec<&str> = answered
+        .iter()
+        .filter(|(_, g)| !is_current(g, expected))
+        .map(|(p, _)| *p)
+        .collect();
+    let silent: Vec<&str> = scrapes
+        .iter()
+        .filter(|s| s.outcome.is_err())
+        .map(|s| s.pod.as_str())
+        .collect();
+    let pods = PodCounts {
+        selected: count(selected),
+        reporting: count(answered.len()),
+        current: count(answered.len() - behind.len()),
+    };
+    let observed_tiers = observed_tiers(&answered, &expected.pins);
+    let cron_jobs = cron_jobs(&answered, &expected.allowed_models);
+    let total: f64 = cron_jobs.iter().map(|j| j.cost_per_day).sum();
+    FleetView {
+        flagged: count(cron_jobs.iter().filter(|j| !j.flags.is_empty()).count()),
+        total_cost_per_day: cents(total),
+        propagated: propagated(selected, &silent, &behind),
+        drift: drift(&observed_tiers),
+        pods,
+        observed_tiers,
+        cron_jobs,
+    }
+}
+
+fn is_current(g: &GateSnapshot, expected: &Expected) -> bool {
+    g.policy_sha256.as_deref() == Some(expected.policy_sha256.as_str())
+        && g.report.status.managed.sha256.as_deref() == Some(expected.managed_sha256.as_str())
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn cents(usd: f64) -> f64 {
+    (usd * 100.0).round() / 100.0
+}
+
+/// Pods named in a message, at most five then "and N more".
+fn name_pods(pods: &[&str]) -> String {
+    let shown: Vec<&str> = pods.iter().take(5).copied().collect();
+    match pods.len().saturating_sub(5) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+fn propagated(selected: usize, silent: &[&str], behind: &[&str]) -> Verdict {
+    if selected == 0 {
+        return Verdict {
+            ok: true,
+            reason: "NoPods",
+            message: "no pod matches spec.selector".into(),
+        };
+    }
+    if !behind.is_empty() {
+        return Verdict {
+            ok: false,
+            reason: "PodsBehind",
+            message: format!(
+                "not on the current policy or managed config: {}",
+                name_pods(behind)
+            ),
+        };
+    }
+    if !silent.is_empty() {
+        return Verdict {
+            ok: false,
+            reason: "PodsNotReporting",
+            message: format!("no report from: {}", name_pods(silent)),
+        };
+    }
+    Verdict {
+        ok: true,
+        reason: "AllCurrent",
+        message: format!("all {selected} pods run the current policy and managed config"),
+    }
+}
+
+fn differs(pinned: &Option<String>, seen: &Option<String>) -> bool {
+    match (pinned, seen) {
+        (Some(p), Some(s)) => {
+            p != s && !s.ends_with(&format!("/{p}")) && !p.ends_with(&format!("/{s}"))
+        }
+        _ => false,
+    }
+}
+
+fn observed_tiers(
+    answered: &[(&str, &GateSnapshot)],
+    pins: &BTreeMap<String, RolePins>,
+) -> Vec<ObservedTier> {
+    let mut groups: BTreeMap<(String, RoleView), Vec<String>> = BTreeMap::new();
+    for (pod, g) in answered {
+        for (role, seen) in &g.report.status.observed {
+            groups
+                .entry((role.clone(), seen.clone()))
+                .or_default()
+                .push(pod.to_string());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((role, seen), pods)| {
+            let pin = pins.get(&role).cloned().unwrap_or_default();
+            let drift = differs(&pin.model, &seen.model)
+                || differs(&pin.reasoning_effort, &seen.reasoning_effort)
+                || differs(&pin.service_tier, &seen.service_tier);
+            ObservedTier {
+                role,
+                model: seen.model,
+                reasoning_effort: seen.reasoning_effort,
+                service_tier: seen.service_tier,
+                drift,
+                pods,
+            }
+        })
+        .collect()
+}
+
+fn drift(tiers: &[ObservedTier]) -> Verdict {
+    let drifting: Vec<String> = tiers
+        .iter()
+        .filter(|t| t.drift)
+        .map(|t| format!("{} on {}", t.role, t.pods.join(", ")))
+        .collect();
+    if drifting.is_empty() {
+        return Verdict {
+            ok: false,
+            reason: "NoDrift",
+            message: "every observed value matches its pin".into(),
+        };
+    }
+    Verdict {
+        ok: true,
+        reason: "ObservedDiffersFromPins",
+        message: format!(
+            "observed model / effort / tier differs from the pins: {}",
+            drifting.join("; ")
+        ),
+    }
+}
+
+fn cron_jobs(answered: &[(&str, &GateSnapshot)], allowed: &[String]) -> Vec<CronJobCost> {
+    let mut jobs = Vec::new();
+    for (pod, g) in answered {
+        let models: BTreeMap<&str, Option<&String>> = g
+            .report
+            .status
+            .crons
+            .iter()
+            .map(|c| (c.id.as_str(), c.model.as_ref()))
+            .collect();
+        for job in &g.report.crons.cost.jobs {
+            let mut flags = job.flags.clone();
+            let model = models.get(job.id.as_str()).copied().flatten();
+            if !allowed.is_empty() && model.is_some_and(|m| !allowed.contains(m)) {
+                flags.push(MODEL_NOT_ALLOWED.to_string());
+            }
+            jobs.push(CronJobCost {
+                pod: pod.to_string(),
+                job: job.id.clone(),
+                name: job.name.clone(),
+                cost_per_day: cents(job.cost_per_day_usd),
+                flags,
+            });
+        }
+    }
+    jobs.sort_by(|a, b| (&a.pod, &a.job).cmp(&(&b.pod, &b.job)));
+    jobs
+}

@@ -1,0 +1,404 @@
+//! The I/O shell: one reconcile of one FleetPolicy, its error policy, and the controller loop.
+//!
+//! Third layer of the controller. Per reconcile, in this order:
+//!
+//! 1. render the spec ([`crate::desired::render`], pure);
+//! 2. valid: read the managed ConfigMap and server-side apply the rendered one with the field
+//!    manager [`FIELD_MANAGER`] only when it differs (a steady fleet writes nothing);
+//!    invalid: touch nothing, so the last good ConfigMap stays in place;
+//! 3. when a [`FleetConfig`] is set and the spec is valid, list the selected pods and scrape
+//!    their gates ([`crate::scrape`]), aggregated by [`crate::fleet::aggregate`] (pure);
+//! 4. compute the status ([`crate::status::compute`], pure) and, only when it changed, publish
+//!    an event and server-side apply it on the `/status` subresource;
+//! 5. requeue after `spec.resyncSeconds`.
+//!
+//! Failures go to [`error_policy`], which counts them by [`Error::code`] and requeues with an
+//! exponential backoff per object.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::{Selector, SelectorExt};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
+use tracing::{info, warn};
+
+use crate::crd::{FleetPolicy, FleetPolicyStatus};
+use crate::desired::{self, Desired, MANAGED_BY};
+use crate::fleet::{self, Expected, FleetView};
+use crate::metrics::{Metrics, Write};
+use crate::scrape::{ScrapeConfig, ScrapeTarget, failure_code, scrape_all};
+use crate::status;
+use crate::{Error, Result};
+
+#[cfg(test)]
+mod tests;
+
+/// Server-side apply field manager of every write.
+pub const FIELD_MANAGER: &str = "fleetgate-controller";
+/// First retry delay after a failed reconcile; doubles per consecutive failure.
+pub const BACKOFF_BASE: Duration = Duration::from_secs(5);
+/// Longest retry delay.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// What every reconcile shares.
+#[derive(Clone)]
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// Publishes events on FleetPolicies.
+    pub recorder: Recorder,
+    /// The controller's metrics.
+    pub metrics: Metrics,
+    /// How to scrape the fleet; `None` leaves the fleet fields of the status alone.
+    pub fleet: Option<FleetConfig>,
+    /// Consecutive failures per object (`namespace/name`), for the backoff.
+    failures: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+/// Where the report token lives and how to scrape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetConfig {
+    /// Secret (in the policy's namespace) holding the report bearer token.
+    pub token_secret: String,
+    /// Key of the token in that Secret.
+    pub token_key: String,
+    /// The gates' admin port.
+    pub admin_port: u16,
+    /// Deadline of one pod.
+    pub per_pod_timeout: Duration,
+    /// Pods scraped at once.
+    pub concurrency: usize,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").finish_non_exhaustive()
+    }
+}
+
+// === impl Context ===
+
+impl Context {
+    /// A context publishing events as `fleetgate-controller` (instance `instance`, the pod name).
+    pub fn new(client: Client, metrics: Metrics, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.into(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics,
+            fleet: None,
+            failures: Arc::default(),
+        }
+    }
+
+    /// The same context, scraping the fleet with `fleet`.
+    pub fn with_fleet(mut self, fleet: FleetConfig) -> Self {
+        self.fleet = Some(fleet);
+        self
+    }
+
+    fn record_failure(&self, key: &str) -> u32 {
+        let Ok(mut map) = self.failures.lock() else {
+            return 1;
+        };
+        let n = map.entry(key.to_string()).or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    }
+
+    fn clear_failures(&self, key: &str) {
+        if let Ok(mut map) = self.failures.lock() {
+            map.remove(key);
+        }
+    }
+}
+
+/// Reconcile one FleetPolicy: apply its ConfigMap when valid and changed, then its status when
+/// changed.
+pub async fn reconcile(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action> {
+    ctx.metrics.runs.inc();
+    let _timer = ctx.metrics.duration.start_timer();
+    let ns = fp
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let rendered = desired::render(&fp);
+    match &rendered {
+        Ok(d) => apply_config_map(&ctx, &fp, &ns, d).await?,
+        Err(e) => {
+            ctx.metrics.invalid_specs.inc();
+            warn!(namespace = %ns, name = %fp.name_any(), error = %e, "fleetpolicy.invalid");
+        }
+    }
+    let fleet = match (&ctx.fleet, &rendered) {
+        (Some(cfg), Ok(d)) => Some(observe_fleet(&ctx, cfg, &fp, &ns, d).await?),
+        _ => None,
+    };
+    let wanted = status::compute(&fp, &rendered, fleet.as_ref(), &Time(Timestamp::now()));
+    if !status::unchanged(&fp, &wanted) {
+        if let Err(e) = &rendered {
+            publish(&ctx, &fp, EventType::Warning, e.reason(), e.to_string()).await;
+        }
+        patch_status(&ctx, &fp, &ns, &wanted).await?;
+    }
+    ctx.clear_failures(&key(&fp));
+    Ok(Action::requeue(Duration::from_secs(u64::from(
+        fp.resync_seconds(),
+    ))))
+}
+
+/// After a failed reconcile: count the failure by code and retry with backoff.
+pub fn error_policy(fp: Arc<FleetPolicy>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.failures.with_label_values(&[err.code()]).inc();
+    let failures = ctx.record_failure(&key(&fp));
+    let delay = backoff_delay(failures);
+    warn!(name = %fp.name_any(), code = err.code(), error = %err, retry_in_s = delay.as_secs(), "fleetpolicy.reconcile_failed");
+    Action::requeue(delay)
+}
+
+/// Retry delay after `failures` consecutive failures: 5 s, 10 s, 20 s, ... up to 5 min.
+pub fn backoff_delay(failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(16);
+    BACKOFF_BASE.saturating_mul(1 << exp).min(BACKOFF_MAX)
+}
+
+fn key(fp: &FleetPolicy) -> String {
+    format!("{}/{}", fp.namespace().unwrap_or_default(), fp.name_any())
+}
+
+/// Apply the rendered ConfigMap unless the stored one already matches it.
+async fn apply_config_map(ctx: &Context, fp: &FleetPolicy, ns: &str, d: &Desired) -> Result<()> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+    let name = d.config_map.name_any();
+    let current = api.get_opt(&name).await.map_err(|source| Error::Kube {
+        action: "read the managed ConfigMap",
+        source,
+    })?;
+    if current
+        .as_ref()
+        .is_some_and(|c| up_to_date(c, &d.config_map))
+    {
+        return Ok(());
+    }
+    let mut body = serde_json::to_value(&d.config_map).map_err(|source| Error::Serialize {
+        what: "the managed ConfigMap",
+        source,
+    })?;
+    if let Some(obj) = body.as_object_mut() {
+        obj.insert("apiVersion".into(), json!("v1"));
+        obj.insert("kind".into(), json!("ConfigMap"));
+    }
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(&name, &params, &Patch::Apply(&body))
+        .await
+        .map_err(|source| Error::Kube {
+            action: "apply the managed ConfigMap",
+            source,
+        })?;
+    ctx.metrics.wrote(Write::ConfigMap);
+    info!(namespace = %ns, config_map = %name, policy_sha256 = %d.policy_sha256, "fleetpolicy.applied");
+    let note = format!(
+        "applied ConfigMap {name} (policy sha256 {}, managed sha256 {})",
+        short(&d.policy_sha256),
+        short(&d.managed_sha256)
+    );
+    publish(ctx, fp, EventType::Normal, "Applied", note).await;
+    Ok(())
+}
+
+/// List the selected pods, read the report token, scrape every gate and aggregate.
+async fn observe_fleet(
+    ctx: &Context,
+    cfg: &FleetConfig,
+    fp: &FleetPolicy,
+    ns: &str,
+    d: &Desired,
+) -> Result<FleetView> {
+    let selector =
+        Selector::try_from(fp.spec.selector.clone()).map_err(|e| Error::Selector(e.to_string()))?;
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let list = pods
+        .list(&ListParams::default().labels_from(&selector))
+        .await
+        .map_err(|source| Error::Kube {
+            action: "list the selected pods",
+            source,
+        })?;
+    let targets: Vec<ScrapeTarget> = list
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| ScrapeTarget {
+            pod: p.name_any(),
+            addr: p
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ip.as_deref())
+                .and_then(|ip| ip.parse::<IpAddr>().ok())
+                .map(|ip| SocketAddr::new(ip, cfg.admin_port)),
+        })
+        .collect();
+    let token = read_token(ctx, cfg, ns).await;
+    let scrape = ScrapeConfig {
+        token,
+        per_pod_timeout: cfg.per_pod_timeout,
+        concurrency: cfg.concurrency,
+        days: fp.spec.cron.window_days,
+    };
+    let scrapes = scrape_all(&targets, &scrape).await;
+    for s in &scrapes {
+        if let Err(f) = &s.outcome {
+            ctx.metrics
+                .scrape_failures
+                .with_label_values(&[failure_code(f)])
+                .inc();
+        }
+    }
+    let expected = Expected {
+        policy_sha256: d.policy_sha256.clone(),
+        managed_sha256: d.managed_sha256.clone(),
+        pins: fleet::pins_from_managed(fp.spec.managed.as_ref()),
+        allowed_models: fp.spec.cron.allowed_models.clone(),
+    };
+    Ok(fleet::aggregate(targets.len(), &scrapes, &expected))
+}
+
+/// The report token; a missing Secret gives an empty token, so every gate answers
+/// `unauthorized` and `Propagated` names the pods instead of failing the reconcile.
+async fn read_token(ctx: &Context, cfg: &FleetConfig, ns: &str) -> String {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    match secrets.get_opt(&cfg.token_secret).await {
+        Ok(Some(secret)) => secret
+            .data
+            .and_then(|d| {
+                d.get(&cfg.token_key)
+                    .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+            })
+            .unwrap_or_default(),
+        Ok(None) => {
+            warn!(namespace = %ns, secret = %cfg.token_secret, "fleetpolicy.report_token_missing");
+            String::new()
+        }
+        Err(e) => {
+            warn!(namespace = %ns, secret = %cfg.token_secret, error = %e, "fleetpolicy.report_token_unreadable");
+            String::new()
+        }
+    }
+}
+
+/// Whether `current` already carries everything `wanted` sets.
+fn up_to_date(current: &ConfigMap, wanted: &ConfigMap) -> bool {
+    let contains = |have: &Option<std::collections::BTreeMap<String, String>>,
+                    want: &Option<std::collections::BTreeMap<String, String>>| {
+        want.iter()
+            .flatten()
+            .all(|(k, v)| have.as_ref().and_then(|h| h.get(k)) == Some(v))
+    };
+    let owners = |m: &ConfigMap| m.metadata.owner_references.clone().unwrap_or_default();
+    current.data == wanted.data
+        && contains(&current.metadata.labels, &wanted.metadata.labels)
+        && contains(&current.metadata.annotations, &wanted.metadata.annotations)
+        && owners(wanted).iter().all(|o| owners(current).contains(o))
+}
+
+/// Server-side apply `status` on the `/status` subresource.
+async fn patch_status(
+    ctx: &Context,
+    fp: &FleetPolicy,
+    ns: &str,
+    status: &FleetPolicyStatus,
+) -> Result<()> {
+    let api: Api<FleetPolicy> = Api::namespaced(ctx.client.clone(), ns);
+    let body = json!({
+        "apiVersion": FleetPolicy::api_version(&()),
+        "kind": FleetPolicy::kind(&()),
+        "status": status,
+    });
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch_status(&fp.name_any(), &params, &Patch::Apply(&body))
+        .await
+        .map_err(|source| Error::Kube {
+            action: "patch the FleetPolicy status",
+            source,
+        })?;
+    ctx.metrics.wrote(Write::Status);
+    Ok(())
+}
+
+/// Publish an event on `fp`; a failure is logged, never fails the reconcile.
+async fn publish(ctx: &Context, fp: &FleetPolicy, type_: EventType, reason: &str, note: String) {
+    let event = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &fp.object_ref(&())).await {
+        warn!(name = %fp.name_any(), error = %e, "fleetpolicy.event_failed");
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// Run the controller on the FleetPolicies of `namespace` (every namespace when `None`) until
+/// a shutdown signal: owned ConfigMaps and pods matching a policy's selector requeue it.
+pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
+    let client = ctx.client.clone();
+    let (fps, cms, pods): (Api<FleetPolicy>, Api<ConfigMap>, Api<Pod>) = match namespace {
+        Some(ns) => (
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client, ns),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client),
+        ),
+    };
+    let owned =
+        watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
+    let controller = Controller::new(fps, watcher::Config::default().any_semantic());
+    let store = controller.store();
+    controller
+        .owns(cms, owned)
+        .watches(pods, watcher::Config::default(), move |pod: Pod| {
+            policies_selecting(&store.state(), &pod)
+        })
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                warn!(error = %e, "fleetpolicy.controller_error");
+            }
+        })
+        .await;
+}
+
+/// The FleetPolicies of the pod's namespace whose selector matches the pod's labels.
+pub fn policies_selecting(policies: &[Arc<FleetPolicy>], pod: &Pod) -> Vec<ObjectRef<FleetPolicy>> {
+    let labels = pod.labels();
+    policies
+        .iter()
+        .filter(|fp| fp.namespace() == pod.namespace())
+        .filter(|fp| Selector::try_from(fp.spec.selector.clone()).is_ok_and(|s| s.matches(labels)))
+        .map(|fp| ObjectRef::from_obj(fp.as_ref()))
+        .collect()
+}

@@ -1,0 +1,227 @@
+//! Status computation (pure): the `Valid` and `Ready` conditions and the rendered hashes.
+//!
+//! Sits between [`crate::desired`] and [`crate::reconcile`]: given the object, its render
+//! result and "now", it returns the status the controller wants. A condition keeps its
+//! `lastTransitionTime` while its status stays the same, and the fleet fields (pods, tiers,
+//! cron costs) the scraper writes are carried over untouched, so computing the status twice
+//! gives the same value and the reconcile loop writes only when something really changed.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::crd::{FleetPolicy, FleetPolicyStatus};
+use crate::desired::{Desired, RenderError};
+use crate::fleet::{FleetView, Verdict};
+
+#[cfg(test)]
+mod tests;
+
+/// The condition types the controller writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionType {
+    /// The spec renders (the gate accepts the policy).
+    Valid,
+    /// The ConfigMap of the current spec is applied (and, when the fleet is scraped, every
+    /// selected pod runs it).
+    Ready,
+    /// Every selected pod reports the current policy and managed hashes (fleet scrape).
+    Propagated,
+    /// An observed model / effort / tier differs from a pin (fleet scrape).
+    Drift,
+}
+
+/// Why a condition has its status; stable CamelCase codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// The spec rendered into a gate policy the gate accepts.
+    Rendered,
+    /// The spec is invalid; the message names the fields.
+    InvalidSpec,
+    /// The object has no name.
+    MissingName,
+    /// Rendering failed for a reason that is not the user's.
+    RenderFailed,
+    /// The ConfigMap of the current spec is applied.
+    Applied,
+    /// The last good ConfigMap stays; the current spec is not applied.
+    KeptLastGood,
+}
+
+// === impl ConditionType ===
+
+impl ConditionType {
+    /// The condition's `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Valid => "Valid",
+            Self::Ready => "Ready",
+            Self::Propagated => "Propagated",
+            Self::Drift => "Drift",
+        }
+    }
+}
+
+// === impl Reason ===
+
+impl Reason {
+    /// The condition's `reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rendered => "Rendered",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::MissingName => "MissingName",
+            Self::RenderFailed => "RenderFailed",
+            Self::Applied => "Applied",
+            Self::KeptLastGood => "KeptLastGood",
+        }
+    }
+
+    fn of(err: &RenderError) -> Self {
+        match err {
+            RenderError::MissingName => Self::MissingName,
+            RenderError::InvalidSpec(_) => Self::InvalidSpec,
+            RenderError::Serialize { .. } => Self::RenderFailed,
+        }
+    }
+}
+
+/// The status the controller wants for `fp` after rendering it into `rendered` and, when the
+/// fleet was scraped, observing it as `fleet`.
+///
+/// On a render error the hashes of the last good render stay, since the last good ConfigMap
+/// stays in place. Without a fleet view the fleet fields and conditions of the previous status
+/// are carried over.
+pub fn compute(
+    fp: &FleetPolicy,
+    rendered: &Result<Desired, RenderError>,
+    fleet: Option<&FleetView>,
+    now: &Time,
+) -> FleetPolicyStatus {
+    let old = fp.status.clone().unwrap_or_default();
+    let generation = fp.metadata.generation;
+    let mut status = FleetPolicyStatus {
+        observed_generation: generation,
+        conditions: Vec::new(),
+        ..old.clone()
+    };
+    let mut verdicts = Vec::new();
+    match rendered {
+        Ok(d) => {
+            status.managed_sha256 = Some(d.managed_sha256.clone());
+            status.policy_sha256 = Some(d.policy_sha256.clone());
+            status.pinned_keys = u32::try_from(d.pinned_keys).ok();
+            verdicts.push((
+                ConditionType::Valid,
+                verdict(
+                    true,
+                    Reason::Rendered.as_str(),
+                    "the spec renders into a policy the gate accepts",
+                ),
+            ));
+            let ready = match fleet {
+                Some(f) if !f.propagated.ok => Verdict {
+                    ok: false,
+                    ..f.propagated.clone()
+                },
+                _ => verdict(
+                    true,
+                    Reason::Applied.as_str(),
+                    "the managed ConfigMap of this generation is applied",
+                ),
+            };
+            verdicts.push((ConditionType::Ready, ready));
+        }
+        Err(e) => {
+            verdicts.push((
+                ConditionType::Valid,
+                Verdict {
+                    ok: false,
+                    reason: Reason::of(e).as_str(),
+                    message: e.to_string(),
+                },
+            ));
+            verdicts.push((
+                ConditionType::Ready,
+                verdict(
+                    false,
+                    Reason::KeptLastGood.as_str(),
+                    "the spec is invalid; the last good ConfigMap stays in place",
+                ),
+            ));
+        }
+    }
+    if let Some(f) = fleet {
+        status.pods = Some(f.pods.clone());
+        status.observed_tiers = f.observed_tiers.clone();
+        status.cron_jobs = f.cron_jobs.clone();
+        status.total_cost_per_day = Some(f.total_cost_per_day);
+        status.flagged = Some(f.flagged);
+        verdicts.push((ConditionType::Propagated, f.propagated.clone()));
+        verdicts.push((ConditionType::Drift, f.drift.clone()));
+    }
+    for (kind, v) in &verdicts {
+        status.conditions.push(condition(
+            &old.conditions,
+            *kind,
+            v.ok,
+            v.reason,
+            v.message.clone(),
+            generation,
+            now,
+        ));
+    }
+    // Conditions this computation does not own this time are kept as they are.
+    status.conditions.extend(
+        old.conditions
+            .iter()
+            .filter(|c| !verdicts.iter().any(|(k, _)| c.type_ == k.as_str()))
+            .cloned(),
+    );
+    status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+    status
+}
+
+fn verdict(ok: bool, reason: &'static str, message: &str) -> Verdict {
+    Verdict {
+        ok,
+        reason,
+        message: message.to_string(),
+    }
+}
+
+/// One condition; `lastTransitionTime` only moves when the status flips.
+pub fn condition(
+    previous: &[Condition],
+    kind: ConditionType,
+    ok: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    let status = if ok { "True" } else { "False" };
+    let last_transition_time = previous
+        .iter()
+        .find(|c| c.type_ == kind.as_str() && c.status == status)
+        .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
+    Condition {
+        type_: kind.as_str().to_string(),
+        status: status.to_string(),
+        reason: reason.to_string(),
+        message,
+        observed_generation: generation,
+        last_transition_time,
+    }
+}
+
+/// Whether `fp`'s current status already equals `wanted` (so nothing needs writing).
+/// Conditions compare by type, whatever order the API server returned them in.
+pub fn unchanged(fp: &FleetPolicy, wanted: &FleetPolicyStatus) -> bool {
+    let Some(current) = fp.status.as_ref() else {
+        return false;
+    };
+    let mut current = current.clone();
+    current.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+    let mut wanted = wanted.clone();
+    wanted.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+    current == wanted
+}
