@@ -68,6 +68,7 @@ run() { # $1 label, rest: wrk args
 echo "== cache hit vs bare origin (wrk -t2 -c$CONNS -d${SECS}s, same machine)"
 run bare_origin "http://$ORIGIN/page"
 BODY='{"url":"https://docs.example.test/page","formats":["markdown"]}' run cache_hit_v2_scrape -s "$WORK/post.lua" "http://$FC_GATE/v2/scrape"
-BODY="{\"urls\":[\"http://page.test:${ORIGIN##*:}/page\"]}" run cold_direct_extract -s "$WORK/post.lua" "http://$DIRECT_GATE/v1/extract"
+BODY='{"url":"https://docs.example.test/page","fleetgate_char_limit":500000}' run cache_hit_untruncated -s "$WORK/post.lua" "http://$FC_GATE/v2/scrape"
+BODY="{\"urls\":[\"http://local.page.test:${ORIGIN##*:}/page\"]}" run cold_direct_extract -s "$WORK/post.lua" "http://$DIRECT_GATE/v1/extract"
 awk -v a="$(cat "$WORK/cache_hit_v2_scrape.rps")" -v b="$(cat "$WORK/bare_origin.rps")" -v c="$(cat "$WORK/cold_direct_extract.rps")" \
   'BEGIN { printf "ratio cache hit / bare origin: %.2f   cold direct / bare origin: %.2f\n", a/b, c/b }'

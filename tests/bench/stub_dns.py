@@ -1,4 +1,5 @@
-"""A tiny UDP DNS answerer for benchmarks: every A query gets ADDR with TTL 300, AAAA is empty.
+"""A tiny UDP DNS answerer for benchmarks: A queries get ADDR with TTL 300 (names starting with
+`local.` get 127.0.0.1), AAAA is empty.
 
 Usage: python3 stub_dns.py PORT ADDR     (the e2e tests use the Rust stub in tests/src/dns.rs)
 """
@@ -19,7 +20,8 @@ while True:
     qtype = struct.unpack(">H", data[i + 1:i + 3])[0]
     answer, count = b"", 0
     if qtype == 1:
-        answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(addr)
+        target = "127.0.0.1" if data[13:18] == b"local" else addr
+        answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 300, 4) + socket.inet_aton(target)
         count = 1
     header = data[:2] + b"\x81\x80" + struct.pack(">HHHH", 1, count, 0, 0)
     sock.sendto(header + question + answer, peer)

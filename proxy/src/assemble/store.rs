@@ -117,6 +117,11 @@ impl Store {
         let name = Self::file_name(url)?;
         self.ensure_dir()?;
         let target = self.dir.join(&name);
+        // A cache hit re-assembles the same page: when the stored copy is already exactly this
+        // text, leave it (a compare is far cheaper than create + write + rename).
+        if content.len() <= MAX_STORED_CHARS && already_stored(&target, content) {
+            return Ok(self.agent_visible(&target));
+        }
         let (temp, mut file) = self.create_temp(&name)?;
         let written = write_capped(&mut file, content).and_then(|()| file.flush());
         drop(file);
@@ -177,6 +182,16 @@ impl Store {
 }
 
 /// Writes `content`, or its first [`MAX_STORED_CHARS`] characters plus the cap note.
+/// Whether `target` is a regular file (never a symlink) holding exactly `content`.
+fn already_stored(target: &Path, content: &str) -> bool {
+    match fs::symlink_metadata(target) {
+        Ok(meta) if meta.file_type().is_file() && meta.len() == content.len() as u64 => {
+            fs::read(target).is_ok_and(|bytes| bytes == content.as_bytes())
+        }
+        _ => false,
+    }
+}
+
 fn write_capped(file: &mut File, content: &str) -> io::Result<()> {
     // Fewer bytes than the cap means fewer characters too: no count needed.
     if content.len() <= MAX_STORED_CHARS {

@@ -307,3 +307,35 @@ fn content_at_exactly_two_million_characters_is_not_capped() {
         "the page must be stored whole"
     );
 }
+
+#[test]
+fn an_identical_stored_copy_is_left_in_place_and_a_changed_one_is_replaced() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(root.path(), None);
+    let url = "https://docs.example/page";
+    let path = store
+        .write(url, "same text")
+        .expect("first write must succeed");
+    let first = std::fs::metadata(&path).expect("stored file").ino();
+    store
+        .write(url, "same text")
+        .expect("second write must succeed");
+    assert_eq!(
+        std::fs::metadata(&path).expect("stored file").ino(),
+        first,
+        "an identical copy must not be rewritten"
+    );
+    store
+        .write(url, "new text")
+        .expect("third write must succeed");
+    assert_ne!(
+        std::fs::metadata(&path).expect("stored file").ino(),
+        first,
+        "a change is a new file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("readable"),
+        "new text"
+    );
+}
