@@ -1,8 +1,16 @@
 //! Every metric of the controller, registered once. Names carry the `fleetgate_controller_`
-//! prefix and their unit; label values come only from stable codes ([`crate::Error::code`],
-//! [`Write`]), never from object names.
+//! prefix and their unit; label values come from stable codes ([`crate::Error::code`],
+//! [`Write`]), except the fleet gauges, which carry `namespace` and `policy`: one series per
+//! FleetPolicy (one per namespace in practice), removed when the policy goes away.
 
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, Opts, Registry};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use prometheus::{
+    GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+};
+
+use crate::crd::FleetPolicyStatus;
 
 /// The controller's metrics.
 #[derive(Clone, Debug)]
@@ -21,6 +29,16 @@ pub struct Metrics {
     /// `fleetgate_controller_scrape_failures_total{reason}`: pods whose gate did not answer,
     /// by failure code (`timeout`, `unreachable`, `unauthorized`, ...).
     pub scrape_failures: IntCounterVec,
+    /// `fleetgate_controller_fleet_cost_per_day_usd{namespace,policy}`: total cron cost per day
+    /// of the pods a FleetPolicy selects, as last scraped.
+    pub fleet_cost_per_day: GaugeVec,
+    /// `fleetgate_controller_fleet_flagged_jobs{namespace,policy}`: cron jobs carrying a flag.
+    pub fleet_flagged: IntGaugeVec,
+    /// `fleetgate_controller_fleet_pods{namespace,policy,state}`: pods `selected`, `reporting`
+    /// and `current` (on the current policy and managed hashes).
+    pub fleet_pods: IntGaugeVec,
+    /// The `(namespace, policy)` pairs that have fleet series, so stale ones can be removed.
+    fleet_series: Arc<Mutex<BTreeSet<(String, String)>>>,
 }
 
 /// What the controller wrote.
@@ -86,7 +104,32 @@ impl Metrics {
                 ),
                 &["reason"],
             )?,
+            fleet_cost_per_day: GaugeVec::new(
+                Opts::new(
+                    "fleetgate_controller_fleet_cost_per_day_usd",
+                    "Cron cost per day of the pods a FleetPolicy selects, in USD.",
+                ),
+                &["namespace", "policy"],
+            )?,
+            fleet_flagged: IntGaugeVec::new(
+                Opts::new(
+                    "fleetgate_controller_fleet_flagged_jobs",
+                    "Cron jobs of the selected pods carrying a flag.",
+                ),
+                &["namespace", "policy"],
+            )?,
+            fleet_pods: IntGaugeVec::new(
+                Opts::new(
+                    "fleetgate_controller_fleet_pods",
+                    "Pods a FleetPolicy selects, by state (selected, reporting, current).",
+                ),
+                &["namespace", "policy", "state"],
+            )?,
+            fleet_series: Arc::default(),
         };
+        reg.register(Box::new(m.fleet_cost_per_day.clone()))?;
+        reg.register(Box::new(m.fleet_flagged.clone()))?;
+        reg.register(Box::new(m.fleet_pods.clone()))?;
         reg.register(Box::new(m.scrape_failures.clone()))?;
         reg.register(Box::new(m.runs.clone()))?;
         reg.register(Box::new(m.failures.clone()))?;
@@ -110,4 +153,63 @@ impl Metrics {
     pub fn writes_of(&self, what: Write) -> u64 {
         self.writes.with_label_values(&[what.as_str()]).get()
     }
+
+    /// Set the fleet gauges of one FleetPolicy from its computed status. A status without
+    /// fleet fields (scraping off, invalid spec) removes the series rather than keep stale ones.
+    pub fn observe_fleet(&self, namespace: &str, policy: &str, status: &FleetPolicyStatus) {
+        let (Some(cost), Some(flagged), Some(pods)) = (
+            status.total_cost_per_day,
+            status.flagged,
+            status.pods.as_ref(),
+        ) else {
+            self.forget_fleet(namespace, policy);
+            return;
+        };
+        let labels = [namespace, policy];
+        self.fleet_cost_per_day.with_label_values(&labels).set(cost);
+        self.fleet_flagged
+            .with_label_values(&labels)
+            .set(i64::from(flagged));
+        for (state, n) in [
+            ("selected", pods.selected),
+            ("reporting", pods.reporting),
+            ("current", pods.current),
+        ] {
+            self.fleet_pods
+                .with_label_values(&[namespace, policy, state])
+                .set(i64::from(n));
+        }
+        if let Ok(mut series) = self.fleet_series.lock() {
+            series.insert((namespace.to_string(), policy.to_string()));
+        }
+    }
+
+    /// Remove the fleet series of every FleetPolicy not in `live` (deleted policies).
+    pub fn retain_fleet(&self, live: &BTreeSet<(String, String)>) {
+        let stale: Vec<(String, String)> = match self.fleet_series.lock() {
+            Ok(series) => series.difference(live).cloned().collect(),
+            Err(_) => return,
+        };
+        for (namespace, policy) in stale {
+            self.forget_fleet(&namespace, &policy);
+        }
+    }
+
+    fn forget_fleet(&self, namespace: &str, policy: &str) {
+        let labels = [namespace, policy];
+        // Absent series are fine: removing is idempotent here.
+        let _ = self.fleet_cost_per_day.remove_label_values(&labels);
+        let _ = self.fleet_flagged.remove_label_values(&labels);
+        for state in ["selected", "reporting", "current"] {
+            let _ = self
+                .fleet_pods
+                .remove_label_values(&[namespace, policy, state]);
+        }
+        if let Ok(mut series) = self.fleet_series.lock() {
+            series.remove(&(namespace.to_string(), policy.to_string()));
+        }
+    }
 }
+
+#[cfg(test)]
+mod tests;

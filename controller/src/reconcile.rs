@@ -28,7 +28,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
@@ -51,6 +51,8 @@ pub const FIELD_MANAGER: &str = "fleetgate-controller";
 pub const BACKOFF_BASE: Duration = Duration::from_secs(5);
 /// Longest retry delay.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// How often the fleet gauges of deleted FleetPolicies are removed.
+const GAUGE_PRUNE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// What every reconcile shares.
 #[derive(Clone)]
@@ -149,6 +151,9 @@ pub async fn reconcile(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action
         _ => None,
     };
     let wanted = status::compute(&fp, &rendered, fleet.as_ref(), &Time(Timestamp::now()));
+    if ctx.fleet.is_some() {
+        ctx.metrics.observe_fleet(&ns, &fp.name_any(), &wanted);
+    }
     if !status::unchanged(&fp, &wanted) {
         if let Err(e) = &rendered {
             publish(&ctx, &fp, EventType::Warning, e.reason(), e.to_string()).await;
@@ -377,6 +382,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
     let controller = Controller::new(fps, watcher::Config::default().any_semantic());
     let store = controller.store();
+    tokio::spawn(prune_fleet_gauges(ctx.metrics.clone(), store.clone()));
     controller
         .owns(cms, owned)
         .watches(pods, watcher::Config::default(), move |pod: Pod| {
@@ -390,6 +396,25 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
             }
         })
         .await;
+}
+
+/// Every minute, drop the fleet gauges of FleetPolicies that no longer exist: without a
+/// finalizer a deletion never reaches `reconcile`, so the store is the source of truth.
+async fn prune_fleet_gauges(metrics: Metrics, store: Store<FleetPolicy>) {
+    // Before the first list the store is empty and pruning would wipe every series.
+    if store.wait_until_ready().await.is_err() {
+        return;
+    }
+    let mut tick = tokio::time::interval(GAUGE_PRUNE_INTERVAL);
+    loop {
+        tick.tick().await;
+        let live = store
+            .state()
+            .iter()
+            .map(|fp| (fp.namespace().unwrap_or_default(), fp.name_any()))
+            .collect();
+        metrics.retain_fleet(&live);
+    }
 }
 
 /// The FleetPolicies of the pod's namespace whose selector matches the pod's labels.

@@ -386,4 +386,18 @@ async fn fleet_scraping_writes_pod_counts_and_propagation() {
         1,
         "the unscrapable pod must be counted"
     );
+    let fp = FleetPolicy::test();
+    let labels = [
+        fp.namespace().unwrap_or_default(),
+        fp.name_any(),
+        "selected".to_string(),
+    ];
+    assert_eq!(
+        ctx.metrics
+            .fleet_pods
+            .with_label_values(&[&labels[0], &labels[1], &labels[2]])
+            .get(),
+        1,
+        "the fleet gauges must show the selected pod"
+    );
 }
