@@ -19,6 +19,8 @@ mod patch;
 pub mod review;
 pub mod server;
 mod sidecar;
+#[cfg(test)]
+mod tests;
 
 pub use config::InjectorConfig;
 pub use mutate::{Decision, Skip, mutate};
