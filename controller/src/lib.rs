@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod reconcile;
 pub mod scrape;
 pub mod status;
+pub mod webhook;
 
 /// The gate policy `version` this controller renders (`fleetgate_proxy::policy`).
 pub const RENDERED_POLICY_VERSION: &str = fleetgate_proxy::policy::POLICY_VERSION;

@@ -16,6 +16,7 @@ use fleetgate_controller::admin::{self, AdminState};
 use fleetgate_controller::crd::FleetPolicy;
 use fleetgate_controller::metrics::Metrics;
 use fleetgate_controller::reconcile::{self, Context, FleetConfig};
+use fleetgate_controller::webhook::server as webhook;
 use kube::api::{Api, ListParams};
 
 /// The fleetgate controller.
@@ -29,7 +30,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controller: reconcile FleetPolicies, serve /live /ready /metrics.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the FleetPolicy CRD as YAML.
     Crd,
     /// Render the ConfigMaps of FleetPolicy files offline and print them as YAML.
@@ -67,6 +68,23 @@ struct RunArgs {
     /// Pods scraped at once.
     #[arg(long, default_value_t = 8)]
     scrape_concurrency: usize,
+    /// Address of the sidecar-injection webhook's HTTPS listener.
+    #[arg(long, env = "FLEETGATE_WEBHOOK_ADDR", default_value = "0.0.0.0:9443")]
+    webhook_addr: SocketAddr,
+    /// Serving certificate chain (PEM) of the webhook; the webhook is off without it.
+    #[arg(
+        long,
+        env = "FLEETGATE_WEBHOOK_CERT",
+        requires = "webhook_key",
+        requires = "injector_config"
+    )]
+    webhook_cert: Option<PathBuf>,
+    /// Private key (PEM) of the webhook certificate; both files are re-read when they change.
+    #[arg(long, env = "FLEETGATE_WEBHOOK_KEY", requires = "webhook_cert")]
+    webhook_key: Option<PathBuf>,
+    /// Injector configuration (YAML) the chart renders: image, uid, resources, volumes.
+    #[arg(long, env = "FLEETGATE_INJECTOR_CONFIG")]
+    injector_config: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -89,7 +107,7 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(64);
             }
-            run(args).map(|()| String::new())
+            run(*args).map(|()| String::new())
         }
         Command::Crd => fleetgate_controller::crd::crd_yaml()
             .map_err(|e| format!("failed to print the CRD: {e}")),
@@ -111,6 +129,13 @@ fn main() -> ExitCode {
 
 /// Start the runtime, the admin listener and the controller loop; return on shutdown.
 fn run(args: RunArgs) -> Result<(), String> {
+    let webhook = webhook::Setup::from_args(
+        args.webhook_addr,
+        args.webhook_cert.as_deref(),
+        args.webhook_key.as_deref(),
+        args.injector_config.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
     let RunArgs {
         namespace,
         admin_addr,
@@ -150,6 +175,15 @@ fn run(args: RunArgs) -> Result<(), String> {
         fps.list(&ListParams::default().limit(1)).await.map_err(|e| {
             format!("failed to list FleetPolicies ({e}); is the CRD installed? `fleetgate-controller crd | kubectl apply -f -`")
         })?;
+        let webhook_task = match webhook {
+            Some(setup) => Some(
+                setup
+                    .spawn(client.clone(), namespace.as_deref())
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
         state.ready.store(true, Ordering::Relaxed);
         let mut ctx = Context::new(client, metrics, instance);
         if let Some(fleet) = fleet {
@@ -158,6 +192,9 @@ fn run(args: RunArgs) -> Result<(), String> {
         let ctx = Arc::new(ctx);
         reconcile::run(ctx, namespace.as_deref()).await;
         admin.abort();
+        if let Some(task) = webhook_task {
+            task.abort();
+        }
         Ok(())
     })
 }
