@@ -35,7 +35,8 @@ pub struct InjectorConfig {
     #[serde(default)]
     pub cache_claim_name: Option<String>,
     /// The agent's `HERMES_HOME`; the volume the agent mounts there is mounted read-only at
-    /// `/hermes` in the gate, and the cache appears at `<hermesHomePath>/cache/fleetgate`.
+    /// `/hermes` in the gate. The cache appears in the agent at the policy's agent-visible root
+    /// (`/opt/data/cache/fleetgate`), which is inside the home only for the default path.
     #[serde(default = "default_hermes_home")]
     pub hermes_home_path: String,
     /// Name of the agent container; `null` means the first container.

@@ -58,9 +58,11 @@ pub struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// Directory where the agent sees the shared cache.
+    /// Directory where the agent sees the shared cache: always the rendered policy's
+    /// `store.agentVisibleRoot`, whatever `hermesHomePath` is, because the store paths the gate
+    /// hands the agent are built from that root.
     pub fn agent_cache_dir(&self) -> String {
-        format!("{}/cache/fleetgate", self.cfg.hermes_home())
+        crate::desired::policy::STORE_AGENT_ROOT.to_string()
     }
 
     /// Volumes the pod gains.

@@ -314,12 +314,40 @@ fn the_pod_layout_matches_the_rendered_policy_listeners() {
             "{addr} must be the injected port {want}"
         );
     }
-    let plan_home = format!("{}/cache/fleetgate", cfg().hermes_home());
-    assert_eq!(
-        plan_home,
-        rendered::STORE_AGENT_ROOT,
-        "the agent-visible root must be where the agent sees the cache"
-    );
+}
+
+#[test]
+fn the_agent_sees_the_cache_at_the_policy_root_whatever_its_home() {
+    for home in ["/opt/data", "/home/agent/.hermes"] {
+        let mut c = cfg();
+        c.hermes_home_path = home.into();
+        let p = pod(|p| {
+            p["spec"]["containers"][0]["volumeMounts"] =
+                json!([{"name": "home", "mountPath": home}]);
+            p["spec"]["volumes"] = json!([{"name": "home", "emptyDir": {}}]);
+        });
+        let fp = FleetPolicy::test();
+        let Decision::Patch { ops, .. } = mutate(&p, "agents", &[&fp], &c) else {
+            panic!("a labelled pod with home {home} must be patched");
+        };
+        let agent_mounts: Vec<&Value> = ops
+            .iter()
+            .filter(|o| o.path.starts_with("/spec/containers/0/volumeMounts"))
+            .flat_map(|o| std::iter::once(&o.value).chain(o.value.as_array().into_iter().flatten()))
+            .filter(|m| m["mountPath"] == json!(rendered::STORE_AGENT_ROOT))
+            .collect();
+        assert_eq!(
+            agent_mounts.len(),
+            1,
+            "with home {home} the agent must see the cache at the agent-visible root {}: {ops:?}",
+            rendered::STORE_AGENT_ROOT
+        );
+        assert_eq!(
+            agent_mounts[0]["readOnly"],
+            json!(true),
+            "the agent's cache mount must be read-only"
+        );
+    }
 }
 
 #[test]
