@@ -9,6 +9,8 @@
 
 #[path = "chart/objects.rs"]
 mod objects;
+#[path = "chart/tls.rs"]
+mod tls;
 #[path = "chart/tools.rs"]
 mod tools;
 
@@ -442,4 +444,87 @@ fn deploy_install_yaml_is_the_chart_rendered_with_the_documented_inputs() {
         committed == want,
         "deploy/install.yaml drifted from charts/fleetgate; regenerate it with:\n  FLEETGATE_BLESS=1 cargo test -p fleetgate-e2e --test chart"
     );
+}
+
+#[test]
+fn the_notes_tell_the_user_what_to_do_next() {
+    let Some(tools) = tools::tools() else { return };
+    let cases = [
+        (
+            args(&[]),
+            "kubectl -n agents apply -f",
+            "start WITHOUT the gate",
+        ),
+        (
+            args(&[
+                "--set",
+                "defaultPolicy.enabled=true",
+                "--set",
+                "webhook.failurePolicy=Fail",
+            ]),
+            "kubectl -n agents get fleetpolicy fleet",
+            "cannot be created",
+        ),
+    ];
+    for (extra, policy_step, failure_note) in cases {
+        let mut list = args(&[
+            "install",
+            "fleetgate",
+            "--namespace",
+            "agents",
+            "--dry-run=client",
+        ]);
+        list.insert(2, tools::chart().display().to_string());
+        list.extend(extra.iter().cloned());
+        let out = tools::run(&tools.helm, &list, None);
+        let said = text(&out);
+        assert!(
+            out.status.success(),
+            "helm install --dry-run must succeed: {said}"
+        );
+        let notes = said
+            .split("NOTES:")
+            .nth(1)
+            .expect("helm must print the NOTES");
+        for want in [
+            policy_step,
+            "fleetgate.dev/inject: enabled",
+            "kubectl -n agents get fp",
+            "kubectl -n agents edit fp",
+            failure_note,
+        ] {
+            assert!(
+                notes.contains(want),
+                "{extra:?}: the NOTES must say `{want}`: {notes}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_helm_generated_certificate_serves_the_webhook_service_name_to_a_client_trusting_the_ca_bundle()
+ {
+    let Some(tools) = tools::tools() else { return };
+    let docs = documents(&render(&tools.helm, "fleetgate", "agents", &[]));
+    let secret = find(&docs, "Secret", Some("fleetgate-webhook-tls"));
+    let pem = |key: &str| {
+        let data = secret["data"][key]
+            .as_str()
+            .expect("the TLS Secret must carry the key");
+        tls::b64decode(data).expect("Secret data must be base64")
+    };
+    let (ca, crt, key) = (pem("ca.crt"), pem("tls.crt"), pem("tls.key"));
+    let cases = [
+        ("fleetgate-controller.agents.svc", true),
+        ("fleetgate-controller.agents.svc.cluster.local", true),
+        ("fleetgate-controller.other.svc", false),
+    ];
+    for (name, accepted) in cases {
+        let result = tls::handshake(&ca, &crt, &key, name).await;
+        assert_eq!(
+            result.is_ok(),
+            accepted,
+            "a client trusting the caBundle asking for {name}: {result:?}"
+        );
+    }
 }
