@@ -286,6 +286,17 @@ fn the_values_schema_refuses_typos_and_out_of_range_values_with_both_helms() {
                 helm.display()
             );
         }
+        let old = template(
+            helm,
+            "fleetgate",
+            "agents",
+            &args(&["--kube-version", "1.29.0"]),
+        );
+        assert!(
+            !old.status.success() && text(&old).contains("kubeVersion"),
+            "Chart.yaml kubeVersion must refuse Kubernetes 1.29: {}",
+            text(&old)
+        );
         let ok = template(
             helm,
             "fleetgate",
@@ -440,6 +451,14 @@ fn deploy_install_yaml_is_the_chart_rendered_with_the_documented_inputs() {
         std::fs::write(&path, &want).expect("deploy/install.yaml must be writable");
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    for version in tools::KUBE_VERSIONS {
+        let out = validate(&tools, &committed, version);
+        assert!(
+            out.status.success(),
+            "deploy/install.yaml must validate on {version}: {}",
+            text(&out)
+        );
+    }
     assert!(
         committed == want,
         "deploy/install.yaml drifted from charts/fleetgate; regenerate it with:\n  FLEETGATE_BLESS=1 cargo test -p fleetgate-e2e --test chart"
