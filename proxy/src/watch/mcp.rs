@@ -42,15 +42,23 @@ pub async fn call(
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(client, config);
     let exchange = async {
-        let service = ()
-            .serve(transport)
-            .await
-            .map_err(|e| WatchError::Source(format!("failed to open the MCP session: {e}")))?;
+        let service = ().serve(transport).await.map_err(|e| {
+            WatchError::Source(format!(
+                "failed to open the MCP session with {url}: {}",
+                root_cause(&e)
+            ))
+        })?;
         let params =
             CallToolRequestParams::new(spec.tool.clone()).with_arguments(spec.arguments.clone());
         let result = service.call_tool(params).await;
         let _ = service.cancel().await;
-        result.map_err(|e| WatchError::Source(format!("failed to call tool {}: {e}", spec.tool)))
+        result.map_err(|e| {
+            WatchError::Source(format!(
+                "failed to call tool {}: {}",
+                spec.tool,
+                root_cause(&e)
+            ))
+        })
     };
     let result = tokio::time::timeout(spec.timeout, exchange)
         .await
@@ -64,6 +72,18 @@ pub async fn call(
     let value = serde_json::to_value(&result)
         .map_err(|e| WatchError::Source(format!("failed to read the tool result: {e}")))?;
     documents(&value, &spec.tool)
+}
+
+/// The innermost error of a chain, on one line: the SDK's outer layers name its own types.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The documents of a `CallToolResult` as JSON, or the tool's own error when `isError`.
@@ -130,6 +150,11 @@ fn http_client(
         .redirect(reqwest013::redirect::Policy::none())
         .pool_max_idle_per_host(0)
         .timeout(spec.timeout);
+    if matches!(spec.server_url.host(), Some(url::Host::Domain(_))) && addresses.is_empty() {
+        return Err(WatchError::Config(
+            "failed to pin the MCP server: the gate checked no address".into(),
+        ));
+    }
     if let (Some(url::Host::Domain(host)), Some(port)) = (
         spec.server_url.host(),
         spec.server_url.port_or_known_default(),
