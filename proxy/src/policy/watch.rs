@@ -234,3 +234,49 @@ fn check_header(key: &str, value: &str) -> Result<(), String> {
     }
     crate::watch::headers::check_template(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::policy::Policy;
+
+    fn fields(yaml: &str) -> Vec<String> {
+        match Policy::parse(yaml.as_bytes(), Path::new("/")) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.errors.into_iter().map(|e| e.field).collect(),
+        }
+    }
+
+    #[test]
+    fn watch_fields_are_checked_and_each_problem_names_its_field() {
+        let w = "version: v1\nwatches:\n  - ";
+        let cases: &[(&str, String, &[&str])] = &[
+            ("a complete watch", format!("{w}{{name: a, serverUrl: 'http://m:1/mcp', tool: t, idField: id}}"), &[]),
+            ("missing endpoint, tool and id", format!("{w}{{name: a}}"), &["watches[0].serverUrl", "watches[0].tool", "watches[0].idField"]),
+            ("bad name", format!("{w}{{name: 'A b', serverUrl: 'http://m/mcp', tool: t, idField: id}}"), &["watches[0].name"]),
+            ("not http", format!("{w}{{name: a, serverUrl: 'ftp://m/x', tool: t, idField: id}}"), &["watches[0].serverUrl"]),
+            ("maxNew out of range", format!("{w}{{name: a, serverUrl: 'http://m/mcp', tool: t, idField: id, maxNew: 0}}"), &["watches[0].maxNew"]),
+            ("arguments not a mapping", format!("{w}{{name: a, serverUrl: 'http://m/mcp', tool: t, idField: id, arguments: [1]}}"), &["watches[0].arguments"]),
+            ("bad header template", format!("{w}{{name: a, serverUrl: 'http://m/mcp', tool: t, idField: id, headers: {{X-K: '${{oops'}}}}"), &["watches[0].headers.X-K"]),
+            (
+                "another endpoint than the pinned one",
+                "version: v1\nwatch: {pinnedServerUrl: 'http://m/mcp'}\nwatches:\n  - {name: a, serverUrl: 'http://n/mcp', tool: t, idField: id}".to_string(),
+                &["watches[0].serverUrl"],
+            ),
+            (
+                "the pinned endpoint fills an omitted one",
+                "version: v1\nwatch: {pinnedServerUrl: 'http://m/mcp'}\nwatches:\n  - {name: a, tool: t, idField: id}".to_string(),
+                &[],
+            ),
+            (
+                "duplicate names",
+                format!("{w}{{name: a, serverUrl: 'http://m/mcp', tool: t, idField: id}}\n  - {{name: a, serverUrl: 'http://m/mcp', tool: t, idField: id}}"),
+                &["watches[1].name"],
+            ),
+        ];
+        for (name, yaml, want) in cases {
+            assert_eq!(fields(yaml), *want, "{name}: the refused fields must match");
+        }
+    }
+}
