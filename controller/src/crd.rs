@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 #[cfg(test)]
 mod tests;
+pub mod watch;
 
 /// API group of the FleetPolicy resource.
 pub const GROUP: &str = "fleetgate.dev";
@@ -89,6 +90,13 @@ pub struct FleetPolicySpec {
     /// Cron cost accounting.
     #[serde(default)]
     pub cron: CronSpec,
+    /// Settings shared by every watch (the pinned MCP endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<watch::WatchSettingsSpec>,
+    /// Watches: MCP read tools whose new items wake the agent's cron jobs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub watches: Vec<watch::WatchSpec>,
     /// Seconds between two fleet status scrapes, 10..3600. Default 60.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 10, max = 3600))]

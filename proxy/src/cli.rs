@@ -1,4 +1,4 @@
-//! The command line: `serve`, `check-policy`, `check-url`, `extract`, `init-iptables`.
+//! The command line: `serve`, `check-policy`, `check-url`, `extract`, `init-iptables`, `watch`.
 //!
 //! Exit codes: 0 success; 1 a URL was refused (`check-url`) or a command failed at run time;
 //! 2 an invalid policy for the one-shot commands; 64 (`EX_USAGE`) an invalid policy for `serve`.
@@ -59,6 +59,9 @@ pub enum Command {
     /// Install (or `--cleanup`, or `--dry-run` print) the nat-table rules that redirect the
     /// pod's outbound TCP to the transparent listener. Needs NET_ADMIN and NET_RAW.
     InitIptables(crate::iptables::Args),
+    /// Run one watch of the policy once and print its output (new item lines or
+    /// `{"wakeAgent": false}`).
+    Watch(crate::watch::cli::WatchArgs),
     /// Run the extract pipeline once and print the JSON result.
     Extract {
         /// Policy file (default: the embedded default).
@@ -126,6 +129,7 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         },
         Command::InitIptables(args) => crate::iptables::run(&args),
+        Command::Watch(args) => rt.block_on(crate::watch::cli::run(&args)),
         Command::CheckUrl { policy, urls } => rt.block_on(check_url(policy.as_deref(), &urls)),
         Command::Extract {
             policy,

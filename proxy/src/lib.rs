@@ -35,3 +35,4 @@ pub mod telemetry;
 pub mod transparent;
 pub mod url_form;
 pub mod vendors;
+pub mod watch;

@@ -40,6 +40,8 @@ pub struct Shared {
     pub registry: Registry,
     /// Where each listener is bound, for `/v1/status`.
     pub listeners: std::sync::Mutex<Vec<(String, SocketAddr)>>,
+    /// Watches: per-watch locks and metrics.
+    pub watches: crate::watch::Watches,
 }
 
 // === impl Shared ===
@@ -50,6 +52,7 @@ impl Shared {
         let registry = Registry::new();
         let metrics = ProxyMetrics::register(&registry)?;
         let report_gauges = crate::report::gauges::ReportGauges::register(&registry)?;
+        let watches = crate::watch::Watches::register(&registry)?;
         metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
         metrics.policy_loaded_at.set(unix_now());
         Ok(Arc::new(Self {
@@ -58,6 +61,7 @@ impl Shared {
             report_gauges,
             registry,
             listeners: std::sync::Mutex::new(Vec::new()),
+            watches,
         }))
     }
 }
@@ -130,6 +134,7 @@ pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
         (&Method::POST, "/v2/search") => "firecrawl_search",
         (&Method::POST, "/tavily/search") => "tavily_search",
         (&Method::GET, "/searxng/search") => "searxng_search",
+        (&Method::GET | &Method::POST, p) if p.starts_with(crate::watch::route::PREFIX) => "watch",
         (
             _,
             "/v1/extract" | "/v2/scrape" | "/v1/scrape" | "/tavily/extract" | "/v1/search"
@@ -145,6 +150,7 @@ pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
         "firecrawl_search" => search(&shared, req, Shape::FirecrawlV2).await,
         "tavily_search" => search(&shared, req, Shape::Tavily).await,
         "searxng_search" => searxng_search(&shared, req).await,
+        "watch" => crate::watch::route::handle(&shared, req).await,
         "method_not_allowed" => respond::api_error(&ApiError::MethodNotAllowed),
         _ => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };

@@ -58,6 +58,10 @@ struct WirePolicy {
     store: BTreeMap<&'static str, &'static str>,
     listen: BTreeMap<&'static str, &'static str>,
     report: WireReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watch: Option<crate::crd::watch::WatchSettingsSpec>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    watches: Vec<crate::crd::watch::WatchSpec>,
 }
 
 #[derive(Serialize)]
@@ -150,6 +154,8 @@ pub fn render(spec: &FleetPolicySpec) -> Result<RenderedPolicy, RenderError> {
             days: spec.cron.window_days,
             managed_dir: MANAGED_DIR,
         },
+        watch: spec.watch.clone(),
+        watches: spec.watches.clone(),
     };
     let body = serde_yaml::to_string(&wire).map_err(|e| RenderError::Serialize {
         file: super::POLICY_KEY,
@@ -255,6 +261,8 @@ const FIELD_MAP: &[(&str, &str)] = &[
     ("websiteBlocklist.", "spec.websiteBlocklist."),
     ("egress.", "spec.egress."),
     ("report.days", "spec.cron.windowDays"),
+    ("watches", "spec.watches"),
+    ("watch.", "spec.watch."),
 ];
 
 /// The FleetPolicy path of a gate policy field; fields the controller sets itself keep a

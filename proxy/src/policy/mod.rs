@@ -21,6 +21,7 @@ use crate::vendors;
 pub mod raw;
 #[cfg(test)]
 mod tests;
+pub mod watch;
 
 /// The only policy format version this gate reads.
 pub const POLICY_VERSION: &str = "v1";
@@ -46,6 +47,8 @@ pub struct Policy {
     pub fetch: FetchPolicy,
     /// Fleet reports.
     pub report: ReportPolicy,
+    /// Watches (`watches:`), with the pinned endpoint already applied.
+    pub watches: Vec<watch::WatchSpec>,
     /// sha256 of the policy file bytes (hex), shown in `/v1/status`.
     pub sha256: String,
 }
@@ -328,6 +331,7 @@ impl<'a> Validator<'a> {
         let listen = self.listen(raw.listen);
         let fetch = self.fetch(raw.fetch);
         let report = self.report(raw.report);
+        let watches = watch::validate(&raw.watch, &raw.watches, &mut self.errors);
         if !self.errors.is_empty() {
             return Err(PolicyError {
                 errors: self.errors,
@@ -341,6 +345,7 @@ impl<'a> Validator<'a> {
             listen,
             fetch,
             report,
+            watches,
             sha256: String::new(),
         })
     }

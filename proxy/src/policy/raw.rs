@@ -32,6 +32,12 @@ pub struct RawPolicy {
     /// Fleet reports served on the admin listener.
     #[serde(default)]
     pub report: RawReport,
+    /// Settings shared by every watch (the pinned MCP endpoint).
+    #[serde(default)]
+    pub watch: super::watch::RawWatchSettings,
+    /// Watches: MCP read tools whose new items wake the agent.
+    #[serde(default)]
+    pub watches: Vec<super::watch::RawWatch>,
 }
 
 /// `web:`.

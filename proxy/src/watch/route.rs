@@ -1,0 +1,74 @@
+//! `GET|POST /v1/watch/<name>[?dry_run=1]` on the api listener: the one-line cron script's
+//! endpoint. 200 with the run's text, or a non-2xx status with a one-line message.
+
+use http::{Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+
+use crate::respond::{self, Body, ERROR_HEADER};
+use crate::server::Shared;
+
+/// The path prefix of the route.
+pub const PREFIX: &str = "/v1/watch/";
+
+/// Serve one watch run.
+pub async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let name = req
+        .uri()
+        .path()
+        .strip_prefix(PREFIX)
+        .unwrap_or_default()
+        .to_string();
+    let dry_run = is_dry_run(req.uri().query());
+    let runtime = shared.runtime.load_full();
+    let outcome = shared
+        .watches
+        .run(&runtime, &shared.metrics, &name, dry_run)
+        .await;
+    match outcome {
+        Ok(out) => respond::text(StatusCode::OK, "text/plain; charset=utf-8", out.text),
+        Err(e) => {
+            tracing::warn!(watch = %name, code = e.code(), error = %e, "watch run failed");
+            let mut resp = respond::text(
+                e.status(),
+                "text/plain; charset=utf-8",
+                format!("watch {name}: {e}\n"),
+            );
+            resp.headers_mut()
+                .insert(ERROR_HEADER, http::HeaderValue::from_static(e.code()));
+            resp.headers_mut().insert(
+                header::CACHE_CONTROL,
+                http::HeaderValue::from_static("no-store"),
+            );
+            resp
+        }
+    }
+}
+
+/// `dry_run=1` (or `true`) in the query string.
+pub fn is_dry_run(query: Option<&str>) -> bool {
+    query
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, "1"))))
+        .any(|(k, v)| k == "dry_run" && matches!(v, "1" | "true" | "yes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dry_run_is_read_from_the_query_string() {
+        let cases = [
+            (None, false),
+            (Some("dry_run=1"), true),
+            (Some("a=b&dry_run=true"), true),
+            (Some("dry_run"), true),
+            (Some("dry_run=0"), false),
+            (Some("dry_runs=1"), false),
+        ];
+        for (query, want) in cases {
+            assert_eq!(is_dry_run(query), want, "query {query:?} must give {want}");
+        }
+    }
+}
