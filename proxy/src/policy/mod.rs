@@ -18,6 +18,7 @@ use crate::assemble::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 use crate::gates::ip_guard::AddrPolicy;
 use crate::vendors;
 
+pub mod llm;
 pub mod raw;
 #[cfg(test)]
 mod tests;
@@ -46,6 +47,8 @@ pub struct Policy {
     pub fetch: FetchPolicy,
     /// Fleet reports.
     pub report: ReportPolicy,
+    /// The LLM route.
+    pub llm: llm::LlmPolicy,
     /// sha256 of the policy file bytes (hex), shown in `/v1/status`.
     pub sha256: String,
 }
@@ -328,6 +331,7 @@ impl<'a> Validator<'a> {
         let listen = self.listen(raw.listen);
         let fetch = self.fetch(raw.fetch);
         let report = self.report(raw.report);
+        let llm = llm::validate(raw.llm, self.base_dir, &mut self.errors);
         if !self.errors.is_empty() {
             return Err(PolicyError {
                 errors: self.errors,
@@ -341,6 +345,7 @@ impl<'a> Validator<'a> {
             listen,
             fetch,
             report,
+            llm,
             sha256: String::new(),
         })
     }

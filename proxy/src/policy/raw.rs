@@ -32,6 +32,9 @@ pub struct RawPolicy {
     /// Fleet reports served on the admin listener.
     #[serde(default)]
     pub report: RawReport,
+    /// The LLM route: providers, roles, enforcement.
+    #[serde(default)]
+    pub llm: super::llm::RawLlm,
 }
 
 /// `web:`.

@@ -1,0 +1,1 @@
+//! Hermes through the gate (placeholder).
