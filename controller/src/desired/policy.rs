@@ -58,6 +58,8 @@ struct WirePolicy {
     store: BTreeMap<&'static str, &'static str>,
     listen: BTreeMap<&'static str, &'static str>,
     report: WireReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llm: Option<super::llm::WireLlm>,
 }
 
 #[derive(Serialize)]
@@ -133,6 +135,14 @@ pub const HEADER: &str = "# fleetgate gate policy rendered by fleetgate-controll
 
 /// Build `policy.yaml` from `spec` and validate it with the gate's parser.
 pub fn render(spec: &FleetPolicySpec) -> Result<RenderedPolicy, RenderError> {
+    render_named(spec, None)
+}
+
+/// [`render`] for the FleetPolicy `name` (quoted in the LLM route's refusals).
+pub fn render_named(
+    spec: &FleetPolicySpec,
+    name: Option<&str>,
+) -> Result<RenderedPolicy, RenderError> {
     let wire = WirePolicy {
         version: POLICY_VERSION,
         web: web(spec),
@@ -150,6 +160,7 @@ pub fn render(spec: &FleetPolicySpec) -> Result<RenderedPolicy, RenderError> {
             days: spec.cron.window_days,
             managed_dir: MANAGED_DIR,
         },
+        llm: spec.llm.as_ref().map(|l| super::llm::wire(l, name)),
     };
     let body = serde_yaml::to_string(&wire).map_err(|e| RenderError::Serialize {
         file: super::POLICY_KEY,
@@ -255,6 +266,7 @@ const FIELD_MAP: &[(&str, &str)] = &[
     ("websiteBlocklist.", "spec.websiteBlocklist."),
     ("egress.", "spec.egress."),
     ("report.days", "spec.cron.windowDays"),
+    ("llm.", "spec.llm."),
 ];
 
 /// The FleetPolicy path of a gate policy field; fields the controller sets itself keep a
