@@ -10,6 +10,9 @@ mod support;
 #[path = "llm_route/hermes.rs"]
 mod hermes;
 
+#[path = "llm_route/bench.rs"]
+mod bench;
+
 use std::time::Duration;
 
 use bytes::Bytes;
