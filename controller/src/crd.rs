@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod llm;
 #[cfg(test)]
 mod tests;
 pub mod watch;
@@ -97,6 +98,10 @@ pub struct FleetPolicySpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 64))]
     pub watches: Vec<watch::WatchSpec>,
+    /// The gate's LLM route: providers (keys in Secrets), role routing, allowed models,
+    /// pinned effort/tier, observe or enforce. Hermes' base URLs are pinned to the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<llm::LlmSpec>,
     /// Seconds between two fleet status scrapes, 10..3600. Default 60.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 10, max = 3600))]

@@ -23,6 +23,7 @@ use kube::{Resource, ResourceExt};
 
 use crate::crd::FleetPolicy;
 
+pub mod llm;
 pub mod managed;
 pub mod policy;
 #[cfg(test)]
@@ -138,8 +139,9 @@ pub fn config_map_name(policy_name: &str) -> String {
 pub fn render(fp: &FleetPolicy) -> Result<Desired, RenderError> {
     let name = fp.metadata.name.clone().ok_or(RenderError::MissingName)?;
     check_spec(fp)?;
-    let managed = managed::render(fp.spec.managed.as_ref())?;
-    let policy = policy::render(&fp.spec)?;
+    let managed_in = llm::with_pins(fp.spec.managed.as_ref(), fp.spec.llm.as_ref())?;
+    let managed = managed::render(managed_in.as_ref())?;
+    let policy = policy::render_named(&fp.spec, Some(name.as_str()))?;
     let labels = BTreeMap::from([
         (
             "app.kubernetes.io/managed-by".to_string(),

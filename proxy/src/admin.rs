@@ -138,8 +138,10 @@ async fn report(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Body>
     }
     // SQLite reads block: keep them off the async workers.
     match tokio::task::spawn_blocking(move || crate::report::fleet_report(&opts)).await {
-        Ok(report) => {
+        Ok(mut report) => {
             shared.report_gauges.observe(&report.crons.cost);
+            // The gate's own wire observations (LLM route) join the observer's file.
+            report.status.observed.merge(shared.llm.store.observed());
             match serde_json::to_value(&report) {
                 Ok(v) => respond::json(StatusCode::OK, &v),
                 Err(e) => respond::api_error(&ApiError::Internal(e.to_string())),

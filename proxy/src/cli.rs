@@ -307,7 +307,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         tasks.push(match name {
             "api" => tokio::spawn(server::serve_http(
                 listener,
-                move |r| server::api(s.clone(), r),
+                move |r| server::api_or_llm(s.clone(), r),
                 rx,
             )),
             _ => tokio::spawn(server::serve_http(

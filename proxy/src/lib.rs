@@ -22,6 +22,7 @@ pub mod forward;
 pub mod front;
 pub mod gates;
 pub mod iptables;
+pub mod llm;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;

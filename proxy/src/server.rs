@@ -42,6 +42,8 @@ pub struct Shared {
     pub listeners: std::sync::Mutex<Vec<(String, SocketAddr)>>,
     /// Watches: per-watch locks and metrics.
     pub watches: crate::watch::Watches,
+    /// The LLM route's observations, metrics and upstream pool.
+    pub llm: crate::llm::LlmState,
 }
 
 // === impl Shared ===
@@ -53,6 +55,7 @@ impl Shared {
         let metrics = ProxyMetrics::register(&registry)?;
         let report_gauges = crate::report::gauges::ReportGauges::register(&registry)?;
         let watches = crate::watch::Watches::register(&registry)?;
+        let llm = crate::llm::LlmState::register(&registry)?;
         metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
         metrics.policy_loaded_at.set(unix_now());
         Ok(Arc::new(Self {
@@ -62,6 +65,7 @@ impl Shared {
             registry,
             listeners: std::sync::Mutex::new(Vec::new()),
             watches,
+            llm,
         }))
     }
 }
@@ -75,13 +79,15 @@ pub fn unix_now() -> i64 {
 }
 
 /// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`.
-pub async fn serve_http<H, F>(
+pub async fn serve_http<H, F, B>(
     listener: TcpListener,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
 ) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: Future<Output = Response<Body>> + Send + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     loop {
         let (stream, _peer) = tokio::select! {
@@ -120,6 +126,19 @@ pub async fn serve_http<H, F>(
             }
         });
     }
+}
+
+/// The api listener: the LLM route (`/llm/...`, streamed) or the web routes of [`api`].
+pub async fn api_or_llm(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Response<crate::llm::LlmBody> {
+    if req.uri().path().starts_with(crate::llm::PREFIX) {
+        return crate::llm::handle(shared, req).await;
+    }
+    api(shared, req)
+        .await
+        .map(|b| b.map_err(|never| match never {}).boxed())
 }
 
 /// The api listener's router.

@@ -8,6 +8,7 @@
 //! - [`origin::Origin`]: an HTTP/1.1 origin with per-path replies (pages, redirects, encoded
 //!   bodies, hangs, stalls, short bodies), hit counters and recorded requests.
 //! - [`gate::GateProcess`]: the real `fleetgate-proxy` binary, its listeners and its log lines.
+//! - [`llm_stub::StubProvider`]: stub OpenAI-compatible and Anthropic providers (SSE or whole).
 //! - [`http`]: a minimal loopback HTTP/1.1 client for talking to the gate and origins.
 //! - [`venv`]: the Python venv with the real Hermes Agent, or a clear skip when it is absent.
 
@@ -17,5 +18,6 @@ mod background;
 pub mod dns;
 pub mod gate;
 pub mod http;
+pub mod llm_stub;
 pub mod origin;
 pub mod venv;

@@ -62,6 +62,7 @@ struct WirePolicy {
     watch: Option<crate::crd::watch::WatchSettingsSpec>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     watches: Vec<crate::crd::watch::WatchSpec>,
+    llm: Option<super::llm::WireLlm>,
 }
 
 #[derive(Serialize)]
@@ -137,6 +138,14 @@ pub const HEADER: &str = "# fleetgate gate policy rendered by fleetgate-controll
 
 /// Build `policy.yaml` from `spec` and validate it with the gate's parser.
 pub fn render(spec: &FleetPolicySpec) -> Result<RenderedPolicy, RenderError> {
+    render_named(spec, None)
+}
+
+/// [`render`] for the FleetPolicy `name` (quoted in the LLM route's refusals).
+pub fn render_named(
+    spec: &FleetPolicySpec,
+    name: Option<&str>,
+) -> Result<RenderedPolicy, RenderError> {
     let wire = WirePolicy {
         version: POLICY_VERSION,
         web: web(spec),
@@ -156,6 +165,7 @@ pub fn render(spec: &FleetPolicySpec) -> Result<RenderedPolicy, RenderError> {
         },
         watch: spec.watch.clone(),
         watches: spec.watches.clone(),
+        llm: spec.llm.as_ref().map(|l| super::llm::wire(l, name)),
     };
     let body = serde_yaml::to_string(&wire).map_err(|e| RenderError::Serialize {
         file: super::POLICY_KEY,
@@ -263,6 +273,7 @@ const FIELD_MAP: &[(&str, &str)] = &[
     ("report.days", "spec.cron.windowDays"),
     ("watches", "spec.watches"),
     ("watch.", "spec.watch."),
+    ("llm.", "spec.llm."),
 ];
 
 /// The FleetPolicy path of a gate policy field; fields the controller sets itself keep a

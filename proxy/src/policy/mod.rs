@@ -18,6 +18,7 @@ use crate::assemble::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 use crate::gates::ip_guard::AddrPolicy;
 use crate::vendors;
 
+pub mod llm;
 pub mod raw;
 #[cfg(test)]
 mod tests;
@@ -49,6 +50,8 @@ pub struct Policy {
     pub report: ReportPolicy,
     /// Watches (`watches:`), with the pinned endpoint already applied.
     pub watches: Vec<watch::WatchSpec>,
+    /// The LLM route.
+    pub llm: llm::LlmPolicy,
     /// sha256 of the policy file bytes (hex), shown in `/v1/status`.
     pub sha256: String,
 }
@@ -332,6 +335,7 @@ impl<'a> Validator<'a> {
         let fetch = self.fetch(raw.fetch);
         let report = self.report(raw.report);
         let watches = watch::validate(&raw.watch, &raw.watches, &mut self.errors);
+        let llm = llm::validate(raw.llm, self.base_dir, &mut self.errors);
         if !self.errors.is_empty() {
             return Err(PolicyError {
                 errors: self.errors,
@@ -346,6 +350,7 @@ impl<'a> Validator<'a> {
             fetch,
             report,
             watches,
+            llm,
             sha256: String::new(),
         })
     }

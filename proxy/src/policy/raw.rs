@@ -38,6 +38,9 @@ pub struct RawPolicy {
     /// Watches: MCP read tools whose new items wake the agent.
     #[serde(default)]
     pub watches: Vec<super::watch::RawWatch>,
+    /// The LLM route: providers, roles, enforcement.
+    #[serde(default)]
+    pub llm: super::llm::RawLlm,
 }
 
 /// `web:`.

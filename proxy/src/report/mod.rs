@@ -42,7 +42,7 @@ pub use audit::Audit;
 pub use cost::{CostSection, Flag, JobCost, Sources};
 pub use jobs::Gate;
 pub use managed::{ManagedDir, ManagedState};
-pub use observed::{Observed, RoleObservation};
+pub use observed::{GateCounters, Observed, RoleObservation};
 pub use status::{CronEntry, StatusReport, status};
 pub use table::render_table;
 

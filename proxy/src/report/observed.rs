@@ -32,6 +32,25 @@ pub struct RoleObservation {
     /// When it was seen (ISO 8601, UTC).
     #[serde(default, deserialize_with = "scalar")]
     pub ts: Option<String>,
+    /// What the gate's LLM route counted for this role (absent in the observer's entries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateCounters>,
+}
+
+/// Counters the gate keeps per role, next to the last observation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, DeriveSerialize, Deserialize)]
+pub struct GateCounters {
+    /// Requests sent upstream.
+    pub requests: u64,
+    /// Requests refused (model outside `llm.allowedModels`, enforce mode).
+    pub refused: u64,
+    /// Requests the gate rewrote (pinned effort or tier).
+    pub rewritten: u64,
+    /// The rewrites of the last request (`field: from -> to`); in observe mode, the ones
+    /// enforce mode would have made.
+    pub last_rewrites: Vec<String>,
+    /// Whether `last_rewrites` were applied (enforce) or only reported (observe).
+    pub applied: bool,
 }
 
 /// Observations keyed by role, in first-seen order.

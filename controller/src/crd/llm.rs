@@ -1,0 +1,157 @@
+//! `spec.llm`: the gate's LLM route — providers (with their key in a Secret), which provider
+//! serves each Hermes role, the allowed models and the pinned effort and tier per role, and
+//! whether the gate only observes or also enforces. Rendered into the gate policy's `llm:`
+//! and into the managed-scope pins that point Hermes' base URLs at the gate.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `spec.llm`.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmSpec {
+    /// `observe` (default: pass everything, record model/effort/tier per role) or `enforce`
+    /// (refuse models outside `allowedModels`, write pins onto requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<LlmModeSpec>,
+    /// Upstream providers by name (1..63 of `[a-z0-9-]`).
+    #[serde(default)]
+    #[schemars(length(max = 16))]
+    pub providers: BTreeMap<String, LlmProviderSpec>,
+    /// Role → provider name. Roles: `main`, `delegation`, `cron`, `auxiliary` (every
+    /// auxiliary task), `auxiliary:<task>`, `default`.
+    #[serde(default)]
+    #[schemars(length(max = 64))]
+    pub roles: BTreeMap<String, String>,
+    /// Models the fleet may use (exact ids, or a prefix ending in `*`). Empty allows any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 128), inner(length(min = 1, max = 256)))]
+    pub allowed_models: Vec<String>,
+    /// Pinned effort and tier per role (same role keys as `roles`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 64))]
+    pub pins: BTreeMap<String, LlmPinSpec>,
+}
+
+/// Observe or enforce.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlmModeSpec {
+    /// Pass every request unchanged; count what enforce would do.
+    Observe,
+    /// Refuse disallowed models and write the pins.
+    Enforce,
+}
+
+/// How a provider takes its key and where effort lives on its wire.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlmProviderKind {
+    /// OpenAI (chat completions, responses).
+    Openai,
+    /// Anthropic messages.
+    Anthropic,
+    /// OpenRouter.
+    Openrouter,
+    /// xAI.
+    Xai,
+}
+
+// === impl LlmProviderKind ===
+
+impl LlmProviderKind {
+    /// The gate's name for the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Openrouter => "openrouter",
+            Self::Xai => "xai",
+        }
+    }
+}
+
+/// One provider.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmProviderSpec {
+    /// Its kind.
+    pub kind: LlmProviderKind,
+    /// Base URL the agent's path after `/v1` is appended to, e.g. `https://api.openai.com`,
+    /// `https://openrouter.ai/api`, `https://api.anthropic.com`.
+    #[serde(rename = "baseURL")]
+    #[schemars(length(max = 2048), regex(pattern = r"^https?://[^\s/?#]+[^\s]*$"))]
+    pub base_url: String,
+    /// The Secret key holding the API key; mounted into the gate only.
+    pub secret_ref: LlmSecretRef,
+    /// Seconds to the response head, 1..3600. Default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_seconds: Option<u32>,
+}
+
+/// A key of a Secret in the FleetPolicy's namespace.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LlmSecretRef {
+    /// Secret name.
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    )]
+    pub name: String,
+    /// Key inside the Secret.
+    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
+    pub key: String,
+}
+
+/// A pin.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmPinSpec {
+    /// Reasoning effort written onto the role's requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<LlmEffort>,
+    /// Service tier written onto the role's requests (`priority`, `flex`, `default`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
+    pub service_tier: Option<String>,
+}
+
+/// Effort levels as they appear on the wire.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlmEffort {
+    /// Reasoning off.
+    None,
+    /// Minimal.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// Extra high.
+    Xhigh,
+    /// Max.
+    Max,
+}
+
+// === impl LlmEffort ===
+
+impl LlmEffort {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+            Self::Xhigh => "xhigh",
+            Self::Max => "max",
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The LLM route: `/llm/<role>/...` on the api listener reverse-proxies an agent's provider
+//! calls to the provider `llm.roles.<role>` names, so the gate sees — per role — the model,
+//! the reasoning effort and the service tier really sent, and the tier really served.
+//!
+//! Roles are `main`, `delegation`, `cron` and `auxiliary/<task>` (observed as
+//! `auxiliary:<task>`, the observer's name). The gate holds the provider key and adds it;
+//! any key the agent sends is dropped. The request body is buffered (bounded) to be read and,
+//! in enforce mode, rewritten; the response streams back frame by frame, SSE included, with
+//! the served tier scanned as it passes ([`tier`]). [`proxy`] is the request path,
+//! [`enforce`] the refusals and pins, [`store`] the last observation per role.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use serde_json::json;
+
+use crate::connect::ConnectError;
+use crate::gates::DenyReason;
+use crate::policy::llm::{ProviderKind, role_key};
+use crate::respond::ERROR_HEADER;
+
+pub mod body;
+pub mod enforce;
+pub mod metrics;
+pub mod observe;
+pub mod proxy;
+pub mod store;
+pub mod tier;
+pub mod upstream;
+
+pub use proxy::handle;
+
+/// Path prefix of the route.
+pub const PREFIX: &str = "/llm/";
+
+/// Body type of every api-listener response once the LLM route streams.
+pub type LlmBody =
+    http_body_util::combinators::BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Live state of the route: the observations, the metrics and the upstream pool.
+#[derive(Debug)]
+pub struct LlmState {
+    /// Last observation per role.
+    pub store: store::ObservationStore,
+    /// Metrics.
+    pub metrics: metrics::LlmMetrics,
+    /// TLS and kept connections.
+    pub upstreams: upstream::Upstreams,
+}
+
+// === impl LlmState ===
+
+impl LlmState {
+    /// Fresh state with metrics registered in `reg`.
+    pub fn register(reg: &prometheus::Registry) -> prometheus::Result<Self> {
+        Ok(Self {
+            store: store::ObservationStore::new(),
+            metrics: metrics::LlmMetrics::register(reg)?,
+            upstreams: upstream::Upstreams::new(),
+        })
+    }
+}
+
+/// A parsed `/llm/<role>/<rest>` path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Role key (`main`, `auxiliary:vision`, ...).
+    pub role: String,
+    /// The provider path after the role, starting with `/`.
+    pub rest: String,
+}
+
+// === impl Route ===
+
+impl Route {
+    /// Parse a request path; `None` when it names no role.
+    pub fn parse(path: &str) -> Option<Self> {
+        let tail = path.strip_prefix(PREFIX)?;
+        let (role, rest) = match tail.split_once('/') {
+            Some(("auxiliary", after)) => {
+                let (task, rest) = after.split_once('/').unwrap_or((after, ""));
+                (format!("auxiliary:{task}"), rest)
+            }
+            Some((role, rest)) => (role.to_string(), rest),
+            None => (tail.to_string(), ""),
+        };
+        let role = role_key(&role).filter(|r| r != "auxiliary" && r != "default")?;
+        Some(Self {
+            role,
+            rest: format!("/{rest}"),
+        })
+    }
+}
+
+/// Why the route answered itself instead of relaying the provider's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The path names no role.
+    #[error("failed to route: {0} is not /llm/<main|delegation|cron|auxiliary/<task>>/...")]
+    NotFound(String),
+    /// No provider serves the role.
+    #[error("failed to route: no provider serves role '{0}'; set llm.roles in the policy")]
+    RoleNotConfigured(String),
+    /// The model is outside `llm.allowedModels` (enforce mode).
+    #[error("{0}")]
+    ModelNotAllowed(String),
+    /// The request body is over `llm.maxRequestBytes`.
+    #[error("failed to read the request: the body is larger than {0} bytes")]
+    TooLarge(u64),
+    /// The request body could not be read.
+    #[error("failed to read the request: {0}")]
+    BadRequest(String),
+    /// The provider key could not be read.
+    #[error("failed to read the key of provider '{0}'")]
+    KeyUnavailable(String),
+    /// An egress gate refused the upstream.
+    #[error("failed to reach the provider: {}", .0.message())]
+    Refused(DenyReason),
+    /// The upstream resolves to one of the gate's own listeners.
+    #[error("failed to reach the provider: {0} is this gate")]
+    Loop(SocketAddr),
+    /// No checked address accepted the connection.
+    #[error("failed to reach the provider: {0}")]
+    Connect(ConnectError),
+    /// TLS failed.
+    #[error("failed to reach the provider: TLS: {0}")]
+    Tls(String),
+    /// The provider sent no response head in time.
+    #[error("failed to reach the provider: no response within {0} s")]
+    Timeout(u64),
+    /// HTTP failed.
+    #[error("failed to reach the provider: {0}")]
+    Protocol(String),
+}
+
+// === impl LlmError ===
+
+impl LlmError {
+    /// Stable code (body `code`, `x-fleetgate-error`, metric label).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::RoleNotConfigured(_) => "llm_role_not_configured",
+            Self::ModelNotAllowed(_) => "llm_model_not_allowed",
+            Self::TooLarge(_) => "payload_too_large",
+            Self::BadRequest(_) => "invalid_request",
+            Self::KeyUnavailable(_) => "llm_key_unavailable",
+            Self::Refused(reason) => reason.code(),
+            Self::Loop(_) => "proxy_loop",
+            Self::Connect(e) => e.code(),
+            Self::Tls(_) => "upstream_tls_failed",
+            Self::Timeout(_) => "upstream_timeout",
+            Self::Protocol(_) => "upstream_protocol_error",
+        }
+    }
+
+    /// HTTP status of the answer.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
+            Self::ModelNotAllowed(_) | Self::Refused(_) | Self::Loop(_) => StatusCode::FORBIDDEN,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::KeyUnavailable(_) | Self::Connect(_) | Self::Tls(_) | Self::Protocol(_) => {
+                StatusCode::BAD_GATEWAY
+            }
+        }
+    }
+
+    /// The answer in the provider's own error shape, so the agent's SDK shows the message.
+    pub fn response(&self, kind: Option<ProviderKind>) -> Response<LlmBody> {
+        let message = self.to_string();
+        let body = match kind {
+            Some(ProviderKind::Anthropic) => json!({
+                "type": "error",
+                "error": {"type": anthropic_type(self.status()), "message": message},
+                "code": self.code(),
+            }),
+            _ => json!({
+                "error": {
+                    "message": message,
+                    "type": openai_type(self.status()),
+                    "param": matches!(self, Self::ModelNotAllowed(_)).then_some("model"),
+                    "code": self.code(),
+                }
+            }),
+        };
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        let mut resp = Response::new(full(bytes));
+        *resp.status_mut() = self.status();
+        let headers = resp.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Ok(code) = HeaderValue::from_str(self.code()) {
+            headers.insert(ERROR_HEADER, code);
+        }
+        resp
+    }
+}
+
+fn openai_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        403 => "permission_error",
+        404 => "not_found_error",
+        400 | 413 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+fn anthropic_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        400 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+/// A whole body as an [`LlmBody`].
+pub fn full(bytes: impl Into<Bytes>) -> LlmBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests;

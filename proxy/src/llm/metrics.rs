@@ -1,0 +1,73 @@
+//! The LLM route's metrics. Label values are bounded: roles and tasks from a fixed set,
+//! models only when the policy names them (else `other`), efforts and tiers from their
+//! vocabularies (else `other`).
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+
+/// Metrics of the LLM route.
+#[derive(Clone, Debug)]
+pub struct LlmMetrics {
+    /// `fleetgate_llm_requests_total{role,model,effort,tier}`: requests sent upstream, with
+    /// the effort and requested tier on the wire.
+    pub requests: IntCounterVec,
+    /// `fleetgate_llm_responses_total{role,status_class,served_tier}`: responses by the tier
+    /// the provider says it served.
+    pub responses: IntCounterVec,
+    /// `fleetgate_llm_rewrites_total{role,field,action}`: pinned fields written (`rewritten`)
+    /// or, in observe mode, that would have been (`would_rewrite`).
+    pub rewrites: IntCounterVec,
+    /// `fleetgate_llm_refusals_total{role,code,action}`: refused requests (`refused`) or, in
+    /// observe mode, requests enforce mode would refuse (`would_refuse`).
+    pub refusals: IntCounterVec,
+    /// `fleetgate_llm_time_to_first_byte_seconds{role}`: request start to the response head.
+    pub first_byte: HistogramVec,
+}
+
+// === impl LlmMetrics ===
+
+impl LlmMetrics {
+    /// Create and register the metrics in `reg`.
+    pub fn register(reg: &Registry) -> prometheus::Result<Self> {
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            IntCounterVec::new(Opts::new(name, help), labels)
+        };
+        let m = Self {
+            requests: counter(
+                "fleetgate_llm_requests_total",
+                "LLM requests sent upstream by role, model, effort and requested tier.",
+                &["role", "model", "effort", "tier"],
+            )?,
+            responses: counter(
+                "fleetgate_llm_responses_total",
+                "LLM responses by role, status class and served tier.",
+                &["role", "status_class", "served_tier"],
+            )?,
+            rewrites: counter(
+                "fleetgate_llm_rewrites_total",
+                "Pinned fields written onto LLM requests (or that would be, in observe mode).",
+                &["role", "field", "action"],
+            )?,
+            refusals: counter(
+                "fleetgate_llm_refusals_total",
+                "LLM requests refused (or that would be, in observe mode) by code.",
+                &["role", "code", "action"],
+            )?,
+            first_byte: HistogramVec::new(
+                HistogramOpts::new(
+                    "fleetgate_llm_time_to_first_byte_seconds",
+                    "Time from an LLM request to the upstream response head, by role.",
+                )
+                .buckets(vec![
+                    0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                ]),
+                &["role"],
+            )?,
+        };
+        reg.register(Box::new(m.requests.clone()))?;
+        reg.register(Box::new(m.responses.clone()))?;
+        reg.register(Box::new(m.rewrites.clone()))?;
+        reg.register(Box::new(m.refusals.clone()))?;
+        reg.register(Box::new(m.first_byte.clone()))?;
+        Ok(m)
+    }
+}

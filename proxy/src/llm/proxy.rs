@@ -1,0 +1,336 @@
+//! One LLM call through the gate: route → provider → bounded request read → observe →
+//! enforce (refuse / pin) → key swap → upstream → streamed, observed response.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+use tokio::time::{Instant, timeout};
+
+use super::body::{Finish, ObservingBody};
+use super::enforce::{self, Rewrite};
+use super::observe::{self, RequestFacts};
+use super::{LlmBody, LlmError, Route};
+use crate::connect::OwnListeners;
+use crate::forward::http::strip_hop_by_hop;
+use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
+use crate::respond::ERROR_HEADER;
+use crate::runtime::Runtime;
+use crate::server::Shared;
+
+/// Headers that carry a provider key; whatever the agent sends there never leaves the gate.
+const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
+
+/// The request after observation and enforcement, ready to go upstream.
+struct Prepared {
+    body: Bytes,
+    facts: RequestFacts,
+    rewrites: Vec<Rewrite>,
+}
+
+/// Serve one `/llm/...` request.
+pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<LlmBody> {
+    let started = Instant::now();
+    let rt = shared.runtime.load_full();
+    let Some(route) = Route::parse(req.uri().path()) else {
+        return LlmError::NotFound(req.uri().path().to_string()).response(None);
+    };
+    let Some(provider) = rt.policy.llm.provider_for(&route.role).cloned() else {
+        return LlmError::RoleNotConfigured(route.role).response(None);
+    };
+    match relay(&shared, &rt, &route, &provider, req, started).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            tracing::warn!(
+                event = "llm.error", role = %route.role, provider = %provider.name,
+                code = e.code(), error = %e, "llm request answered by the gate"
+            );
+            e.response(Some(provider.kind))
+        }
+    }
+}
+
+async fn relay(
+    shared: &Arc<Shared>,
+    rt: &Runtime,
+    route: &Route,
+    provider: &LlmProvider,
+    req: Request<Incoming>,
+    started: Instant,
+) -> Result<Response<LlmBody>, LlmError> {
+    let (parts, body) = req.into_parts();
+    let limit = rt.policy.llm.max_request_bytes;
+    let bytes = read_body(body, limit).await?;
+    let prepared = prepare(shared, rt, route, provider, bytes)?;
+    let key = read_key(provider)?;
+    let url = upstream_url(provider, &route.rest, parts.uri.query());
+    let own = own_listeners(shared);
+    let mut conn = shared.llm.upstreams.connect(rt, &own, &url).await?;
+    let request = outbound(parts, &url, provider.kind, &key, prepared.body)?;
+    let sent = conn.sender.send_request(request);
+    let resp = timeout(provider.header_timeout, sent)
+        .await
+        .map_err(|_| LlmError::Timeout(provider.header_timeout.as_secs()))?
+        .map_err(|e| LlmError::Protocol(e.to_string()))?;
+    shared.llm.upstreams.checkin(conn);
+    let applied = rt.policy.llm.mode == LlmMode::Enforce;
+    let seq =
+        shared
+            .llm
+            .store
+            .record_sent(&route.role, &prepared.facts, &prepared.rewrites, applied);
+    Ok(inbound(
+        shared,
+        rt,
+        route,
+        &prepared.facts,
+        seq,
+        resp,
+        started,
+    ))
+}
+
+async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
+    let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
+    Limited::new(body, limit_usize)
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                LlmError::TooLarge(limit)
+            } else {
+                LlmError::BadRequest(e.to_string())
+            }
+        })
+}
+
+/// Observe the body; in enforce mode refuse a disallowed model and write the role's pins.
+fn prepare(
+    shared: &Shared,
+    rt: &Runtime,
+    route: &Route,
+    provider: &LlmProvider,
+    bytes: Bytes,
+) -> Result<Prepared, LlmError> {
+    let Ok(mut json) = serde_json::from_slice::<Value>(&bytes) else {
+        // Not JSON (a GET of the model list, an upload): relayed untouched, nothing to see.
+        return Ok(Prepared {
+            body: bytes,
+            facts: RequestFacts::default(),
+            rewrites: Vec::new(),
+        });
+    };
+    let policy = &rt.policy.llm;
+    let enforce = policy.mode == LlmMode::Enforce;
+    let role_label = observe::role_label(policy, &route.role);
+    let facts = RequestFacts::of(&json);
+    if let Some(message) = enforce::model_refusal(policy, facts.model.as_deref()) {
+        let action = if enforce { "refused" } else { "would_refuse" };
+        shared
+            .llm
+            .metrics
+            .refusals
+            .with_label_values(&[role_label.as_str(), "llm_model_not_allowed", action])
+            .inc();
+        tracing::warn!(
+            event = "llm.refusal", role = %route.role, action,
+            model = facts.model.as_deref().unwrap_or(""), "model outside llm.allowedModels"
+        );
+        if enforce {
+            shared.llm.store.record_refused(&route.role);
+            return Err(LlmError::ModelNotAllowed(message));
+        }
+    }
+    let rewrites = match policy.pin_for(&route.role) {
+        Some(pin) => enforce::pin_rewrites(pin, provider.kind, &route.rest, &mut json, enforce),
+        None => Vec::new(),
+    };
+    log_rewrites(shared, route, &role_label, &rewrites, enforce);
+    if !enforce || rewrites.is_empty() {
+        return Ok(Prepared {
+            body: bytes,
+            facts,
+            rewrites,
+        });
+    }
+    let body = serde_json::to_vec(&json).map_err(|e| LlmError::BadRequest(e.to_string()))?;
+    Ok(Prepared {
+        body: Bytes::from(body),
+        facts: RequestFacts::of(&json),
+        rewrites,
+    })
+}
+
+fn log_rewrites(
+    shared: &Shared,
+    route: &Route,
+    role_label: &str,
+    rewrites: &[Rewrite],
+    enforce: bool,
+) {
+    let action = if enforce {
+        "rewritten"
+    } else {
+        "would_rewrite"
+    };
+    for r in rewrites {
+        shared
+            .llm
+            .metrics
+            .rewrites
+            .with_label_values(&[role_label, r.field, action])
+            .inc();
+        tracing::info!(
+            event = "llm.rewrite", role = %route.role, action, field = r.field,
+            from = r.from.as_deref().unwrap_or("unset"), to = %r.to, "pinned field"
+        );
+    }
+}
+
+/// The provider key: the Secret file (trimmed), else the environment variable.
+fn read_key(provider: &LlmProvider) -> Result<String, LlmError> {
+    let from_file = provider
+        .key_file
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let from_env = || {
+        provider
+            .key_env
+            .as_ref()
+            .and_then(|v| std::env::var(v).ok())
+    };
+    from_file
+        .or_else(from_env)
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| LlmError::KeyUnavailable(provider.name.clone()))
+}
+
+/// `baseUrl` + the path after the role + the query.
+pub fn upstream_url(provider: &LlmProvider, rest: &str, query: Option<&str>) -> url::Url {
+    let mut url = provider.base_url.clone();
+    let path = format!("{}{rest}", provider.base_url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    url.set_query(query);
+    url
+}
+
+fn own_listeners(shared: &Shared) -> OwnListeners {
+    let bound = shared
+        .listeners
+        .lock()
+        .map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
+        .unwrap_or_default();
+    OwnListeners::new(bound)
+}
+
+/// The upstream request: origin-form target, the provider's `Host`, the agent's headers
+/// minus hop-by-hop and key headers, the gate's key, an identity encoding (so the served
+/// tier can be read), and the (possibly rewritten) body.
+fn outbound(
+    parts: http::request::Parts,
+    url: &url::Url,
+    kind: ProviderKind,
+    key: &str,
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, LlmError> {
+    let bad = |what: &str| LlmError::Protocol(format!("failed to build the upstream {what}"));
+    let mut headers = parts.headers;
+    strip_hop_by_hop(&mut headers);
+    for name in KEY_HEADERS {
+        headers.remove(*name);
+    }
+    headers.remove(header::CONTENT_LENGTH);
+    let authority = &url[url::Position::BeforeHost..url::Position::AfterPort];
+    headers.insert(
+        header::HOST,
+        HeaderValue::from_str(authority).map_err(|_| bad("Host header"))?,
+    );
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    insert_key(&mut headers, kind, key).map_err(|_| bad("key header"))?;
+    let target = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    let mut req = Request::builder()
+        .method(parts.method)
+        .uri(target)
+        .body(Full::new(body))
+        .map_err(|_| bad("request"))?;
+    *req.headers_mut() = headers;
+    Ok(req)
+}
+
+fn insert_key(
+    headers: &mut HeaderMap,
+    kind: ProviderKind,
+    key: &str,
+) -> Result<(), http::header::InvalidHeaderValue> {
+    let (name, value) = match kind {
+        ProviderKind::Anthropic => (HeaderName::from_static("x-api-key"), key.to_string()),
+        _ => (header::AUTHORIZATION, format!("Bearer {key}")),
+    };
+    let mut value = HeaderValue::from_str(&value)?;
+    value.set_sensitive(true);
+    headers.insert(name, value);
+    Ok(())
+}
+
+/// The response for the agent: hop-by-hop headers and any forged `x-fleetgate-error`
+/// removed, the body streamed through the tier scanner; the request counted.
+fn inbound(
+    shared: &Arc<Shared>,
+    rt: &Runtime,
+    route: &Route,
+    facts: &RequestFacts,
+    seq: u64,
+    resp: Response<Incoming>,
+    started: Instant,
+) -> Response<LlmBody> {
+    let policy = &rt.policy.llm;
+    let role_label = observe::role_label(policy, &route.role);
+    let model = observe::model_label(policy, facts.model.as_deref());
+    let m = &shared.llm.metrics;
+    m.requests
+        .with_label_values(&[
+            role_label.as_str(),
+            model.as_str(),
+            observe::effort_label(facts.effort.as_deref()),
+            observe::tier_label(facts.service_tier.as_deref()),
+        ])
+        .inc();
+    m.first_byte
+        .with_label_values(&[role_label.as_str()])
+        .observe(started.elapsed().as_secs_f64());
+    let (mut parts, body) = resp.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    parts.headers.remove(ERROR_HEADER);
+    let finish = Finish {
+        shared: shared.clone(),
+        role: route.role.clone(),
+        role_label,
+        seq,
+        status_class: status_class(parts.status),
+    };
+    let body = ObservingBody::new(body, finish)
+        .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+        .boxed();
+    Response::from_parts(parts, body)
+}
+
+fn status_class(status: http::StatusCode) -> &'static str {
+    match status.as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}

@@ -1,0 +1,364 @@
+//! `llm:` — the LLM route's policy: providers (base URL, kind, key file), which provider
+//! serves each agent role, the observe/enforce switch, the allowed models and the pinned
+//! effort and service tier per role. Raw serde types and their validation live together
+//! here; `policy::mod` only calls [`validate`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::FieldError;
+
+/// Effort levels a pin may name (Hermes' wire ladder; `ultra` never reaches a wire).
+pub const EFFORT_LEVELS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// Provider kinds: how the key is sent and where effort lives on the wire.
+pub const PROVIDER_KINDS: &[&str] = &["openai", "anthropic", "openrouter", "xai"];
+
+/// Default cap of a request body the route buffers (to observe and rewrite it).
+pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Default time an upstream may take to send its response head.
+pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 600_000;
+
+/// `llm:` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawLlm {
+    /// `observe` (default) or `enforce`.
+    pub mode: Option<String>,
+    /// Name of the fleet policy this was rendered from, quoted in refusals.
+    pub policy_name: Option<String>,
+    /// Upstream providers by name.
+    #[serde(default)]
+    pub providers: BTreeMap<String, RawLlmProvider>,
+    /// Role (`main`, `delegation`, `cron`, `auxiliary`, `auxiliary:<task>`, `default`) →
+    /// provider name.
+    #[serde(default)]
+    pub roles: BTreeMap<String, String>,
+    /// Models the fleet may use (exact ids, or a prefix ending in `*`); empty allows all.
+    #[serde(default)]
+    pub allowed_models: Vec<String>,
+    /// Pinned effort / tier per role (same role keys as `roles`).
+    #[serde(default)]
+    pub pins: BTreeMap<String, RawLlmPin>,
+    /// Request body cap in bytes.
+    pub max_request_bytes: Option<u64>,
+}
+
+/// `llm.providers.<name>:` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawLlmProvider {
+    /// `openai`, `anthropic`, `openrouter` or `xai`.
+    pub kind: Option<String>,
+    /// Upstream base URL; the agent's path after the role is appended to it.
+    pub base_url: Option<String>,
+    /// File holding the API key (a mounted Secret).
+    pub key_file: Option<String>,
+    /// Environment variable holding the API key.
+    pub key_env: Option<String>,
+    /// Time to the response head, ms.
+    pub timeout_ms: Option<u64>,
+}
+
+/// `llm.pins.<role>:` as written.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawLlmPin {
+    /// Pinned reasoning effort.
+    pub effort: Option<String>,
+    /// Pinned service tier.
+    pub service_tier: Option<String>,
+}
+
+/// Whether the route only observes or also enforces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LlmMode {
+    /// Pass every request unchanged; count what enforce would do.
+    #[default]
+    Observe,
+    /// Refuse disallowed models and write pins onto requests.
+    Enforce,
+}
+
+/// How a provider takes its key and shapes its requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// OpenAI (chat completions and responses): `Authorization: Bearer`.
+    OpenAi,
+    /// Anthropic messages: `x-api-key`.
+    Anthropic,
+    /// OpenRouter: `Authorization: Bearer`, effort under `reasoning`.
+    OpenRouter,
+    /// xAI: `Authorization: Bearer`, `reasoning_effort`.
+    Xai,
+}
+
+// === impl ProviderKind ===
+
+impl ProviderKind {
+    /// Parse a kind name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(Self::OpenAi),
+            "anthropic" => Some(Self::Anthropic),
+            "openrouter" => Some(Self::OpenRouter),
+            "xai" => Some(Self::Xai),
+            _ => None,
+        }
+    }
+
+    /// The kind's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Anthropic => "anthropic",
+            Self::OpenRouter => "openrouter",
+            Self::Xai => "xai",
+        }
+    }
+}
+
+/// One validated upstream provider. The key itself never lives in the policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlmProvider {
+    /// Provider name (the key under `llm.providers`).
+    pub name: String,
+    /// Its kind.
+    pub kind: ProviderKind,
+    /// Base URL the agent's path is appended to.
+    pub base_url: url::Url,
+    /// File holding the key; read on every request so a rotated Secret applies at once.
+    pub key_file: Option<PathBuf>,
+    /// Environment variable holding the key.
+    pub key_env: Option<String>,
+    /// Time to the response head.
+    pub header_timeout: Duration,
+}
+
+/// A validated pin.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LlmPin {
+    /// Effort written onto the request (one of [`EFFORT_LEVELS`]).
+    pub effort: Option<String>,
+    /// Service tier written onto the request.
+    pub service_tier: Option<String>,
+}
+
+/// The validated `llm:` section.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LlmPolicy {
+    /// Observe (default) or enforce.
+    pub mode: LlmMode,
+    /// Fleet policy name quoted in refusals.
+    pub policy_name: Option<String>,
+    /// Providers.
+    pub providers: Vec<LlmProvider>,
+    /// Role key → provider name.
+    pub roles: BTreeMap<String, String>,
+    /// Allowed models; empty allows every model.
+    pub allowed_models: Vec<String>,
+    /// Role key → pin.
+    pub pins: BTreeMap<String, LlmPin>,
+    /// Request body cap in bytes.
+    pub max_request_bytes: u64,
+}
+
+// === impl LlmPolicy ===
+
+impl LlmPolicy {
+    /// The provider serving `role` (`main`, `auxiliary:<task>`, ...): the role itself, then
+    /// `auxiliary` for any auxiliary task, then `default`.
+    pub fn provider_for(&self, role: &str) -> Option<&LlmProvider> {
+        let name = lookup(&self.roles, role)?;
+        self.providers.iter().find(|p| p.name == *name)
+    }
+
+    /// The pin applying to `role`, with the same fallbacks as [`Self::provider_for`].
+    pub fn pin_for(&self, role: &str) -> Option<&LlmPin> {
+        lookup(&self.pins, role)
+    }
+
+    /// Whether `model` is allowed (always, when the list is empty).
+    pub fn model_allowed(&self, model: &str) -> bool {
+        self.allowed_models.is_empty() || self.names_model(model)
+    }
+
+    /// Whether the policy names `model` in `allowedModels` (the metric label bound).
+    pub fn names_model(&self, model: &str) -> bool {
+        self.allowed_models
+            .iter()
+            .any(|m| match m.strip_suffix('*') {
+                Some(prefix) => model.starts_with(prefix),
+                None => m == model,
+            })
+    }
+}
+
+fn lookup<'a, T>(map: &'a BTreeMap<String, T>, role: &str) -> Option<&'a T> {
+    map.get(role)
+        .or_else(|| {
+            role.starts_with("auxiliary:")
+                .then(|| map.get("auxiliary"))
+                .flatten()
+        })
+        .or_else(|| map.get("default"))
+}
+
+/// Normalise a role key (`auxiliary/x` → `auxiliary:x`); `None` when it names no role.
+pub fn role_key(raw: &str) -> Option<String> {
+    let key = raw.trim().replacen('/', ":", 1);
+    match key.as_str() {
+        "main" | "delegation" | "cron" | "auxiliary" | "default" => Some(key),
+        _ => key
+            .strip_prefix("auxiliary:")
+            .filter(|task| is_task_name(task))
+            .map(|_| key.clone()),
+    }
+}
+
+/// An auxiliary task name: 1..=64 of `[a-z0-9_-]`.
+pub fn is_task_name(task: &str) -> bool {
+    (1..=64).contains(&task.len())
+        && task
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// Validate `llm:`, pushing every problem onto `errors`.
+pub fn validate(raw: RawLlm, base_dir: &Path, errors: &mut Vec<FieldError>) -> LlmPolicy {
+    let mut err = |field: String, message: String| errors.push(FieldError { field, message });
+    let mode = match raw.mode.as_deref().map(str::trim) {
+        None | Some("observe") => LlmMode::Observe,
+        Some("enforce") => LlmMode::Enforce,
+        Some(other) => {
+            err(
+                "llm.mode".into(),
+                format!("unknown mode '{other}'; use `observe` or `enforce`"),
+            );
+            LlmMode::Observe
+        }
+    };
+    let providers: Vec<LlmProvider> = raw
+        .providers
+        .iter()
+        .filter_map(|(name, p)| provider(name, p, base_dir, &mut err))
+        .collect();
+    let mut roles = BTreeMap::new();
+    for (role, name) in &raw.roles {
+        let Some(key) = role_key(role) else {
+            err(format!("llm.roles.{role}"), bad_role(role));
+            continue;
+        };
+        if !raw.providers.contains_key(name) {
+            err(
+                format!("llm.roles.{role}"),
+                format!("names no provider '{name}'; add it under llm.providers"),
+            );
+        }
+        roles.insert(key, name.clone());
+    }
+    let mut pins = BTreeMap::new();
+    for (role, pin) in &raw.pins {
+        let Some(key) = role_key(role) else {
+            err(format!("llm.pins.{role}"), bad_role(role));
+            continue;
+        };
+        if let Some(effort) = &pin.effort
+            && !EFFORT_LEVELS.contains(&effort.as_str())
+        {
+            err(
+                format!("llm.pins.{role}.effort"),
+                format!(
+                    "unknown effort '{effort}'; use one of {}",
+                    EFFORT_LEVELS.join(", ")
+                ),
+            );
+        }
+        pins.insert(
+            key,
+            LlmPin {
+                effort: pin.effort.clone(),
+                service_tier: pin.service_tier.clone().filter(|t| !t.trim().is_empty()),
+            },
+        );
+    }
+    LlmPolicy {
+        mode,
+        policy_name: raw.policy_name.filter(|n| !n.trim().is_empty()),
+        providers,
+        roles,
+        allowed_models: raw.allowed_models,
+        pins,
+        max_request_bytes: raw
+            .max_request_bytes
+            .unwrap_or(DEFAULT_MAX_REQUEST_BYTES)
+            .max(1024),
+    }
+}
+
+fn bad_role(role: &str) -> String {
+    format!(
+        "'{role}' is not a role; use main, delegation, cron, auxiliary, auxiliary:<task> or default"
+    )
+}
+
+fn provider(
+    name: &str,
+    raw: &RawLlmProvider,
+    base_dir: &Path,
+    err: &mut impl FnMut(String, String),
+) -> Option<LlmProvider> {
+    let field = format!("llm.providers.{name}");
+    let kind = raw.kind.as_deref().map(str::trim).unwrap_or("openai");
+    let Some(kind) = ProviderKind::from_name(kind) else {
+        err(
+            format!("{field}.kind"),
+            format!(
+                "unknown kind '{kind}'; use one of {}",
+                PROVIDER_KINDS.join(", ")
+            ),
+        );
+        return None;
+    };
+    let base_url = match raw.base_url.as_deref().map(url::Url::parse) {
+        Some(Ok(u)) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+        _ => {
+            err(
+                format!("{field}.baseUrl"),
+                "must be an absolute http(s) URL, e.g. `https://api.openai.com`".into(),
+            );
+            return None;
+        }
+    };
+    if raw.key_file.is_none() && raw.key_env.is_none() {
+        err(
+            field.clone(),
+            "set keyFile (a mounted Secret) or keyEnv: the gate adds the key, the agent has none"
+                .into(),
+        );
+    }
+    let key_file = raw.key_file.as_deref().map(|p| {
+        let p = Path::new(p.trim());
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base_dir.join(p)
+        }
+    });
+    Some(LlmProvider {
+        name: name.to_string(),
+        kind,
+        base_url,
+        key_file,
+        key_env: raw.key_env.clone(),
+        header_timeout: Duration::from_millis(
+            raw.timeout_ms
+                .unwrap_or(DEFAULT_HEADER_TIMEOUT_MS)
+                .clamp(1, 3_600_000),
+        ),
+    })
+}
