@@ -92,7 +92,7 @@ impl ForwardProxy {
             shared,
             limits,
             own,
-            tunnels: TunnelCap::new(limits.max_tunnels),
+            tunnels: TunnelCap::default(),
             inflight: Inflight::default(),
             shutdown,
         })
@@ -199,7 +199,10 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
 async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: SocketAddr) {
     let _busy = proxy.inflight.enter();
     let _ = stream.set_nodelay(true);
-    let header_timeout = proxy.shared.runtime.load().policy.fetch.header_timeout;
+    let header_timeout = proxy
+        .limits
+        .effective(&proxy.shared.runtime.load().policy)
+        .header;
     let slot = UpstreamSlot::default();
     let service = {
         let proxy = proxy.clone();
