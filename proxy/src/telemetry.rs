@@ -38,6 +38,21 @@ pub const LOG_QUEUE_LINES: usize = 16_384;
 /// Lines dropped because the queue was full, since the process started.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
+pub mod line;
+
+/// Queue one finished line (see [`line::JsonLine`]) for the writer thread, dropping and
+/// counting it when the queue is full. `false` when there is no queue (no [`init`] ran): the
+/// caller then logs through `tracing`.
+pub fn queue_line(bytes: Vec<u8>) -> bool {
+    let Some(tx) = QUEUE.get() else {
+        return false;
+    };
+    if let Err(TrySendError::Full(_)) = tx.try_send(Line::Bytes(bytes)) {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    true
+}
+
 /// Lines dropped so far because the log queue was full.
 pub fn dropped_lines() -> u64 {
     DROPPED.load(Ordering::Relaxed)
