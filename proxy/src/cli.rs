@@ -87,11 +87,13 @@ pub struct ServeArgs {
     pub reload_interval_ms: u64,
     /// Concurrent CONNECT tunnels on the forward proxy; past it a CONNECT gets 429
     /// `too_many_tunnels` with `Retry-After: 1`.
-    #[arg(long, default_value_t = crate::forward::limits::DEFAULT_MAX_TUNNELS)]
-    pub max_tunnels: usize,
+    /// Overrides `egress.maxTunnels` (default 1024).
+    #[arg(long)]
+    pub max_tunnels: Option<usize>,
     /// Idle timeout of a forward-proxy tunnel or relayed body, in milliseconds.
-    #[arg(long, default_value_t = 300_000)]
-    pub tunnel_idle_timeout_ms: u64,
+    /// Overrides `egress.timeouts.idleSeconds` (default 300 s).
+    #[arg(long)]
+    pub tunnel_idle_timeout_ms: Option<u64>,
     /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub drain_timeout_ms: u64,
@@ -104,7 +106,7 @@ pub fn run(cli: Cli) -> ExitCode {
     } else {
         "warn"
     };
-    telemetry::init(level);
+    let _log = telemetry::init(level);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -377,7 +379,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
 fn forward_limits(args: &ServeArgs) -> forward::Limits {
     forward::Limits {
         max_tunnels: args.max_tunnels,
-        idle_timeout: Duration::from_millis(args.tunnel_idle_timeout_ms.max(1)),
+        idle_timeout: args
+            .tunnel_idle_timeout_ms
+            .map(|ms| Duration::from_millis(ms.max(1))),
         drain_timeout: Duration::from_millis(args.drain_timeout_ms),
         ..forward::Limits::default()
     }

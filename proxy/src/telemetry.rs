@@ -3,8 +3,19 @@
 //! Every extract item produces exactly one `egress.decision` event at info (allow) or warn
 //! (deny) with the fields below; everything else stays at debug. URLs are logged without
 //! query, fragment or userinfo, so a refused secret is never written to a log.
+//!
+//! Lines are formatted on the worker that logs them and handed to one writer thread through a
+//! bounded queue, so a slow or blocked stderr never stalls a request: when the queue is full
+//! the line is dropped and counted, and the writer reports the count in its next line.
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
 
 /// Field: the gate that decided (`secret_url`, `ssrf`, `website_blocklist`, `vendor`, ...).
 pub const GATE: &str = "gate";
@@ -21,18 +32,171 @@ pub const UPSTREAM_STATUS: &str = "upstream_status";
 /// Field: time spent on the item, in milliseconds.
 pub const DURATION_MS: &str = "duration_ms";
 
-/// Install the JSON subscriber on stderr. `RUST_LOG` overrides `default_level`.
-pub fn init(default_level: &str) {
+/// Log lines that may wait for the writer thread; past this, new lines are dropped.
+pub const LOG_QUEUE_LINES: usize = 16_384;
+
+/// Lines dropped because the queue was full, since the process started.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+pub mod line;
+
+/// Queue one finished line (see [`line::JsonLine`]) for the writer thread, dropping and
+/// counting it when the queue is full. `false` when there is no queue (no [`init`] ran): the
+/// caller then logs through `tracing`.
+pub fn queue_line(bytes: Vec<u8>) -> bool {
+    let Some(tx) = QUEUE.get() else {
+        return false;
+    };
+    if let Err(TrySendError::Full(_)) = tx.try_send(Line::Bytes(bytes)) {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    true
+}
+
+/// Lines dropped so far because the log queue was full.
+pub fn dropped_lines() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Keeps the writer thread alive; dropping it writes out every queued line and stops it.
+#[derive(Debug)]
+pub struct LogGuard {
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Drop for LogGuard {
+    fn drop(&mut self) {
+        // The subscriber's sender stays alive (it is global), so ask for a flush-and-stop.
+        if let Some(tx) = QUEUE.get() {
+            let _ = tx.send(Line::Stop);
+        }
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// One message to the writer thread.
+enum Line {
+    Bytes(Vec<u8>),
+    Stop,
+}
+
+/// The sender the global subscriber's writers use.
+static QUEUE: std::sync::OnceLock<SyncSender<Line>> = std::sync::OnceLock::new();
+
+/// Install the JSON subscriber on stderr, written by a background thread. `RUST_LOG`
+/// overrides `default_level`. Keep the guard until the process ends.
+pub fn init(default_level: &str) -> LogGuard {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
         .with_current_span(false)
         .with_span_list(false)
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_env_filter(filter);
+    let (tx, rx) = mpsc::sync_channel(LOG_QUEUE_LINES);
+    let spawned = std::thread::Builder::new()
+        .name("fleetgate-log".into())
+        .spawn(move || write_lines(&rx, &mut io::BufWriter::new(io::stderr())));
+    let Ok(handle) = spawned else {
+        // No thread for the queue: write synchronously rather than lose lines.
+        let _ = builder.with_writer(io::stderr).try_init();
+        return LogGuard { handle: None };
+    };
+    if QUEUE.set(tx.clone()).is_err() || builder.with_writer(QueueWriter { tx }).try_init().is_err()
+    {
+        // A subscriber was already installed; this thread's queue is not used.
+        return LogGuard { handle: None };
+    }
+    LogGuard {
+        handle: Some(handle),
+    }
+}
+
+/// How long the writer sleeps when the queue is empty while lines keep coming.
+const POLL: Duration = Duration::from_millis(1);
+/// Empty polls in a row before the writer blocks until the next line.
+const IDLE_POLLS: u32 = 50;
+
+/// The writer thread: write what is queued, flush whenever the queue runs empty, and say how
+/// many lines were dropped since the last report. While lines keep coming it polls (a sender
+/// then never has to wake it, which would cost a futex call per line); after
+/// [`IDLE_POLLS`] empty polls it blocks until the next line.
+fn write_lines(rx: &Receiver<Line>, out: &mut impl Write) {
+    let mut reported = 0;
+    let mut idle = 0;
+    loop {
+        let line = match rx.try_recv() {
+            Ok(line) => line,
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                finish_batch(out, &mut reported);
+                if idle < IDLE_POLLS {
+                    idle += 1;
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+                match rx.recv() {
+                    Ok(line) => line,
+                    Err(_) => break,
+                }
+            }
+        };
+        idle = 0;
+        match line {
+            Line::Bytes(bytes) => {
+                let _ = out.write_all(&bytes);
+            }
+            Line::Stop => break,
+        }
+    }
+    finish_batch(out, &mut reported);
+}
+
+/// Report drops not yet reported, then flush.
+fn finish_batch(out: &mut impl Write, reported: &mut u64) {
+    let dropped = dropped_lines();
+    if dropped > *reported {
+        let _ = writeln!(
+            out,
+            r#"{{"level":"WARN","target":"fleetgate.log","message":"dropped log lines: the log queue was full","dropped_total":{dropped}}}"#
+        );
+        *reported = dropped;
+    }
+    let _ = out.flush();
+}
+
+/// A [`MakeWriter`] whose writers queue each formatted event without blocking.
+#[derive(Clone, Debug)]
+struct QueueWriter {
+    tx: SyncSender<Line>,
+}
+
+impl<'a> MakeWriter<'a> for QueueWriter {
+    type Writer = QueueWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+impl Write for QueueWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // The formatter hands over one whole event per call.
+        match self.tx.try_send(Line::Bytes(buf.to_vec())) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Full(_)) => {
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `scheme://host[:port]/path` of a URL: what may appear in logs.
@@ -50,15 +214,4 @@ pub fn redact_url(url: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn logged_urls_lose_query_fragment_and_userinfo() {
-        assert_eq!(
-            redact_url("https://u:p@Example.com:8443/a/b?token=sk-abcdefghijk#frag"),
-            "https://example.com:8443/a/b"
-        );
-        assert_eq!(redact_url("::nope"), "<unparseable>");
-    }
-}
+mod tests;

@@ -75,13 +75,22 @@ wrk_stats() {
 }
 echo 'wrk.path = "http://'"$ORIGIN"'/"' >"$WORK/absolute.lua"
 echo "wrk: $CONNS connections, 1 thread, ${SECS}s each" >&2
+# The gate's CPU time in clock ticks (user + system), for CPU per relayed request: unlike the
+# ratio, it does not depend on how much of the machine other processes take.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$GATE_PID/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
 read -r D_RPS D_P50 D_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://$ORIGIN/" | wrk_stats)
+T0=$(cpu_ticks)
 read -r F_RPS F_P50 F_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$WORK/absolute.lua" "http://$PROXY/" | wrk_stats)
+T1=$(cpu_ticks)
 
 json_field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\1/"; }
 CD=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS")
+T2=$(cpu_ticks)
 CT=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS" "$PROXY")
+T3=$(cpu_ticks)
 C_D_RPS=$(echo "$CD" | json_field rps); C_D_P50=$(echo "$CD" | json_field p50_ms); C_D_P99=$(echo "$CD" | json_field p99_ms)
+C_T_N=$(echo "$CT" | json_field requests)
 C_T_RPS=$(echo "$CT" | json_field rps); C_T_P50=$(echo "$CT" | json_field p50_ms); C_T_P99=$(echo "$CT" | json_field p99_ms)
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GATE_PID/status"; }
@@ -97,11 +106,13 @@ wait "$IDLE_PID" 2>/dev/null || true
 
 awk -v d_rps="$D_RPS" -v d50="$D_P50" -v d99="$D_P99" -v f_rps="$F_RPS" -v f50="$F_P50" -v f99="$F_P99" \
     -v cd_rps="$C_D_RPS" -v cd50="$C_D_P50" -v cd99="$C_D_P99" -v ct_rps="$C_T_RPS" -v ct50="$C_T_P50" -v ct99="$C_T_P99" \
-    -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" 'BEGIN {
+    -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" \
+    -v f_cpu=$(((T1 - T0) * TICK_US)) -v c_cpu=$(((T3 - T2) * TICK_US)) -v secs="$SECS" -v c_n="$C_T_N" 'BEGIN {
   printf "%-34s %10s %9s %9s %7s %10s %10s\n", "path (" conns " conns)", "req/s", "p50 ms", "p99 ms", "ratio", "+p50 ms", "+p99 ms"
   printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "wrk direct", d_rps, d50, d99, "1.00", "-", "-"
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via forward proxy (absolute)", f_rps, f50, f99, f_rps/d_rps, f50-d50, f99-d99
   printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "connect_bench direct", cd_rps, cd50, cd99, "1.00", "-", "-"
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "connect_bench via CONNECT tunnel", ct_rps, ct50, ct99, ct_rps/cd_rps, ct50-cd50, ct99-cd99
+  printf "gate CPU per relayed request: %.1f us absolute-form, %.1f us in a CONNECT tunnel\n", f_cpu/(f_rps*secs), c_cpu/c_n
   printf "gate RSS: %.1f MB before, %.1f MB with %d idle tunnels\n", rss0/1024, rss/1024, tunnels
 }'

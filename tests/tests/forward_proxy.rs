@@ -25,6 +25,7 @@ async fn fixture() -> Fixture {
 async fn fixture_with(args: &[&str]) -> Fixture {
     let options = GateOptions {
         args: args.iter().map(|a| (*a).to_string()).collect(),
+        ..GateOptions::default()
     };
     Fixture::start(options)
         .await

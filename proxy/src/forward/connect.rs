@@ -14,11 +14,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use prometheus::IntGauge;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::http::count_gate;
-use super::limits::{InflightGuard, Limits};
+use super::limits::{Effective, InflightGuard, TunnelPermit};
 use super::listener::{Decision, ForwardProxy, LISTENER};
 use super::meter::{Activity, MeteredIo};
 use super::refusal::{ProxyBody, ProxyRefusal};
@@ -97,10 +97,10 @@ pub(super) async fn handle(
         upstream_status: None,
     };
     match opened {
-        Ok((upstream, permit)) => {
+        Ok((upstream, permit, limits)) => {
             decision.upstream = upstream.peer_addr().ok();
             proxy.decide(&decision);
-            spawn_tunnel(proxy, req, upstream, permit, label.clone());
+            spawn_tunnel(proxy, req, upstream, (permit, limits), label.clone());
             Response::new(
                 Empty::<Bytes>::new()
                     .map_err(|never| match never {})
@@ -121,26 +121,28 @@ async fn open(
     proxy: &ForwardProxy,
     raw: &str,
     label: &mut String,
-) -> Result<(TcpStream, OwnedSemaphorePermit), ProxyRefusal> {
-    let permit = proxy
-        .tunnels
-        .try_acquire()
-        .ok_or(ProxyRefusal::TooManyTunnels {
-            limit: proxy.limits.max_tunnels,
-        })?;
+) -> Result<(TcpStream, TunnelPermit, Effective), ProxyRefusal> {
+    let rt = proxy.shared.runtime.load_full();
+    let limits = proxy.limits.effective(&rt.policy);
+    let permit =
+        proxy
+            .tunnels
+            .try_acquire(limits.max_tunnels)
+            .ok_or(ProxyRefusal::TooManyTunnels {
+                limit: limits.max_tunnels,
+            })?;
     let target = canonical_authority(raw).map_err(ProxyRefusal::Gate)?;
     *label = target.to_string();
-    let rt = proxy.shared.runtime.load_full();
     let addrs = check_host_target(&rt, &proxy.shared.metrics, &target)
         .await
         .map_err(ProxyRefusal::Gate)?;
     if let Some(target) = proxy.own.first_loop(&addrs, target.port) {
         return Err(ProxyRefusal::Loop { target });
     }
-    let stream = connect_pinned(&addrs, target.port, rt.policy.fetch.connect_timeout)
+    let stream = connect_pinned(&addrs, target.port, limits.connect)
         .await
         .map_err(ProxyRefusal::Connect)?;
-    Ok((stream, permit))
+    Ok((stream, permit, limits))
 }
 
 /// The host-level gates in order: secret in host labels, port allow-list, E2 (resolve with
@@ -200,7 +202,7 @@ fn spawn_tunnel(
     proxy: &Arc<ForwardProxy>,
     req: Request<Incoming>,
     upstream: TcpStream,
-    permit: OwnedSemaphorePermit,
+    (permit, limits): (TunnelPermit, Effective),
     label: String,
 ) {
     let metrics = &proxy.shared.metrics;
@@ -212,7 +214,7 @@ fn spawn_tunnel(
         proxy.counters.bytes_out.clone(),
     );
     let busy: InflightGuard = proxy.inflight.enter();
-    let (limits, shutdown) = (proxy.limits, proxy.shutdown.clone());
+    let shutdown = proxy.shutdown.clone();
     tokio::spawn(async move {
         let (_permit, _busy, _active) = (permit, busy, active);
         let started = Instant::now();
@@ -239,7 +241,7 @@ async fn relay(
     client: hyper::upgrade::Upgraded,
     upstream: TcpStream,
     activity: &Arc<Activity>,
-    limits: Limits,
+    limits: Effective,
     shutdown: watch::Receiver<bool>,
 ) -> &'static str {
     let mut client = TokioIo::new(client);
@@ -249,9 +251,9 @@ async fn relay(
             Ok(_) => "closed",
             Err(_) => "reset",
         },
-        _ = activity.idle_expired(limits.idle_timeout) => "idle_timeout",
-        _ = tokio::time::sleep(limits.max_lifetime) => "lifetime",
-        _ = drain_deadline(shutdown, limits.drain_timeout) => "drain",
+        _ = activity.idle_expired(limits.idle) => "idle_timeout",
+        _ = tokio::time::sleep(limits.lifetime) => "lifetime",
+        _ = drain_deadline(shutdown, limits.drain) => "drain",
     }
 }
 

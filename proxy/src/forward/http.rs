@@ -99,24 +99,29 @@ async fn relay(
     checked: &mut Option<url::Url>,
 ) -> Result<(Response<ProxyBody>, SocketAddr), ProxyRefusal> {
     let rt = proxy.shared.runtime.load_full();
-    let admitted = admit(proxy, &rt, req.uri()).await?;
-    checked.clone_from(&admitted.target.parsed);
-    let port = admitted.target.port().unwrap_or(80);
-    if let Some(target) = proxy.own.first_loop(&admitted.addrs, port) {
+    let Admitted { target, addrs } = admit(proxy, &rt, req.uri()).await?;
+    let port = target.port().unwrap_or(80);
+    // Moved, not cloned: the log line formats it from here.
+    let url: &url::Url = checked.insert(
+        target
+            .parsed
+            .ok_or_else(|| ProxyRefusal::Protocol("failed to build the upstream URL".into()))?,
+    );
+    if let Some(target) = proxy.own.first_loop(&addrs, port) {
         return Err(ProxyRefusal::Loop { target });
     }
-    let fetch = &rt.policy.fetch;
-    let (mut sender, addr) = checkout(slot, &admitted.addrs, port, fetch.connect_timeout).await?;
-    let deadline = started + proxy.limits.max_lifetime;
-    let request = outbound(proxy, req, &admitted, deadline)?;
-    let resp = timeout(fetch.header_timeout, sender.send_request(request))
+    let limits = proxy.limits.effective(&rt.policy);
+    let (mut sender, addr) = checkout(slot, &addrs, port, limits.connect).await?;
+    let deadline = started + limits.lifetime;
+    let request = outbound(proxy, req, url, (limits.idle, deadline))?;
+    let resp = timeout(limits.header, sender.send_request(request))
         .await
-        .map_err(|_| ProxyRefusal::HeaderTimeout(fetch.header_timeout))?
+        .map_err(|_| ProxyRefusal::HeaderTimeout(limits.header))?
         .map_err(|e| ProxyRefusal::Protocol(e.to_string()))?;
     if let Ok(mut kept) = slot.lock() {
         *kept = Some(Upstream { addr, sender });
     }
-    Ok((inbound(proxy, resp, deadline), addr))
+    Ok((inbound(proxy, resp, (limits.idle, deadline)), addr))
 }
 
 /// The request URL as logs may show it (`scheme://host[:port]/path`: no query, fragment or
@@ -205,7 +210,12 @@ async fn checkout(
     let kept = slot.lock().ok().and_then(|mut s| s.take());
     if let Some(mut up) = kept {
         let same_target = up.addr.port() == port && addrs.contains(&up.addr.ip());
+        // The common case, an idle kept connection, needs no timer.
+        if same_target && up.sender.is_ready() {
+            return Ok((up.sender, up.addr));
+        }
         if same_target
+            && !up.sender.is_closed()
             && matches!(
                 timeout(REUSE_READY_TIMEOUT, up.sender.ready()).await,
                 Ok(Ok(()))
@@ -236,11 +246,10 @@ async fn checkout(
 fn outbound(
     proxy: &ForwardProxy,
     req: Request<Incoming>,
-    admitted: &Admitted,
-    deadline: Instant,
+    url: &url::Url,
+    (idle, deadline): (Duration, Instant),
 ) -> Result<Request<ProxyBody>, ProxyRefusal> {
     let bad = |what: &str| ProxyRefusal::Protocol(format!("failed to build the upstream {what}"));
-    let url = admitted.target.parsed.as_ref().ok_or_else(|| bad("URL"))?;
     let authority = &url[Position::BeforeHost..Position::AfterPort];
     let (mut parts, body) = req.into_parts();
     strip_hop_by_hop(&mut parts.headers);
@@ -254,7 +263,7 @@ fn outbound(
     parts.version = Version::HTTP_11;
     parts.extensions = http::Extensions::new();
     let counter = proxy.counters.bytes_in.clone();
-    let body = MeteredBody::new(body, counter, proxy.limits.idle_timeout, deadline).boxed();
+    let body = MeteredBody::new(body, counter, idle, deadline).boxed();
     Ok(Request::from_parts(parts, body))
 }
 
@@ -263,14 +272,14 @@ fn outbound(
 fn inbound(
     proxy: &ForwardProxy,
     resp: Response<Incoming>,
-    deadline: Instant,
+    (idle, deadline): (Duration, Instant),
 ) -> Response<ProxyBody> {
     let (mut parts, body) = resp.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(ERROR_HEADER);
     parts.extensions = http::Extensions::new();
     let counter = proxy.counters.bytes_out.clone();
-    let body = MeteredBody::new(body, counter, proxy.limits.idle_timeout, deadline).boxed();
+    let body = MeteredBody::new(body, counter, idle, deadline).boxed();
     Response::from_parts(parts, body)
 }
 

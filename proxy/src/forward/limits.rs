@@ -5,29 +5,28 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
-/// Default cap on concurrent CONNECT tunnels per listener (until the policy gains
-/// `egress.maxTunnels`); past it a CONNECT gets `429` + `Retry-After: 1`, `too_many_tunnels`.
+use crate::policy::Policy;
+use crate::policy::egress::{DEFAULT_IDLE, DEFAULT_TUNNEL_MAX};
+
+/// Default cap on concurrent CONNECT tunnels per listener when neither `egress.maxTunnels`
+/// nor `--max-tunnels` sets one; past it a CONNECT gets `429` + `Retry-After: 1`,
+/// `too_many_tunnels`.
 pub const DEFAULT_MAX_TUNNELS: usize = 1024;
-/// Default idle timeout of a tunnel or a relayed body: no byte in either direction for this
-/// long ends it. Bumped on every read and write.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-/// Default longest life of one tunnel or one relayed HTTP exchange.
-pub const DEFAULT_MAX_LIFETIME: Duration = Duration::from_secs(3600);
 /// Default time a SIGTERM drain waits for in-flight requests and tunnels.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The listener-level limits (connect and header timeouts come from the live policy's
-/// `fetch.*`, read per request).
+/// The listener-level limits set on the command line. Each `Some` overrides the policy's
+/// `egress.*` field; `None` follows the live policy, read per request (so reloads apply).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Concurrent CONNECT tunnels; `0` refuses every CONNECT.
-    pub max_tunnels: usize,
-    /// Idle timeout of a tunnel or relayed body.
-    pub idle_timeout: Duration,
+    /// `--max-tunnels`: concurrent CONNECT tunnels; `0` refuses every CONNECT.
+    pub max_tunnels: Option<usize>,
+    /// `--tunnel-idle-timeout-ms`: idle timeout of a tunnel or relayed body.
+    pub idle_timeout: Option<Duration>,
     /// Longest life of a tunnel or relayed exchange.
-    pub max_lifetime: Duration,
+    pub max_lifetime: Option<Duration>,
     /// How long a drain waits before cutting what is still open.
     pub drain_timeout: Duration,
 }
@@ -35,33 +34,93 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_tunnels: DEFAULT_MAX_TUNNELS,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            max_lifetime: DEFAULT_MAX_LIFETIME,
+            max_tunnels: None,
+            idle_timeout: None,
+            max_lifetime: None,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }
 
-/// The concurrent-tunnel cap: a permit is held for the life of a tunnel.
-#[derive(Clone, Debug)]
+/// The limits in force for one request: command-line overrides, else the policy's
+/// `egress.*`, else `fetch.*` (connect and header) or the defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Effective {
+    /// Concurrent tunnels.
+    pub max_tunnels: usize,
+    /// Per-address connect timeout.
+    pub connect: Duration,
+    /// Request and response head timeout.
+    pub header: Duration,
+    /// Idle timeout of a tunnel or relayed body.
+    pub idle: Duration,
+    /// Longest life of a tunnel or relayed exchange.
+    pub lifetime: Duration,
+    /// Drain deadline.
+    pub drain: Duration,
+}
+
+// === impl Limits ===
+
+impl Limits {
+    /// The limits in force under `policy`.
+    pub fn effective(&self, policy: &Policy) -> Effective {
+        let egress = &policy.egress.limits;
+        let t = egress.timeouts;
+        Effective {
+            max_tunnels: self
+                .max_tunnels
+                .or(egress.max_tunnels)
+                .unwrap_or(DEFAULT_MAX_TUNNELS),
+            connect: t.connect.unwrap_or(policy.fetch.connect_timeout),
+            header: t.header.unwrap_or(policy.fetch.header_timeout),
+            idle: self.idle_timeout.or(t.idle).unwrap_or(DEFAULT_IDLE),
+            lifetime: self
+                .max_lifetime
+                .or(t.tunnel_max)
+                .unwrap_or(DEFAULT_TUNNEL_MAX),
+            drain: self.drain_timeout,
+        }
+    }
+}
+
+/// The concurrent-tunnel cap: a permit is held for the life of a tunnel. The cap is passed
+/// per acquisition, so a policy reload changes it for new tunnels without cutting open ones.
+#[derive(Clone, Debug, Default)]
 pub struct TunnelCap {
-    permits: Arc<Semaphore>,
+    open: Arc<AtomicUsize>,
+}
+
+/// One open tunnel's place under the cap; dropping it frees the place.
+#[derive(Debug)]
+pub struct TunnelPermit {
+    open: Arc<AtomicUsize>,
 }
 
 // === impl TunnelCap ===
 
 impl TunnelCap {
-    /// A cap of `max` tunnels.
-    pub fn new(max: usize) -> Self {
-        Self {
-            permits: Arc::new(Semaphore::new(max.min(Semaphore::MAX_PERMITS))),
-        }
+    /// A permit when fewer than `max` tunnels are open, else `None` (never waits).
+    pub fn try_acquire(&self, max: usize) -> Option<TunnelPermit> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(TunnelPermit {
+            open: self.open.clone(),
+        })
     }
 
-    /// A permit, or `None` when the cap is reached (never waits).
-    pub fn try_acquire(&self) -> Option<OwnedSemaphorePermit> {
-        self.permits.clone().try_acquire_owned().ok()
+    /// Tunnels open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for TunnelPermit {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -122,45 +181,4 @@ impl Drop for InflightGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_tunnel_cap_refuses_past_its_size_and_frees_on_drop() {
-        let cap = TunnelCap::new(2);
-        let first = cap.try_acquire().expect("first permit must be granted");
-        let _second = cap.try_acquire().expect("second permit must be granted");
-        assert!(
-            cap.try_acquire().is_none(),
-            "a third tunnel must be refused"
-        );
-        drop(first);
-        assert!(
-            cap.try_acquire().is_some(),
-            "a closed tunnel must free its permit"
-        );
-        assert!(
-            TunnelCap::new(0).try_acquire().is_none(),
-            "a zero cap must refuse every tunnel"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_drain_waits_until_the_last_guard_drops() {
-        let inflight = Inflight::default();
-        let a = inflight.enter();
-        let b = inflight.enter();
-        let waiter = tokio::spawn({
-            let inflight = inflight.clone();
-            async move { inflight.wait_idle().await }
-        });
-        drop(a);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished(), "one unit is still in flight");
-        drop(b);
-        tokio::time::timeout(Duration::from_secs(2), waiter)
-            .await
-            .expect("the drain must end once nothing is in flight")
-            .expect("the waiter must not panic");
-    }
-}
+mod tests;

@@ -20,6 +20,7 @@ use super::limits::{Inflight, Limits, TunnelCap};
 use super::refusal::{ProxyBody, ProxyRefusal};
 use crate::connect::OwnListeners;
 use crate::server::Shared;
+use crate::telemetry::{self, line::JsonLine};
 
 /// The listener label of the forward proxy in metrics and logs.
 pub const LISTENER: &str = "forward_proxy";
@@ -92,7 +93,7 @@ impl ForwardProxy {
             shared,
             limits,
             own,
-            tunnels: TunnelCap::new(limits.max_tunnels),
+            tunnels: TunnelCap::default(),
             inflight: Inflight::default(),
             shutdown,
         })
@@ -135,7 +136,27 @@ impl ForwardProxy {
                     .inc();
             }
         }
+        self.log_decision(d, (gate, verdict, reason));
+    }
+
+    /// The `egress.decision` line of one request, hand-built and queued when the log queue
+    /// runs (the generic JSON formatter cost more than the relay itself), else via `tracing`.
+    fn log_decision(&self, d: &Decision<'_>, (gate, verdict, reason): (&str, &str, &str)) {
         let duration_ms = d.started.elapsed().as_secs_f64() * 1000.0;
+        let (level, enabled) = if verdict == "allow" {
+            let on = tracing::enabled!(target: "egress.decision", tracing::Level::INFO);
+            (tracing::Level::INFO, on)
+        } else {
+            let on = tracing::enabled!(target: "egress.decision", tracing::Level::WARN);
+            (tracing::Level::WARN, on)
+        };
+        if !enabled {
+            return;
+        }
+        let fields = (gate, verdict, reason);
+        if telemetry::queue_line(decision_line(d, level, fields, duration_ms)) {
+            return;
+        }
         let upstream = d.upstream.as_ref().map(tracing::field::display);
         let (proxy_type, upstream_status) = (d.proxy_type, d.upstream_status);
         macro_rules! line {
@@ -154,6 +175,31 @@ impl ForwardProxy {
             line!(warn);
         }
     }
+}
+
+/// The decision line in the subscriber's JSON shape.
+fn decision_line(
+    d: &Decision<'_>,
+    level: tracing::Level,
+    (gate, verdict, reason): (&str, &str, &str),
+    duration_ms: f64,
+) -> Vec<u8> {
+    let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
+    line.str("listener", LISTENER)
+        .str("proxy_type", d.proxy_type)
+        .str("gate", gate)
+        .str("verdict", verdict)
+        .str("reason", reason)
+        .display("url", d.target)
+        .display("client", &d.client);
+    if let Some(upstream) = &d.upstream {
+        line.display("upstream", upstream);
+    }
+    if let Some(status) = d.upstream_status {
+        line.num("upstream_status", status);
+    }
+    line.num("duration_ms", duration_ms).str("cache", "bypass");
+    line.finish()
 }
 
 /// Accept connections on `listener` until shutdown, then wait for in-flight requests and
@@ -199,7 +245,10 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
 async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: SocketAddr) {
     let _busy = proxy.inflight.enter();
     let _ = stream.set_nodelay(true);
-    let header_timeout = proxy.shared.runtime.load().policy.fetch.header_timeout;
+    let header_timeout = proxy
+        .limits
+        .effective(&proxy.shared.runtime.load().policy)
+        .header;
     let slot = UpstreamSlot::default();
     let service = {
         let proxy = proxy.clone();

@@ -5,7 +5,9 @@ use tokio::time::Instant;
 
 use super::{Pending, Pipeline, Row};
 use crate::cache::{CachedPage, NewEntry};
-use crate::vendors::{Backend, HopGate, Page, VendorFailure};
+use crate::context::TargetUrl;
+use crate::gates::{DenyReason, Verdict};
+use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
 
 type Fetched = Result<Page, VendorFailure>;
 
@@ -93,11 +95,12 @@ impl Pipeline<'_> {
         let started = Instant::now();
         let results = match backend {
             Backend::Direct(direct) => {
-                futures_util::future::join_all(
-                    pending
-                        .iter()
-                        .map(|p| direct.fetch(p.admitted.clone(), self)),
-                )
+                let hops = PortedHops { pipeline: self };
+                futures_util::future::join_all(pending.iter().map(|p| async {
+                    let port = p.admitted.target.port().unwrap_or(80);
+                    self.check_port(port).map_err(VendorFailure::Refused)?;
+                    direct.fetch(p.admitted.clone(), &hops).await
+                }))
                 .await
             }
             vendor => {
@@ -260,11 +263,38 @@ impl Pipeline<'_> {
         );
     }
 
+    /// `egress.ports` for the gate's own connections, counted like the other gates: the
+    /// same `port_not_allowed` refusal as a CONNECT to that port.
+    fn check_port(&self, port: u16) -> Result<(), DenyReason> {
+        if self.rt.policy.egress.ports.contains(&port) {
+            self.record("port", &Verdict::Allow);
+            return Ok(());
+        }
+        let reason = DenyReason::PortNotAllowed { port };
+        self.record("port", &Verdict::Deny(reason.clone()));
+        Err(reason)
+    }
+
     fn count_rescue(&self, from: &Backend, to: &Backend, outcome: &str) {
         self.metrics
             .rescues
             .with_label_values(&[from.name(), to.name(), outcome])
             .inc();
+    }
+}
+
+/// The hop gate of the `direct` backend: the port allow-list first (before any DNS query),
+/// then the pipeline's E1, E2 and E4 like every hop.
+struct PortedHops<'p, 'a> {
+    pipeline: &'p Pipeline<'a>,
+}
+
+impl HopGate for PortedHops<'_, '_> {
+    async fn admit(&self, url: &str) -> Result<Admitted, DenyReason> {
+        if let Some(port) = TargetUrl::new(url).port() {
+            self.pipeline.check_port(port)?;
+        }
+        self.pipeline.admit(url).await
     }
 }
 

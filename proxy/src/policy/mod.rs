@@ -18,6 +18,7 @@ use crate::assemble::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 use crate::gates::ip_guard::AddrPolicy;
 use crate::vendors;
 
+pub mod egress;
 pub mod llm;
 pub mod raw;
 #[cfg(test)]
@@ -149,6 +150,8 @@ pub struct EgressPolicy {
     pub ports: Vec<u16>,
     /// The gate's own resolver.
     pub resolver: ResolverPolicy,
+    /// Raw-IP switch, tunnel cap and timeouts of the egress listeners.
+    pub limits: egress::EgressLimits,
 }
 
 /// `egress.resolver:`.
@@ -580,6 +583,7 @@ impl<'a> Validator<'a> {
             addrs,
             ports,
             resolver: self.resolver(raw.resolver),
+            limits: self.egress_limits(raw.allow_raw_ip, raw.max_tunnels, raw.timeouts),
         }
     }
 

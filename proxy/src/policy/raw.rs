@@ -139,6 +139,13 @@ pub struct RawEgress {
     /// The gate's own resolver.
     #[serde(default)]
     pub resolver: RawResolver,
+    /// Raw-IP egress on transparent capture (`egress.allowRawIP`).
+    #[serde(rename = "allowRawIP")]
+    pub allow_raw_ip: Option<bool>,
+    /// Concurrent tunnels per egress listener.
+    pub max_tunnels: Option<u64>,
+    /// Egress listener timeouts.
+    pub timeouts: Option<super::egress::RawEgressTimeouts>,
 }
 
 /// `egress.resolver:`.

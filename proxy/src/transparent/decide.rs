@@ -19,13 +19,10 @@ use crate::metrics::ProxyMetrics;
 use crate::policy::{EnforcementMode, Policy};
 use crate::runtime::Runtime;
 
-/// Whether a connection without a name may go to the address the agent chose. This is the
-/// future `egress.allowRawIP` policy field (default `false`); until the policy has it, off.
-pub const ALLOW_RAW_IP: bool = false;
-
-/// The raw-IP switch for `policy`: [`ALLOW_RAW_IP`] until `egress.allowRawIP` exists.
-pub fn raw_ip_allowed(_policy: &Policy) -> bool {
-    ALLOW_RAW_IP
+/// Whether a connection without a name may go to the address the agent chose (still
+/// checked): the policy's `egress.allowRawIP`, off by default, read per connection.
+pub fn raw_ip_allowed(policy: &Policy) -> bool {
+    policy.egress.limits.allow_raw_ip
 }
 
 /// A connection the gates let through.

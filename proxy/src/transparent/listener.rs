@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::connection::Connection;
 use super::refusal::Refusal;
+use crate::forward::limits::TunnelCap;
 use crate::policy::Policy;
 use crate::server::Shared;
 
@@ -72,6 +73,22 @@ impl TransparentConfig {
             ..Self::default()
         }
     }
+
+    /// These limits with the live policy's `egress.maxTunnels` and `egress.timeouts` over
+    /// them (a field the policy leaves unset keeps this config's value); read per
+    /// connection, so a reload applies to the next connection.
+    pub fn under(&self, policy: &Policy) -> Self {
+        let egress = &policy.egress.limits;
+        let t = egress.timeouts;
+        Self {
+            sniff_timeout: t.header.unwrap_or(self.sniff_timeout),
+            connect_timeout: t.connect.unwrap_or(self.connect_timeout),
+            idle_timeout: t.idle.unwrap_or(self.idle_timeout),
+            total_timeout: t.tunnel_max.unwrap_or(self.total_timeout),
+            max_connections: egress.max_tunnels.unwrap_or(self.max_connections),
+            drain_timeout: self.drain_timeout,
+        }
+    }
 }
 
 /// Bind the transparent listener on `addr`, named `transparent`. When `addr` is
@@ -127,8 +144,7 @@ pub async fn serve(
     config: TransparentConfig,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let config = Arc::new(config);
-    let permits = Arc::new(Semaphore::new(config.max_connections));
+    let open = TunnelCap::default();
     let accepted_total = shared
         .metrics
         .listener_connections
@@ -148,13 +164,15 @@ pub async fn serve(
             _ = shutdown.changed() => break,
         };
         accepted_total.inc();
-        let conn = Connection::new(Arc::clone(&shared), Arc::clone(&config), source, peer);
-        match Arc::clone(&permits).try_acquire_owned() {
-            Ok(permit) => tasks.spawn(async move {
+        let live = Arc::new(config.under(&shared.runtime.load().policy));
+        let cap = live.max_connections;
+        let conn = Connection::new(Arc::clone(&shared), live, source, peer);
+        match open.try_acquire(cap) {
+            Some(permit) => tasks.spawn(async move {
                 conn.run(stream).await;
                 drop(permit);
             }),
-            Err(_) => tasks.spawn(async move {
+            None => tasks.spawn(async move {
                 let refusal = Refusal::Overloaded(conn.max_connections());
                 conn.refuse_unread(stream, refusal).await
             }),
@@ -169,6 +187,47 @@ pub async fn serve(
         tracing::warn!(
             listener = LISTENER,
             "drain deadline reached; cutting what is still open"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_limits_override_only_the_fields_they_set() {
+        let base = TransparentConfig {
+            sniff_timeout: Duration::from_millis(100),
+            ..TransparentConfig::default()
+        };
+        let unset = Policy::parse(b"version: v1\n", std::path::Path::new("."))
+            .expect("empty policy must load");
+        assert_eq!(
+            base.under(&unset),
+            base,
+            "a policy without egress limits must keep the listener's config"
+        );
+        let set = Policy::parse(
+            b"version: v1\negress:\n  maxTunnels: 3\n  timeouts: {headerSeconds: 2, idleSeconds: 7}\n",
+            std::path::Path::new("."),
+        )
+        .expect("test policy must load");
+        let live = base.under(&set);
+        assert_eq!(live.max_connections, 3, "maxTunnels caps connections");
+        assert_eq!(
+            live.sniff_timeout,
+            Duration::from_secs(2),
+            "headerSeconds bounds the sniff"
+        );
+        assert_eq!(
+            live.idle_timeout,
+            Duration::from_secs(7),
+            "idleSeconds applies"
+        );
+        assert_eq!(
+            live.total_timeout, base.total_timeout,
+            "an unset lifetime keeps the config's"
         );
     }
 }

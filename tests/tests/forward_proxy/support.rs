@@ -40,6 +40,8 @@ pub struct Fixture {
 #[derive(Default)]
 pub struct GateOptions {
     pub args: Vec<String>,
+    /// Extra lines under `egress:` (each indented by two spaces), e.g. `  maxTunnels: 1\n`.
+    pub egress_extra: String,
 }
 
 impl Fixture {
@@ -66,6 +68,11 @@ impl Fixture {
             &dns,
             &[origin.addr().port(), tls.addr.port(), forward_port],
             forward_port,
+        )
+        .replacen(
+            "  resolver:\n",
+            &format!("{}  resolver:\n", options.egress_extra),
+            1,
         );
         let mut builder = GateProcess::builder(&policy);
         for arg in &options.args {

@@ -201,3 +201,16 @@ async fn raw_ip_egress_checks_the_original_address_when_allowed() {
         "raw-IP egress must be off unless the policy opens it"
     );
 }
+
+#[test]
+fn the_raw_ip_switch_follows_the_policy_field() {
+    for (yaml, want) in [
+        ("version: v1\n", false),
+        ("version: v1\negress:\n  allowRawIP: false\n", false),
+        ("version: v1\negress:\n  allowRawIP: true\n", true),
+    ] {
+        let policy = Policy::parse(yaml.as_bytes(), std::path::Path::new("."))
+            .expect("the test policy must be valid");
+        assert_eq!(raw_ip_allowed(&policy), want, "{yaml}");
+    }
+}
