@@ -21,7 +21,7 @@ fn manifest() -> Vec<Value> {
 
 fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
     docs.iter()
-        .filter(|d| d["kind"] == Value::from(kind))
+        .filter(|d| d["kind"].as_str() == Some(kind))
         .collect()
 }
 
