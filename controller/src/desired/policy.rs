@@ -62,6 +62,7 @@ struct WirePolicy {
     watch: Option<crate::crd::watch::WatchSettingsSpec>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     watches: Vec<crate::crd::watch::WatchSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     llm: Option<super::llm::WireLlm>,
 }
 

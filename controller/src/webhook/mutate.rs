@@ -24,6 +24,7 @@ use super::{
     INJECTED_ANNOTATION, INJECTOR_VERSION, InjectorConfig, POLICY_ANNOTATION, PROXY_CONTAINER,
 };
 use crate::crd::{EgressMode, FleetPolicy};
+use crate::desired::llm::LLM_KEYS_DIR;
 use crate::desired::policy::{BLOCKLISTS_DIR, VENDOR_KEYS_DIR};
 
 /// Why a pod is admitted unchanged.
@@ -177,6 +178,7 @@ fn build(
     let GateFiles {
         vendor_keys,
         blocklists,
+        llm_keys,
     } = gate_files(fp)?;
     let plan = Plan {
         cfg,
@@ -189,6 +191,7 @@ fn build(
             .clone()
             .and_then(|s| (!vendor_keys.is_empty()).then_some((s, vendor_keys))),
         blocklists,
+        llm_keys,
         hermes_home: agent
             .volume_mounts
             .iter()
@@ -306,6 +309,8 @@ struct GateFiles {
     vendor_keys: Vec<String>,
     /// Shared blocklists: (ConfigMap, key).
     blocklists: Vec<(String, String)>,
+    /// LLM provider keys: (Secret, key).
+    llm_keys: Vec<(String, String)>,
 }
 
 /// The vendor-key file names and shared blocklists the FleetPolicy's gate policy reads,
@@ -347,8 +352,23 @@ fn gate_files(fp: &FleetPolicy) -> Result<GateFiles, String> {
             Some((cm.to_string(), key.to_string()))
         })
         .collect();
+    let mut llm_keys: Vec<(String, String)> = policy
+        .pointer("/llm/providers")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|providers| providers.values())
+        .filter_map(|p| p.get("keyFile").and_then(Value::as_str))
+        .filter_map(|p| under(p, LLM_KEYS_DIR))
+        .filter_map(|rel| {
+            let (secret, key) = rel.split_once('/')?;
+            Some((secret.to_string(), key.to_string()))
+        })
+        .collect();
+    llm_keys.sort();
+    llm_keys.dedup();
     Ok(GateFiles {
         vendor_keys: keys,
         blocklists: lists,
+        llm_keys,
     })
 }

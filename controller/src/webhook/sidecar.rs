@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::InjectorConfig;
 use super::{INIT_CONTAINER, PROXY_CONTAINER};
 use crate::crd::EgressMode;
+use crate::desired::llm::LLM_KEYS_DIR;
 use crate::desired::policy::{
     BLOCKLISTS_DIR, HERMES_HOME, MANAGED_DIR, REPORT_TOKEN_FILE, STORE_ROOT, VENDOR_KEYS_DIR,
 };
@@ -53,6 +54,8 @@ pub struct Plan<'a> {
     pub vendor_keys: Option<(String, Vec<String>)>,
     /// Shared blocklists the gate policy reads: (ConfigMap, key).
     pub blocklists: Vec<(String, String)>,
+    /// LLM provider keys the gate policy reads: (Secret, key), sorted.
+    pub llm_keys: Vec<(String, String)>,
     /// The agent's mount at `hermesHomePath`, shared read-only with the gate.
     pub hermes_home: Option<VolumeMount>,
 }
@@ -111,6 +114,19 @@ impl Plan<'_> {
         for (cm, key) in &self.blocklists {
             sources.push(json!({"configMap": {"name": cm, "optional": true,
                 "items": [{"key": key, "path": format!("{}/{cm}/{key}", rel(BLOCKLISTS_DIR))}]}}));
+        }
+        // One projected source per Secret: a Secret listed twice in one projection would be
+        // two sources writing the same directory.
+        let mut secrets: Vec<(&str, Vec<Value>)> = Vec::new();
+        for (secret, key) in &self.llm_keys {
+            let item = json!({"key": key, "path": format!("{}/{secret}/{key}", rel(LLM_KEYS_DIR))});
+            match secrets.last_mut() {
+                Some((name, items)) if *name == secret.as_str() => items.push(item),
+                _ => secrets.push((secret.as_str(), vec![item])),
+            }
+        }
+        for (secret, items) in secrets {
+            sources.push(json!({"secret": {"name": secret, "optional": true, "items": items}}));
         }
         sources
     }

@@ -207,6 +207,20 @@ fn every_file_the_rendered_gate_policy_reads_is_mounted_in_the_gate() {
             config_map: "lists".into(),
             key: "ads.txt".into(),
         }];
+        s.llm = Some(
+            serde_json::from_value(json!({
+                "providers": {
+                    "oai": {"kind": "openai", "baseURL": "https://api.openai.com",
+                            "secretRef": {"name": "llm-keys", "key": "openai"}},
+                    "claude": {"kind": "anthropic", "baseURL": "https://api.anthropic.com",
+                               "secretRef": {"name": "llm-keys", "key": "anthropic"}},
+                    "or": {"kind": "openrouter", "baseURL": "https://openrouter.ai/api",
+                           "secretRef": {"name": "router-key", "key": "token"}}
+                },
+                "roles": {"main": "oai", "delegation": "claude", "cron": "or"}
+            }))
+            .expect("the test llm spec must parse"),
+        );
     });
     let policy: Value =
         serde_yaml::from_str(&rendered::render(&fp.spec).expect("renders").yaml).expect("YAML");
@@ -233,7 +247,12 @@ fn every_file_the_rendered_gate_policy_reads_is_mounted_in_the_gate() {
             .iter()
             .filter_map(|p| policy.pointer(p)?.as_str()),
     );
-    assert_eq!(files.len(), 6, "every path must be in the rendered policy");
+    files.extend(["oai", "claude", "or"].iter().filter_map(|p| {
+        policy
+            .pointer(&format!("/llm/providers/{p}/keyFile"))?
+            .as_str()
+    }));
+    assert_eq!(files.len(), 9, "every path must be in the rendered policy");
     for file in files {
         let mount = gate["volumeMounts"]
             .as_array()
