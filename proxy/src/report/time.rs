@@ -119,8 +119,9 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// Inverse of [`days_from_civil`].
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+/// Inverse of [`days_from_civil`]: days since 1970-01-01 to the proleptic Gregorian
+/// (year, month, day). Also used for the log lines' timestamps.
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -68,25 +68,11 @@ fn write_rfc3339_micros(buf: &mut Vec<u8>, now: SystemTime) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = crate::report::time::civil_from_days(i64::try_from(days).unwrap_or(0));
     let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
     let micros = since.subsec_micros();
     let text = format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{micros:06}Z");
     buf.extend_from_slice(text.as_bytes());
-}
-
-/// Days since 1970-01-01 to the proleptic Gregorian (year, month, day).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
