@@ -263,10 +263,14 @@ impl Pipeline<'_> {
         );
     }
 
-    /// `egress.ports` for the gate's own connections, counted like the other gates: the
-    /// same `port_not_allowed` refusal as a CONNECT to that port.
+    /// `egress.ports` for the gate's own connections when the policy sets it, counted like the
+    /// other gates: the same `port_not_allowed` refusal as a CONNECT to that port.
     fn check_port(&self, port: u16) -> Result<(), DenyReason> {
-        if self.rt.policy.egress.ports.contains(&port) {
+        let egress = &self.rt.policy.egress;
+        if !egress.ports_explicit {
+            return Ok(());
+        }
+        if egress.ports.contains(&port) {
             self.record("port", &Verdict::Allow);
             return Ok(());
         }

@@ -148,6 +148,10 @@ pub struct EgressPolicy {
     pub addrs: AddrPolicy,
     /// Ports egress connections may use. Default 80 and 443.
     pub ports: Vec<u16>,
+    /// Whether the policy set `egress.ports` itself. Only then does the list also bind the
+    /// extract pipeline's own fetches: unset, those follow Hermes (any port), while the
+    /// egress listeners keep the 80/443 default.
+    pub ports_explicit: bool,
     /// The gate's own resolver.
     pub resolver: ResolverPolicy,
     /// Raw-IP switch, tunnel cap and timeouts of the egress listeners.
@@ -572,6 +576,7 @@ impl<'a> Validator<'a> {
                 AddrPolicy::default()
             }
         };
+        let ports_explicit = raw.ports.is_some();
         let ports = raw.ports.unwrap_or_else(|| vec![80, 443]);
         if ports.is_empty() || ports.contains(&0) {
             self.err(
@@ -582,6 +587,7 @@ impl<'a> Validator<'a> {
         EgressPolicy {
             addrs,
             ports,
+            ports_explicit,
             resolver: self.resolver(raw.resolver),
             limits: self.egress_limits(raw.allow_raw_ip, raw.max_tunnels, raw.timeouts),
         }

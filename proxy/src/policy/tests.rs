@@ -33,6 +33,10 @@ fn the_full_fixture_is_valid_and_every_field_is_read() {
         "relative shared files resolve against the policy's directory"
     );
     assert_eq!(p.egress.ports, vec![80, 443, 8443]);
+    assert!(
+        p.egress.ports_explicit,
+        "a listed egress.ports must also bind the gate's own fetches"
+    );
     assert_eq!(
         p.egress.resolver.nameservers,
         vec![
@@ -66,6 +70,10 @@ fn the_minimal_fixture_gets_documented_defaults() {
     assert_eq!(p.web.cache.ttl, Duration::from_secs(20 * 60));
     assert!(!p.blocklist.enabled, "no rules means no blocklist");
     assert_eq!(p.egress.ports, vec![80, 443]);
+    assert!(
+        !p.egress.ports_explicit,
+        "the default ports must not bind the gate's own fetches"
+    );
     assert!(
         p.egress.resolver.nameservers.is_empty(),
         "default is the system resolver"
