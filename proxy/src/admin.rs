@@ -54,6 +54,7 @@ fn tempfile_probe(root: &std::path::Path) -> std::io::Result<()> {
 }
 
 fn metrics(shared: &Shared) -> Response<Body> {
+    shared.metrics.sync_log_drops();
     let mut buf = Vec::new();
     match TextEncoder::new().encode(&shared.registry.gather(), &mut buf) {
         Ok(()) => respond::text(StatusCode::OK, "text/plain; version=0.0.4", buf),

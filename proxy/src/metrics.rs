@@ -2,7 +2,7 @@
 //! unit; label values come only from stable enum codes, never from hosts or paths.
 
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 /// The gate's metrics.
@@ -48,6 +48,9 @@ pub struct ProxyMetrics {
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
     pub rescues: IntCounterVec,
+    /// `fleetgate_log_lines_dropped_total`: log lines dropped because the log queue was full
+    /// (brought up to date on every scrape by [`ProxyMetrics::sync_log_drops`]).
+    pub log_lines_dropped: IntCounter,
 }
 
 // === impl ProxyMetrics ===
@@ -175,7 +178,12 @@ impl ProxyMetrics {
                 ),
                 &["listener"],
             )?,
+            log_lines_dropped: IntCounter::new(
+                "fleetgate_log_lines_dropped_total",
+                "Log lines dropped because the log queue was full.",
+            )?,
         };
+        reg.register(Box::new(m.log_lines_dropped.clone()))?;
         reg.register(Box::new(m.gate_decisions.clone()))?;
         reg.register(Box::new(m.extract_items.clone()))?;
         reg.register(Box::new(m.request_duration.clone()))?;
@@ -199,6 +207,20 @@ impl ProxyMetrics {
     /// Metrics registered in a private registry (CLI one-shots and tests).
     pub fn unregistered() -> prometheus::Result<Self> {
         Self::register(&Registry::new())
+    }
+
+    /// Bring `fleetgate_log_lines_dropped_total` up to the log queue's own count. The lock
+    /// keeps two concurrent scrapes from adding the same drops twice.
+    pub fn sync_log_drops(&self) {
+        static SYNC: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _guard = SYNC.lock();
+        let (seen, now) = (
+            self.log_lines_dropped.get(),
+            crate::telemetry::dropped_lines(),
+        );
+        if now > seen {
+            self.log_lines_dropped.inc_by(now - seen);
+        }
     }
 }
 

@@ -83,3 +83,21 @@ fn logged_urls_lose_query_fragment_and_userinfo() {
     );
     assert_eq!(redact_url("::nope"), "<unparseable>");
 }
+
+#[test]
+fn dropped_lines_reach_the_metrics_once() {
+    let m = crate::metrics::ProxyMetrics::unregistered().expect("metrics must register");
+    let before = dropped_lines();
+    DROPPED.fetch_add(3, Ordering::Relaxed);
+    m.sync_log_drops();
+    let first = m.log_lines_dropped.get();
+    assert!(
+        first >= before + 3,
+        "the counter must include the new drops: {first} < {before} + 3"
+    );
+    m.sync_log_drops();
+    assert!(
+        m.log_lines_dropped.get() <= dropped_lines(),
+        "a second scrape must not count the same drops again"
+    );
+}
