@@ -370,6 +370,20 @@ fn shared_files_load_with_bom_comments_dedupe_and_fail_open() {
     );
 }
 
+#[test]
+fn a_trailing_dot_host_is_matched_in_canonical_form() {
+    // Found by the glob-walk property: `.-.` is `.-` once its trailing dot is trimmed.
+    let list = config_list(&["*.-"]);
+    assert!(
+        list.check_host(".-.").is_some(),
+        "`.-.` must be matched as `.-` by `*.-`"
+    );
+    assert!(
+        list.check_host("a.example.com.").is_none(),
+        "an unrelated absolute host must pass"
+    );
+}
+
 // --- properties ---
 
 fn domain() -> impl Strategy<Value = String> {
@@ -397,8 +411,10 @@ proptest! {
     fn wildcard_free_star_rules_agree_with_the_glob_walk(base in domain(), host in "([a-z0-9-]{1,4}\\.){0,3}[a-z0-9.-]{0,12}") {
         let pattern = format!("*.{base}");
         let list = config_list(&[pattern.as_str()]);
-        let walk = Glob::compile(&pattern).expect("pattern must compile").matches(&host);
-        prop_assert_eq!(list.check_host(&host).is_some(), walk && !host.trim_end_matches('.').is_empty());
+        // Hosts are matched in canonical form: trailing dots trimmed, as Hermes does.
+        let canonical = host.trim_end_matches('.');
+        let walk = Glob::compile(&pattern).expect("pattern must compile").matches(canonical);
+        prop_assert_eq!(list.check_host(&host).is_some(), walk && !canonical.is_empty());
     }
 
     #[test]
