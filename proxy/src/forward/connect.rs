@@ -3,25 +3,22 @@
 //! check, the tunnel cap, a pinned connection, then `200` and a metered byte tunnel with idle,
 //! lifetime and drain limits. Every refusal is answered before the tunnel opens.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Request, Response};
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use prometheus::IntGauge;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::h1::Head;
 use super::http::count_gate;
-use super::limits::{Effective, InflightGuard, TunnelPermit};
-use super::listener::{Decision, ForwardProxy, LISTENER};
+use super::limits::{Effective, TunnelPermit};
+use super::listener::{ClientConn, Decision, Flow, ForwardProxy, LISTENER};
 use super::meter::{Activity, MeteredIo};
-use super::refusal::{ProxyBody, ProxyRefusal};
+use super::refusal::ProxyRefusal;
 use crate::connect::connect_pinned;
 use crate::context::canonical_host;
 use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
@@ -77,20 +74,17 @@ pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
     Ok(HostTarget { host, port })
 }
 
-/// Answer one CONNECT: a refusal, or `200` and a tunnel task.
-pub(super) async fn handle(
-    proxy: &Arc<ForwardProxy>,
-    req: Request<Incoming>,
-    client: SocketAddr,
-) -> Response<ProxyBody> {
+/// Answer one CONNECT: a refusal (the connection stays open for another request), or `200`
+/// and the tunnel, which then owns the connection until it ends.
+pub(super) async fn handle(proxy: &Arc<ForwardProxy>, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
-    let raw = req.uri().authority().map(|a| a.as_str()).unwrap_or("");
+    let raw = head.target();
     let mut label = raw.to_string();
     let opened = open(proxy, raw, &mut label).await;
     let mut decision = Decision {
         proxy_type: "connect",
         target: &label,
-        client,
+        client: conn.peer,
         started,
         refusal: None,
         upstream: None,
@@ -100,17 +94,22 @@ pub(super) async fn handle(
         Ok((upstream, permit, limits)) => {
             decision.upstream = upstream.peer_addr().ok();
             proxy.decide(&decision);
-            spawn_tunnel(proxy, req, upstream, (permit, limits), label.clone());
-            Response::new(
-                Empty::<Bytes>::new()
-                    .map_err(|never| match never {})
-                    .boxed(),
-            )
+            let established = conn
+                .stream
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await;
+            if established.is_ok() {
+                tunnel(proxy, conn, upstream, (permit, limits), &label).await;
+            }
+            Flow::Close
         }
         Err(refusal) => {
             decision.refusal = Some(&refusal);
             proxy.decide(&decision);
-            refusal.response()
+            match refusal.write_to(&mut conn.stream, false).await {
+                Ok(()) => Flow::KeepAlive,
+                Err(_) => Flow::Close,
+            }
         }
     }
 }
@@ -198,56 +197,59 @@ impl Drop for ActiveTunnel {
     }
 }
 
-fn spawn_tunnel(
+/// Run one tunnel over the client connection: bytes the client sent past the CONNECT head
+/// (an eager TLS ClientHello) go first, then both ways until it ends.
+async fn tunnel(
     proxy: &Arc<ForwardProxy>,
-    req: Request<Incoming>,
+    conn: &mut ClientConn,
     upstream: TcpStream,
     (permit, limits): (TunnelPermit, Effective),
-    label: String,
+    label: &str,
 ) {
+    let _permit = permit;
     let metrics = &proxy.shared.metrics;
     let gauge = metrics.active_tunnels.with_label_values(&[LISTENER]);
     gauge.inc();
-    let active = ActiveTunnel(gauge);
+    let _active = ActiveTunnel(gauge);
     let activity = Activity::new(
         proxy.counters.bytes_in.clone(),
         proxy.counters.bytes_out.clone(),
     );
-    let busy: InflightGuard = proxy.inflight.enter();
-    let shutdown = proxy.shutdown.clone();
-    tokio::spawn(async move {
-        let (_permit, _busy, _active) = (permit, busy, active);
-        let started = Instant::now();
-        let ended = match hyper::upgrade::on(req).await {
-            Ok(client) => relay(client, upstream, &activity, limits, shutdown).await,
-            Err(e) => {
-                tracing::debug!(error = %e, listener = LISTENER, "failed to take over the CONNECT stream");
-                "upgrade_failed"
-            }
-        };
-        let (bytes_in, bytes_out) = activity.bytes();
-        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-        tracing::debug!(
-            target: "egress.tunnel",
-            listener = LISTENER, url = %label, ended, bytes_in, bytes_out, duration_ms,
-            "tunnel closed"
-        );
-    });
+    let started = Instant::now();
+    let mut upstream = MeteredIo::new(upstream, activity.clone());
+    let early = std::mem::take(&mut conn.buf);
+    let ended = if !early.is_empty() && upstream.write_all(&early).await.is_err() {
+        "reset"
+    } else {
+        relay(
+            &mut conn.stream,
+            &mut upstream,
+            &activity,
+            limits,
+            proxy.shutdown.clone(),
+        )
+        .await
+    };
+    let (bytes_in, bytes_out) = activity.bytes();
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::debug!(
+        target: "egress.tunnel",
+        listener = LISTENER, url = %label, ended, bytes_in, bytes_out, duration_ms,
+        "tunnel closed"
+    );
 }
 
 /// Copy both ways until either side closes, the tunnel idles out, its lifetime ends, or a
 /// drain's deadline passes. Returns why it ended.
 async fn relay(
-    client: hyper::upgrade::Upgraded,
-    upstream: TcpStream,
+    client: &mut TcpStream,
+    upstream: &mut MeteredIo<TcpStream>,
     activity: &Arc<Activity>,
     limits: Effective,
     shutdown: watch::Receiver<bool>,
 ) -> &'static str {
-    let mut client = TokioIo::new(client);
-    let mut upstream = MeteredIo::new(upstream, activity.clone());
     tokio::select! {
-        copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
+        copied = tokio::io::copy_bidirectional(client, upstream) => match copied {
             Ok(_) => "closed",
             Err(_) => "reset",
         },

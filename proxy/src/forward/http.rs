@@ -1,24 +1,25 @@
 //! Absolute-form HTTP/1.1 relay: the full URL gates (port allow-list, then E1, E2 and E4 in
 //! the pipeline's one order), the loop check, a connection to a checked address, hop-by-hop
 //! headers removed (RFC 9110 §7.6.1), `Proxy-Authorization` never forwarded, and the response
-//! streamed back frame by frame.
+//! relayed as the upstream framed it.
+//!
+//! The relay speaks HTTP/1.1 itself (`h1`) rather than through a client and a server stack:
+//! one read and one write per direction for a small exchange, heads rewritten in one buffer,
+//! bodies copied verbatim while their framing is tracked.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response, Uri, Version};
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
-use tokio::time::{Instant, timeout};
+use bytes::BytesMut;
+use http::Uri;
+use http::header::{self, HeaderMap, HeaderName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, timeout_at};
 use url::Position;
 
-use super::listener::{Decision, ForwardProxy, LISTENER};
-use super::meter::MeteredBody;
-use super::refusal::{ProxyBody, ProxyRefusal};
+use super::h1::{self, BodyMeter, Clock, Framing, FramingError, Head};
+use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
+use super::refusal::ProxyRefusal;
 use crate::connect::connect_pinned;
 use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
@@ -28,78 +29,135 @@ use crate::runtime::Runtime;
 use crate::telemetry;
 use crate::vendors::{Admitted, HopGate};
 
-/// How long a kept upstream connection may take to become ready for the next request.
-const REUSE_READY_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// Hop-by-hop headers that never cross the proxy, besides those `Connection` lists.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authorization",
-    "proxy-authenticate",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
+pub use super::h1::HOP_BY_HOP;
 
 /// The upstream connection a client connection keeps between its requests.
 #[derive(Debug)]
 pub(super) struct Upstream {
+    stream: TcpStream,
     addr: SocketAddr,
-    sender: SendRequest<ProxyBody>,
+    buf: BytesMut,
 }
 
-/// One client connection's kept upstream (HTTP/1 serves its requests one at a time).
-pub(super) type UpstreamSlot = Arc<Mutex<Option<Upstream>>>;
+/// An exchange whose response head arrived: what the client is sent next.
+struct Exchange {
+    upstream: Upstream,
+    response: Head,
+    framing: Framing,
+    clock: Clock,
+}
+
+/// Why sending a request or reading its response head failed.
+enum SendError {
+    /// A kept connection was closed by the upstream before any response byte: safe to retry
+    /// a request without a body on a fresh connection.
+    KeptClosed,
+    /// Anything else.
+    Refused(ProxyRefusal),
+}
+
+impl From<ProxyRefusal> for SendError {
+    fn from(refusal: ProxyRefusal) -> Self {
+        Self::Refused(refusal)
+    }
+}
 
 /// Relay one absolute-form request, or refuse it; one decision line either way.
-pub(super) async fn handle(
-    proxy: &ForwardProxy,
-    req: Request<Incoming>,
-    client: SocketAddr,
-    slot: &UpstreamSlot,
-) -> Response<ProxyBody> {
+pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
     let mut logged = LoggedUrl {
-        raw: req.uri().clone(),
+        raw: head.target(),
         checked: None,
     };
-    let relayed = relay(proxy, req, slot, started, &mut logged.checked).await;
+    let tokens = head.connection_tokens();
+    let client_keep = head.keep_alive(&tokens);
+    let framing = head.request_framing();
+    let exchanged = match framing {
+        Ok(framing) => {
+            exchange(
+                proxy,
+                conn,
+                head,
+                &tokens,
+                framing,
+                started,
+                &mut logged.checked,
+            )
+            .await
+        }
+        Err(ref e) => Err(ProxyRefusal::BadRequest(e.to_string())),
+    };
     let mut decision = Decision {
         proxy_type: "http",
         target: &logged,
-        client,
+        client: conn.peer,
         started,
         refusal: None,
         upstream: None,
         upstream_status: None,
     };
-    match relayed {
-        Ok((resp, upstream)) => {
-            decision.upstream = Some(upstream);
-            decision.upstream_status = Some(resp.status().as_u16());
-            proxy.decide(&decision);
-            resp
-        }
+    let mut ex = match exchanged {
+        Ok(ex) => ex,
         Err(refusal) => {
             decision.refusal = Some(&refusal);
             proxy.decide(&decision);
-            refusal.response()
+            // An unread request body would be taken for the next request: close instead.
+            let close = !client_keep || !matches!(framing, Ok(Framing::Empty));
+            if refusal.write_to(&mut conn.stream, close).await.is_err() || close {
+                return Flow::Close;
+            }
+            return Flow::KeepAlive;
+        }
+    };
+    decision.upstream = Some(ex.upstream.addr);
+    decision.upstream_status = Some(ex.response.status);
+    proxy.decide(&decision);
+    let resp_tokens = ex.response.connection_tokens();
+    let upstream_keep = ex.response.keep_alive(&resp_tokens) && ex.framing != Framing::UntilClose;
+    let close = !client_keep || ex.framing == Framing::UntilClose || proxy.stopping();
+    let out = inbound_head(&ex.response, &resp_tokens, ex.framing, close);
+    let mut meter = BodyMeter {
+        counter: &proxy.counters.bytes_out,
+        bytes: 0,
+    };
+    let up = &mut ex.upstream;
+    let relayed = h1::relay_body(
+        &mut up.stream,
+        &mut up.buf,
+        &mut conn.stream,
+        out,
+        ex.framing,
+        ex.clock,
+        &mut meter,
+    )
+    .await;
+    match relayed {
+        Ok(true) => {
+            if upstream_keep && ex.upstream.buf.is_empty() {
+                conn.upstream = Some(ex.upstream);
+            }
+            if close { Flow::Close } else { Flow::KeepAlive }
+        }
+        Ok(false) => Flow::Close,
+        Err(e) => {
+            tracing::debug!(error = %e, listener = super::LISTENER, url = %logged, "relayed response cut short");
+            Flow::Close
         }
     }
 }
 
-async fn relay(
+/// Gate, dial (or reuse), send the request and its body, and read the response head.
+async fn exchange(
     proxy: &ForwardProxy,
-    req: Request<Incoming>,
-    slot: &UpstreamSlot,
+    conn: &mut ClientConn,
+    head: &Head,
+    tokens: &[String],
+    framing: Framing,
     started: Instant,
     checked: &mut Option<url::Url>,
-) -> Result<(Response<ProxyBody>, SocketAddr), ProxyRefusal> {
+) -> Result<Exchange, ProxyRefusal> {
     let rt = proxy.shared.runtime.load_full();
-    let Admitted { target, addrs } = admit(proxy, &rt, req.uri()).await?;
+    let Admitted { target, addrs } = admit(proxy, &rt, head.target()).await?;
     let port = target.port().unwrap_or(80);
     // Moved, not cloned: the log line formats it from here.
     let url: &url::Url = checked.insert(
@@ -111,31 +169,164 @@ async fn relay(
         return Err(ProxyRefusal::Loop { target });
     }
     let limits = proxy.limits.effective(&rt.policy);
-    let (mut sender, addr) = checkout(slot, &addrs, port, limits.connect).await?;
-    let deadline = started + limits.lifetime;
-    let request = outbound(proxy, req, url, (limits.idle, deadline))?;
-    let resp = timeout(limits.header, sender.send_request(request))
-        .await
-        .map_err(|_| ProxyRefusal::HeaderTimeout(limits.header))?
-        .map_err(|e| ProxyRefusal::Protocol(e.to_string()))?;
-    if let Ok(mut kept) = slot.lock() {
-        *kept = Some(Upstream { addr, sender });
+    let clock = Clock {
+        idle: limits.idle,
+        deadline: started + limits.lifetime,
+    };
+    let expect = framing != Framing::Empty
+        && head
+            .values("expect")
+            .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"100-continue"));
+    let request = outbound_head(head, url, tokens, framing, expect)?;
+    if expect {
+        // The gate answers the client's `Expect` itself, then streams the body.
+        conn.stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .map_err(|e| ProxyRefusal::Protocol(format!("failed to answer Expect: {e}")))?;
     }
-    Ok((inbound(proxy, resp, (limits.idle, deadline)), addr))
+    let mut request = Some(request);
+    loop {
+        let (mut upstream, kept) =
+            checkout(conn.upstream.take(), &addrs, port, limits.connect).await?;
+        let Some(bytes) = request.take() else {
+            return Err(ProxyRefusal::Protocol(
+                "failed to resend the request".into(),
+            ));
+        };
+        let retry = (kept && framing == Framing::Empty).then(|| bytes.clone());
+        let sent = send(proxy, conn, &mut upstream, bytes, framing, clock).await;
+        let read = match sent {
+            Ok(()) => read_response_head(&mut upstream, head.method(), limits.header).await,
+            Err(e) => Err(e),
+        };
+        match read {
+            Ok(response) => {
+                let framing = response
+                    .response_framing(head.method())
+                    .map_err(|e| ProxyRefusal::Protocol(e.to_string()))?;
+                return Ok(Exchange {
+                    upstream,
+                    response,
+                    framing,
+                    clock,
+                });
+            }
+            Err(SendError::KeptClosed) if retry.is_some() => request = retry,
+            Err(SendError::KeptClosed) => {
+                return Err(ProxyRefusal::Protocol(
+                    "the upstream closed the connection before responding".into(),
+                ));
+            }
+            Err(SendError::Refused(refusal)) => return Err(refusal),
+        }
+    }
+}
+
+/// Write the request head and its body to the upstream.
+async fn send(
+    proxy: &ForwardProxy,
+    conn: &mut ClientConn,
+    upstream: &mut Upstream,
+    head: Vec<u8>,
+    framing: Framing,
+    clock: Clock,
+) -> Result<(), SendError> {
+    if framing == Framing::Empty {
+        return upstream
+            .stream
+            .write_all(&head)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
+                    SendError::KeptClosed
+                }
+                _ => ProxyRefusal::Protocol(format!("failed to send the request: {e}")).into(),
+            });
+    }
+    let mut meter = BodyMeter {
+        counter: &proxy.counters.bytes_in,
+        bytes: 0,
+    };
+    h1::relay_body(
+        &mut conn.stream,
+        &mut conn.buf,
+        &mut upstream.stream,
+        head,
+        framing,
+        clock,
+        &mut meter,
+    )
+    .await
+    .map(drop)
+    .map_err(|e| match e {
+        FramingError::Io(e) => ProxyRefusal::Protocol(format!("failed to send the request: {e}")),
+        other => ProxyRefusal::BadRequest(format!("failed to relay the request body: {other}")),
+    })
+    .map_err(SendError::Refused)
+}
+
+/// Read the upstream's response head, skipping interim (1xx) responses.
+async fn read_response_head(
+    upstream: &mut Upstream,
+    method: &str,
+    header_timeout: std::time::Duration,
+) -> Result<Head, SendError> {
+    let until = Instant::now() + header_timeout;
+    let mut seen = false;
+    loop {
+        let parsed = Head::parse_response(&mut upstream.buf)
+            .map_err(|e| ProxyRefusal::Protocol(e.to_string()))?;
+        if let Some(head) = parsed {
+            seen = true;
+            match head.status {
+                101 => {
+                    return Err(ProxyRefusal::Protocol(format!(
+                        "the upstream switched protocols on a {method} request that asked for no upgrade"
+                    ))
+                    .into());
+                }
+                100..=199 => continue,
+                _ => return Ok(head),
+            }
+        }
+        upstream.buf.reserve(8 * 1024);
+        let read = timeout_at(until, upstream.stream.read_buf(&mut upstream.buf))
+            .await
+            .map_err(|_| ProxyRefusal::HeaderTimeout(header_timeout))?;
+        match read {
+            Ok(0) if !seen && upstream.buf.is_empty() => return Err(SendError::KeptClosed),
+            Ok(0) => {
+                return Err(ProxyRefusal::Protocol(
+                    "the upstream closed the connection inside the response head".into(),
+                )
+                .into());
+            }
+            Ok(_) => {}
+            Err(e) if !seen && matches!(e.kind(), std::io::ErrorKind::ConnectionReset) => {
+                return Err(SendError::KeptClosed);
+            }
+            Err(e) => {
+                return Err(
+                    ProxyRefusal::Protocol(format!("failed to read the response: {e}")).into(),
+                );
+            }
+        }
+    }
 }
 
 /// The request URL as logs may show it (`scheme://host[:port]/path`: no query, fragment or
 /// userinfo), formatted only when a line is written: from the checked URL once the gates
 /// parsed it, else from the raw request target.
-struct LoggedUrl {
-    raw: Uri,
+struct LoggedUrl<'a> {
+    raw: &'a str,
     checked: Option<url::Url>,
 }
 
-impl std::fmt::Display for LoggedUrl {
+impl std::fmt::Display for LoggedUrl<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let Some(url) = &self.checked else {
-            return f.write_str(&telemetry::redact_url(&self.raw.to_string()));
+            return f.write_str(&telemetry::redact_url(self.raw));
         };
         write!(f, "{}://{}", url.scheme(), url.host_str().unwrap_or(""))?;
         if let Some(port) = url.port() {
@@ -146,7 +337,13 @@ impl std::fmt::Display for LoggedUrl {
 }
 
 /// The scheme rules of this listener, the port allow-list, then the pipeline's URL gates.
-async fn admit(proxy: &ForwardProxy, rt: &Runtime, uri: &Uri) -> Result<Admitted, ProxyRefusal> {
+async fn admit(proxy: &ForwardProxy, rt: &Runtime, raw: &str) -> Result<Admitted, ProxyRefusal> {
+    let uri: Uri = raw.parse().map_err(|_| {
+        ProxyRefusal::BadRequest(format!(
+            "the request target is not a valid URI: {}",
+            telemetry::redact_url(raw)
+        ))
+    })?;
     match uri.scheme_str() {
         Some("http") => {}
         Some("https") => {
@@ -168,7 +365,7 @@ async fn admit(proxy: &ForwardProxy, rt: &Runtime, uri: &Uri) -> Result<Admitted
     // Before any DNS: the port of the request line, then again the canonical one.
     check_port(proxy, rt, uri.port_u16().unwrap_or(80))?;
     let admitted = Pipeline::new(rt, &proxy.shared.metrics)
-        .admit(&uri.to_string())
+        .admit(raw)
         .await
         .map_err(ProxyRefusal::Gate)?;
     if let Some(port) = admitted.target.port() {
@@ -199,30 +396,19 @@ pub(super) fn count_gate(metrics: &ProxyMetrics, gate: &str, refused: Option<&De
         .inc();
 }
 
-/// The kept upstream when it is still open and went to one of this request's checked
-/// addresses; otherwise a new pinned connection.
+/// The kept upstream when it went to one of this request's checked addresses (`true`);
+/// otherwise a new pinned connection (`false`).
 async fn checkout(
-    slot: &UpstreamSlot,
+    kept: Option<Upstream>,
     addrs: &[IpAddr],
     port: u16,
-    connect_timeout: Duration,
-) -> Result<(SendRequest<ProxyBody>, SocketAddr), ProxyRefusal> {
-    let kept = slot.lock().ok().and_then(|mut s| s.take());
-    if let Some(mut up) = kept {
-        let same_target = up.addr.port() == port && addrs.contains(&up.addr.ip());
-        // The common case, an idle kept connection, needs no timer.
-        if same_target && up.sender.is_ready() {
-            return Ok((up.sender, up.addr));
-        }
-        if same_target
-            && !up.sender.is_closed()
-            && matches!(
-                timeout(REUSE_READY_TIMEOUT, up.sender.ready()).await,
-                Ok(Ok(()))
-            )
-        {
-            return Ok((up.sender, up.addr));
-        }
+    connect_timeout: std::time::Duration,
+) -> Result<(Upstream, bool), ProxyRefusal> {
+    if let Some(up) = kept
+        && up.addr.port() == port
+        && addrs.contains(&up.addr.ip())
+    {
+        return Ok((up, true));
     }
     let stream = connect_pinned(addrs, port, connect_timeout)
         .await
@@ -230,60 +416,89 @@ async fn checkout(
     let addr = stream
         .peer_addr()
         .map_err(|e| ProxyRefusal::Protocol(format!("failed to read the upstream address: {e}")))?;
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| ProxyRefusal::Protocol(e.to_string()))?;
-    tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!(error = %e, listener = LISTENER, "upstream connection ended with an error");
-        }
-    });
-    Ok((sender, addr))
+    Ok((
+        Upstream {
+            stream,
+            addr,
+            buf: BytesMut::with_capacity(8 * 1024),
+        },
+        false,
+    ))
 }
 
-/// The request as the upstream sees it: origin-form target of the checked URL, `Host` from
-/// that URL (RFC 9112 §3.2.2), hop-by-hop and proxy credentials removed, body streamed.
-fn outbound(
-    proxy: &ForwardProxy,
-    req: Request<Incoming>,
+/// The request head as the upstream sees it: origin-form target of the checked URL, `Host`
+/// from that URL (RFC 9112 §3.2.2), hop-by-hop headers and proxy credentials removed, the
+/// body framing restated, `Expect` dropped when the gate answered it.
+fn outbound_head(
+    head: &Head,
     url: &url::Url,
-    (idle, deadline): (Duration, Instant),
-) -> Result<Request<ProxyBody>, ProxyRefusal> {
-    let bad = |what: &str| ProxyRefusal::Protocol(format!("failed to build the upstream {what}"));
+    tokens: &[String],
+    framing: Framing,
+    answered_expect: bool,
+) -> Result<Vec<u8>, ProxyRefusal> {
     let authority = &url[Position::BeforeHost..Position::AfterPort];
-    let (mut parts, body) = req.into_parts();
-    strip_hop_by_hop(&mut parts.headers);
-    parts.headers.insert(
-        header::HOST,
-        HeaderValue::from_str(authority).map_err(|_| bad("Host header"))?,
-    );
-    parts.uri = url[Position::BeforePath..Position::AfterQuery]
-        .parse()
-        .map_err(|_| bad("request target"))?;
-    parts.version = Version::HTTP_11;
-    parts.extensions = http::Extensions::new();
-    let counter = proxy.counters.bytes_in.clone();
-    let body = MeteredBody::new(body, counter, idle, deadline).boxed();
-    Ok(Request::from_parts(parts, body))
+    let target = &url[Position::BeforePath..Position::AfterQuery];
+    if authority.bytes().any(|b| b <= b' ' || b == 0x7f)
+        || target.bytes().any(|b| b <= b' ' || b == 0x7f)
+    {
+        return Err(ProxyRefusal::Protocol(
+            "failed to build the upstream request target".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(256 + target.len());
+    out.extend_from_slice(head.method().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    // An HTTP/1.0 client cannot read chunked responses: ask the upstream in its version.
+    out.extend_from_slice(if head.minor == 0 {
+        b" HTTP/1.0\r\n"
+    } else {
+        b" HTTP/1.1\r\n"
+    });
+    h1::put_field(&mut out, "host", authority.as_bytes());
+    for (name, value) in head.fields() {
+        let skip = name.eq_ignore_ascii_case("host")
+            || name.eq_ignore_ascii_case("content-length")
+            || (answered_expect && name.eq_ignore_ascii_case("expect"))
+            || h1::is_hop_by_hop(name, tokens);
+        if !skip {
+            h1::put_field(&mut out, name, value);
+        }
+    }
+    h1::put_framing(&mut out, framing);
+    out.extend_from_slice(b"\r\n");
+    Ok(out)
 }
 
-/// The response as the client sees it: hop-by-hop headers and any upstream-forged
-/// `x-fleetgate-error` removed, body streamed with the idle and lifetime limits.
-fn inbound(
-    proxy: &ForwardProxy,
-    resp: Response<Incoming>,
-    (idle, deadline): (Duration, Instant),
-) -> Response<ProxyBody> {
-    let (mut parts, body) = resp.into_parts();
-    strip_hop_by_hop(&mut parts.headers);
-    parts.headers.remove(ERROR_HEADER);
-    parts.extensions = http::Extensions::new();
-    let counter = proxy.counters.bytes_out.clone();
-    let body = MeteredBody::new(body, counter, idle, deadline).boxed();
-    Response::from_parts(parts, body)
+/// The response head as the client sees it: hop-by-hop headers and any upstream-forged
+/// `x-fleetgate-error` removed, the body framing restated, `connection: close` when the
+/// client connection ends after this response.
+fn inbound_head(resp: &Head, tokens: &[String], framing: Framing, close: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(h1::itoa_u64(u64::from(resp.status), &mut [0u8; 20]));
+    out.push(b' ');
+    out.extend_from_slice(resp.reason());
+    out.extend_from_slice(b"\r\n");
+    let restated = !matches!(framing, Framing::Empty);
+    for (name, value) in resp.fields() {
+        let skip = (restated && name.eq_ignore_ascii_case("content-length"))
+            || name.eq_ignore_ascii_case(ERROR_HEADER)
+            || h1::is_hop_by_hop(name, tokens);
+        if !skip {
+            h1::put_field(&mut out, name, value);
+        }
+    }
+    h1::put_framing(&mut out, framing);
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
 }
 
-/// Remove the headers `Connection` names, then the fixed hop-by-hop set.
+/// Remove the headers `Connection` names, then the fixed hop-by-hop set (for relays that hold
+/// a parsed [`HeaderMap`]).
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let listed: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -302,6 +517,8 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 #[cfg(test)]
 mod tests {
+    use http::HeaderValue;
+
     use super::*;
 
     #[test]
@@ -312,14 +529,10 @@ mod tests {
             "http://127.0.0.1:80/x?y",
         ];
         for raw in cases {
-            let uri: Uri = raw.parse().expect("test URI must parse");
             let want = telemetry::redact_url(raw);
-            let unchecked = LoggedUrl {
-                raw: uri.clone(),
-                checked: None,
-            };
+            let unchecked = LoggedUrl { raw, checked: None };
             let checked = LoggedUrl {
-                raw: uri,
+                raw,
                 checked: Some(url::Url::parse(raw).expect("test URL must parse")),
             };
             assert_eq!(unchecked.to_string(), want, "{raw} before the gates");

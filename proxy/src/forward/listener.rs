@@ -1,23 +1,21 @@
-//! The forward-proxy listener: accepts client connections, serves HTTP/1.1 with upgrades,
+//! The forward-proxy listener: accepts client connections, reads HTTP/1.1 request heads,
 //! sends `CONNECT` to the tunnel path and absolute-form requests to the HTTP relay, writes the
 //! one `egress.decision` line per request, and drains on shutdown.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http::{Method, Request, Response};
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use bytes::BytesMut;
 use prometheus::IntCounter;
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio::time::Instant;
+use tokio::time::{Instant, timeout_at};
 
-use super::http::UpstreamSlot;
+use super::h1::{FramingError, Head};
+use super::http::Upstream;
 use super::limits::{Inflight, Limits, TunnelCap};
-use super::refusal::{ProxyBody, ProxyRefusal};
+use super::refusal::ProxyRefusal;
 use crate::connect::OwnListeners;
 use crate::server::Shared;
 use crate::telemetry::{self, line::JsonLine};
@@ -46,6 +44,25 @@ pub(super) struct Counters {
     pub bytes_out: IntCounter,
     allowed_http: IntCounter,
     allowed_connect: IntCounter,
+}
+
+/// One client connection: its socket, what was read past the last message, and the upstream
+/// connection kept for its next request.
+#[derive(Debug)]
+pub(super) struct ClientConn {
+    pub stream: TcpStream,
+    pub buf: BytesMut,
+    pub peer: SocketAddr,
+    pub upstream: Option<Upstream>,
+}
+
+/// What a connection does after answering a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Flow {
+    /// Read the next request.
+    KeepAlive,
+    /// Close the connection.
+    Close,
 }
 
 /// One request's decision, for the canonical log line and the listener metrics.
@@ -104,17 +121,9 @@ impl ForwardProxy {
         self.inflight.count()
     }
 
-    async fn handle(
-        self: Arc<Self>,
-        req: Request<Incoming>,
-        client: SocketAddr,
-        slot: UpstreamSlot,
-    ) -> Response<ProxyBody> {
-        if req.method() == Method::CONNECT {
-            super::connect::handle(&self, req, client).await
-        } else {
-            super::http::handle(&self, req, client, &slot).await
-        }
+    /// Whether shutdown has begun.
+    pub(super) fn stopping(&self) -> bool {
+        *self.shutdown.borrow()
     }
 
     /// Write the canonical `egress.decision` line and count the request.
@@ -249,30 +258,67 @@ async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: Soc
         .limits
         .effective(&proxy.shared.runtime.load().policy)
         .header;
-    let slot = UpstreamSlot::default();
-    let service = {
-        let proxy = proxy.clone();
-        service_fn(move |req| {
-            let (proxy, slot) = (proxy.clone(), slot.clone());
-            async move { Ok::<_, Infallible>(proxy.handle(req, peer, slot).await) }
-        })
+    let mut conn = ClientConn {
+        stream,
+        buf: BytesMut::with_capacity(8 * 1024),
+        peer,
+        upstream: None,
     };
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .serve_connection(TokioIo::new(stream), service)
-        .with_upgrades();
-    tokio::pin!(conn);
     let mut shutdown = proxy.shutdown.clone();
-    tokio::select! {
-        res = conn.as_mut() => {
-            if let Err(e) = res {
-                tracing::debug!(error = %e, listener = LISTENER, "connection ended with an error");
+    loop {
+        // An idle connection closes at once on shutdown; a request being read is answered.
+        let idle = conn.buf.is_empty();
+        let head = tokio::select! {
+            biased;
+            head = read_head(&mut conn, header_timeout) => head,
+            _ = stopped(&mut shutdown), if idle => return,
+        };
+        let head = match head {
+            Ok(Some(head)) => head,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, listener = LISTENER, client = %peer, "unreadable request head");
+                if !matches!(e, FramingError::Idle(_) | FramingError::Io(_)) {
+                    let refusal = ProxyRefusal::BadRequest(e.to_string());
+                    let _ = refusal.write_to(&mut conn.stream, true).await;
+                }
+                return;
             }
+        };
+        let flow = if head.method() == "CONNECT" {
+            super::connect::handle(&proxy, &mut conn, &head).await
+        } else {
+            super::http::handle(&proxy, &mut conn, &head).await
+        };
+        if flow == Flow::Close || proxy.stopping() {
+            return;
         }
-        _ = stopped(&mut shutdown) => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+    }
+}
+
+/// The next request head, `None` when the client closed between requests. The header
+/// timeout runs from when the connection starts waiting for it.
+async fn read_head(
+    conn: &mut ClientConn,
+    header_timeout: std::time::Duration,
+) -> Result<Option<Head>, FramingError> {
+    let until = Instant::now() + header_timeout;
+    loop {
+        if !conn.buf.is_empty()
+            && let Some(head) = Head::parse_request(&mut conn.buf)?
+        {
+            return Ok(Some(head));
+        }
+        conn.buf.reserve(8 * 1024);
+        let n = timeout_at(until, conn.stream.read_buf(&mut conn.buf))
+            .await
+            .map_err(|_| FramingError::Idle(header_timeout))??;
+        if n == 0 {
+            return if conn.buf.is_empty() {
+                Ok(None)
+            } else {
+                Err(FramingError::Truncated)
+            };
         }
     }
 }

@@ -14,6 +14,7 @@
 //! fails. Each request writes one `egress.decision` line with `proxy_type` `http` or `connect`.
 
 pub mod connect;
+pub mod h1;
 pub mod http;
 pub mod limits;
 pub mod listener;

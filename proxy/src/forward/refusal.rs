@@ -112,6 +112,49 @@ impl ProxyRefusal {
     }
 }
 
+// === impl ProxyRefusal (wire) ===
+
+impl ProxyRefusal {
+    /// Write the answer to a client connection the relay owns, `connection: close` when the
+    /// connection ends after it.
+    pub async fn write_to<W>(&self, w: &mut W, close: bool) -> std::io::Result<()>
+    where
+        W: tokio::io::AsyncWrite + Unpin,
+    {
+        use tokio::io::AsyncWriteExt;
+        let (parts, body) = self.response().into_parts();
+        let body = body
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(256 + body.len());
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(parts.status.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(
+            parts
+                .status
+                .canonical_reason()
+                .unwrap_or("Refused")
+                .as_bytes(),
+        );
+        out.extend_from_slice(b"\r\n");
+        for (name, value) in &parts.headers {
+            if name != header::CONTENT_LENGTH && name != header::CONNECTION {
+                super::h1::put_field(&mut out, name.as_str(), value.as_bytes());
+            }
+        }
+        super::h1::put_framing(&mut out, super::h1::Framing::Length(body.len() as u64));
+        if close {
+            out.extend_from_slice(b"connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&body);
+        w.write_all(&out).await
+    }
+}
+
 fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
     let body = json!({"error": {"code": refusal.code(), "message": refusal.to_string()}});
     let mut resp = respond::json(refusal.status(), &body);

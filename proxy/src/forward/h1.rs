@@ -1,0 +1,538 @@
+//! HTTP/1.1 framing for the forward proxy: message heads parsed with `httparse` over the
+//! connection's own buffer, the body framing of RFC 9112 §6 decided strictly (ambiguous
+//! framing is refused, never guessed), and bodies relayed verbatim while a length or chunk
+//! scanner finds where each message ends.
+//!
+//! The proxy relays bytes rather than re-encoding messages: a chunked body crosses as the
+//! chunks the peer sent, so the only per-byte work is finding the end of the message.
+
+use std::io;
+use std::ops::Range;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use prometheus::IntCounter;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::{Instant, timeout_at};
+
+/// The largest request or response head read before the message is refused.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// The most header fields one head may carry.
+pub const MAX_HEADERS: usize = 128;
+/// How much a read asks for at once.
+const READ_CHUNK: usize = 16 * 1024;
+/// The largest chunk-size line or trailer section accepted in a chunked body.
+const MAX_CHUNK_META: usize = 16 * 1024;
+
+/// Hop-by-hop headers that never cross the proxy, besides those `Connection` lists.
+pub const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Why a message could not be framed or relayed.
+#[derive(Debug, thiserror::Error)]
+pub enum FramingError {
+    /// The head is not valid HTTP/1.x.
+    #[error("malformed message head: {0}")]
+    Head(httparse::Error),
+    /// The head grew past [`MAX_HEAD`].
+    #[error("message head larger than {MAX_HEAD} bytes")]
+    HeadTooLarge,
+    /// The framing headers are ambiguous or unsupported.
+    #[error("{0}")]
+    Framing(&'static str),
+    /// A chunked body broke its encoding.
+    #[error("malformed chunked body: {0}")]
+    Chunked(&'static str),
+    /// The peer closed before the message ended.
+    #[error("connection closed before the message ended")]
+    Truncated,
+    /// Nothing moved for the idle limit.
+    #[error("no bytes moved for {} s", .0.as_secs())]
+    Idle(Duration),
+    /// The exchange outlived its lifetime.
+    #[error("the exchange passed its lifetime")]
+    Lifetime,
+    /// A socket failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// A parsed request or response head; fields are ranges into its own bytes.
+#[derive(Debug)]
+pub struct Head {
+    bytes: Bytes,
+    /// Request: method; response: reason phrase.
+    first: Range<usize>,
+    /// Request: target; response: empty.
+    target: Range<usize>,
+    /// Response status code (0 for requests).
+    pub status: u16,
+    /// The minor version: `HTTP/1.0` or `HTTP/1.1`.
+    pub minor: u8,
+    fields: Vec<(Range<usize>, Range<usize>)>,
+}
+
+/// How a message's body is delimited (RFC 9112 §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// No body.
+    Empty,
+    /// Exactly this many bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Until the sender closes (responses only).
+    UntilClose,
+}
+
+/// The idle and lifetime clock of one relayed exchange.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    /// Longest quiet spell between reads.
+    pub idle: Duration,
+    /// When the exchange must be over.
+    pub deadline: Instant,
+}
+
+// === impl Head ===
+
+impl Head {
+    /// Parse a request head off the front of `buf`; `None` while it is incomplete.
+    pub fn parse_request(buf: &mut BytesMut) -> Result<Option<Self>, FramingError> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut fields);
+        let n = match req.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return incomplete(buf),
+            Err(e) => return Err(FramingError::Head(e)),
+        };
+        let base = buf.as_ptr() as usize;
+        let at = |s: &[u8]| (s.as_ptr() as usize - base)..(s.as_ptr() as usize - base + s.len());
+        let first = at(req.method.unwrap_or_default().as_bytes());
+        let target = at(req.path.unwrap_or_default().as_bytes());
+        let minor = req.version.unwrap_or(1);
+        let fields = req
+            .headers
+            .iter()
+            .map(|h| (at(h.name.as_bytes()), at(h.value)))
+            .collect();
+        Ok(Some(Self {
+            bytes: buf.split_to(n).freeze(),
+            first,
+            target,
+            status: 0,
+            minor,
+            fields,
+        }))
+    }
+
+    /// Parse a response head off the front of `buf`; `None` while it is incomplete.
+    pub fn parse_response(buf: &mut BytesMut) -> Result<Option<Self>, FramingError> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut fields);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return incomplete(buf),
+            Err(e) => return Err(FramingError::Head(e)),
+        };
+        let base = buf.as_ptr() as usize;
+        let at = |s: &[u8]| (s.as_ptr() as usize - base)..(s.as_ptr() as usize - base + s.len());
+        let first = at(resp.reason.unwrap_or_default().as_bytes());
+        let status = resp.code.unwrap_or_default();
+        let minor = resp.version.unwrap_or(1);
+        let fields = resp
+            .headers
+            .iter()
+            .map(|h| (at(h.name.as_bytes()), at(h.value)))
+            .collect();
+        Ok(Some(Self {
+            bytes: buf.split_to(n).freeze(),
+            first,
+            target: 0..0,
+            status,
+            minor,
+            fields,
+        }))
+    }
+
+    fn text(&self, range: &Range<usize>) -> &str {
+        // httparse checked these bytes are tokens / visible ASCII.
+        std::str::from_utf8(&self.bytes[range.clone()]).unwrap_or("")
+    }
+
+    /// The request method.
+    pub fn method(&self) -> &str {
+        self.text(&self.first)
+    }
+
+    /// The request target as sent.
+    pub fn target(&self) -> &str {
+        self.text(&self.target)
+    }
+
+    /// The response reason phrase.
+    pub fn reason(&self) -> &[u8] {
+        &self.bytes[self.first.clone()]
+    }
+
+    /// Every header field in order, names as sent.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.fields
+            .iter()
+            .map(|(n, v)| (self.text(n), &self.bytes[v.clone()]))
+    }
+
+    /// Every value of the header `name` (ASCII case-insensitive).
+    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.fields()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// The comma-separated tokens of every `Connection` header, lowercased.
+    pub fn connection_tokens(&self) -> Vec<String> {
+        self.values("connection")
+            .flat_map(|v| v.split(|b| *b == b','))
+            .map(|t| String::from_utf8_lossy(t.trim_ascii()).to_ascii_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
+    /// Whether the sender asked to keep the connection open after this message.
+    pub fn keep_alive(&self, tokens: &[String]) -> bool {
+        if tokens.iter().any(|t| t == "close") {
+            return false;
+        }
+        self.minor >= 1 || tokens.iter().any(|t| t == "keep-alive")
+    }
+
+    /// The body framing of a request: ambiguous framing is refused (request smuggling).
+    pub fn request_framing(&self) -> Result<Framing, FramingError> {
+        match (self.transfer_coding()?, self.content_length()?) {
+            (Some(_), Some(_)) => Err(FramingError::Framing(
+                "a request may not carry both Transfer-Encoding and Content-Length",
+            )),
+            (Some(_), None) if self.minor == 0 => Err(FramingError::Framing(
+                "HTTP/1.0 requests may not use Transfer-Encoding",
+            )),
+            (Some(true), None) => Ok(Framing::Chunked),
+            (Some(false), None) => Err(FramingError::Framing(
+                "only Transfer-Encoding: chunked is relayed",
+            )),
+            (None, Some(0)) | (None, None) => Ok(Framing::Empty),
+            (None, Some(n)) => Ok(Framing::Length(n)),
+        }
+    }
+
+    /// The body framing of a response to a request with `method`.
+    pub fn response_framing(&self, method: &str) -> Result<Framing, FramingError> {
+        if method.eq_ignore_ascii_case("HEAD")
+            || (100..200).contains(&self.status)
+            || self.status == 204
+            || self.status == 304
+        {
+            return Ok(Framing::Empty);
+        }
+        match self.transfer_coding()? {
+            Some(true) => return Ok(Framing::Chunked),
+            Some(false) => return Ok(Framing::UntilClose),
+            None => {}
+        }
+        Ok(match self.content_length()? {
+            Some(0) => Framing::Empty,
+            Some(n) => Framing::Length(n),
+            None => Framing::UntilClose,
+        })
+    }
+
+    /// `None` without `Transfer-Encoding`; else whether `chunked` is its final coding.
+    fn transfer_coding(&self) -> Result<Option<bool>, FramingError> {
+        let mut last: Option<&[u8]> = None;
+        for value in self.values("transfer-encoding") {
+            for coding in value.split(|b| *b == b',') {
+                let coding = coding.trim_ascii();
+                if !coding.is_empty() {
+                    if last.is_some_and(|c| c.eq_ignore_ascii_case(b"chunked")) {
+                        return Err(FramingError::Framing(
+                            "chunked must be the final transfer-coding, applied once",
+                        ));
+                    }
+                    last = Some(coding);
+                }
+            }
+        }
+        Ok(last.map(|c| c.eq_ignore_ascii_case(b"chunked")))
+    }
+
+    /// The one `Content-Length`; differing or malformed values are refused.
+    fn content_length(&self) -> Result<Option<u64>, FramingError> {
+        let mut found = None;
+        for value in self.values("content-length") {
+            for part in value.split(|b| *b == b',') {
+                let part = part.trim_ascii();
+                if part.is_empty() || part.len() > 19 || !part.iter().all(u8::is_ascii_digit) {
+                    return Err(FramingError::Framing("Content-Length is not a number"));
+                }
+                let n = part
+                    .iter()
+                    .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
+                if found.is_some_and(|f| f != n) {
+                    return Err(FramingError::Framing("conflicting Content-Length values"));
+                }
+                found = Some(n);
+            }
+        }
+        Ok(found)
+    }
+}
+
+fn incomplete(buf: &BytesMut) -> Result<Option<Head>, FramingError> {
+    if buf.len() > MAX_HEAD {
+        Err(FramingError::HeadTooLarge)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Whether the header `name` is hop-by-hop here: the fixed set or one `Connection` lists.
+pub fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
+    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
+        || listed.iter().any(|l| l.eq_ignore_ascii_case(name))
+}
+
+/// Append `name: value\r\n`.
+pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Append the framing field of `framing` (nothing for `Empty` and `UntilClose`).
+pub fn put_framing(out: &mut Vec<u8>, framing: Framing) {
+    match framing {
+        Framing::Length(n) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(itoa_u64(n, &mut [0u8; 20]));
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        Framing::Empty | Framing::UntilClose => {}
+    }
+}
+
+/// Decimal digits of `n` without allocating.
+pub fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// Finds the end of a chunked body in the bytes that pass through, without decoding them.
+#[derive(Debug, Default)]
+pub struct ChunkedScanner {
+    state: ChunkState,
+    remaining: u64,
+    digits: u8,
+    meta: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum ChunkState {
+    /// Hex digits of a chunk size.
+    #[default]
+    Size,
+    /// Whitespace or an extension after the size, up to CR.
+    Ext,
+    /// LF after the size line.
+    SizeLf,
+    /// Chunk data.
+    Data,
+    /// CR after the data.
+    DataCr,
+    /// LF after the data.
+    DataLf,
+    /// The start of a trailer line, or the final CRLF.
+    TrailerStart,
+    /// Inside a trailer line.
+    Trailer,
+    /// LF after a trailer line.
+    TrailerLf,
+    /// LF of the final CRLF.
+    EndLf,
+}
+
+// === impl ChunkedScanner ===
+
+impl ChunkedScanner {
+    /// Scan `buf`: `Some(n)` when the body ends after its first `n` bytes, `None` when all of
+    /// it belongs to the body and more is needed.
+    pub fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>, FramingError> {
+        let mut i = 0;
+        while i < buf.len() {
+            if self.state == ChunkState::Data {
+                let take = self.remaining.min((buf.len() - i) as u64) as usize;
+                i += take;
+                self.remaining -= take as u64;
+                if self.remaining == 0 {
+                    self.state = ChunkState::DataCr;
+                }
+                continue;
+            }
+            let b = buf[i];
+            i += 1;
+            self.meta += 1;
+            if self.meta > MAX_CHUNK_META {
+                return Err(FramingError::Chunked(
+                    "chunk-size line or trailers too long",
+                ));
+            }
+            self.state = match (self.state, b) {
+                (ChunkState::Size, b) if b.is_ascii_hexdigit() => {
+                    if self.digits == 16 {
+                        return Err(FramingError::Chunked("chunk size too large"));
+                    }
+                    self.digits += 1;
+                    let d = (b as char).to_digit(16).unwrap_or(0);
+                    self.remaining = (self.remaining << 4) | u64::from(d);
+                    ChunkState::Size
+                }
+                (ChunkState::Size, _) if self.digits == 0 => {
+                    return Err(FramingError::Chunked("chunk size missing"));
+                }
+                (ChunkState::Size | ChunkState::Ext, b'\r') => ChunkState::SizeLf,
+                (ChunkState::Size | ChunkState::Ext, b';' | b' ' | b'\t') => ChunkState::Ext,
+                (ChunkState::Ext, b) if b != b'\n' && (b >= 0x20 || b == b'\t') && b != 0x7f => {
+                    ChunkState::Ext
+                }
+                (ChunkState::SizeLf, b'\n') => {
+                    self.digits = 0;
+                    self.meta = 0;
+                    if self.remaining == 0 {
+                        ChunkState::TrailerStart
+                    } else {
+                        ChunkState::Data
+                    }
+                }
+                (ChunkState::DataCr, b'\r') => ChunkState::DataLf,
+                (ChunkState::DataLf, b'\n') => {
+                    self.meta = 0;
+                    ChunkState::Size
+                }
+                (ChunkState::TrailerStart, b'\r') => ChunkState::EndLf,
+                (ChunkState::Trailer, b'\r') => ChunkState::TrailerLf,
+                (ChunkState::TrailerStart | ChunkState::Trailer, b) if b != b'\n' => {
+                    ChunkState::Trailer
+                }
+                (ChunkState::TrailerLf, b'\n') => ChunkState::TrailerStart,
+                (ChunkState::EndLf, b'\n') => {
+                    *self = Self::default();
+                    return Ok(Some(i));
+                }
+                _ => return Err(FramingError::Chunked("bad chunk delimiter")),
+            };
+        }
+        Ok(None)
+    }
+}
+
+/// Where a relayed body's bytes are counted.
+#[derive(Debug)]
+pub struct BodyMeter<'a> {
+    /// The listener byte counter of this direction.
+    pub counter: &'a IntCounter,
+    /// Body bytes relayed so far.
+    pub bytes: u64,
+}
+
+/// Write `pending` (a head, possibly empty) followed by the body framed by `framing`, read
+/// from `src` after what `buf` already holds. Returns `true` when the body ended at a message
+/// boundary (bytes past it stay in `buf`), `false` when it ended with the sender's close.
+pub async fn relay_body<R, W>(
+    src: &mut R,
+    buf: &mut BytesMut,
+    dst: &mut W,
+    mut pending: Vec<u8>,
+    framing: Framing,
+    clock: Clock,
+    meter: &mut BodyMeter<'_>,
+) -> Result<bool, FramingError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut left = match framing {
+        Framing::Empty => {
+            dst.write_all(&pending).await?;
+            return Ok(true);
+        }
+        Framing::Length(n) => n,
+        Framing::Chunked | Framing::UntilClose => u64::MAX,
+    };
+    let mut chunked = (framing == Framing::Chunked).then(ChunkedScanner::default);
+    loop {
+        if buf.is_empty() && !pending.is_empty() {
+            // Nothing of the body is here yet: the head goes out on its own.
+            dst.write_all(&pending).await?;
+            pending = Vec::new();
+        }
+        if !buf.is_empty() {
+            let (take, done) = match (&mut chunked, framing) {
+                (Some(scanner), _) => match scanner.scan(buf)? {
+                    Some(n) => (n, true),
+                    None => (buf.len(), false),
+                },
+                (None, Framing::Length(_)) => {
+                    let take = left.min(buf.len() as u64) as usize;
+                    left -= take as u64;
+                    (take, left == 0)
+                }
+                _ => (buf.len(), false),
+            };
+            if pending.is_empty() {
+                dst.write_all(&buf[..take]).await?;
+            } else {
+                pending.extend_from_slice(&buf[..take]);
+                dst.write_all(&pending).await?;
+                pending = Vec::new();
+            }
+            buf.advance(take);
+            meter.bytes += take as u64;
+            meter.counter.inc_by(take as u64);
+            if done {
+                return Ok(true);
+            }
+        }
+        buf.reserve(READ_CHUNK);
+        let until = clock.deadline.min(Instant::now() + clock.idle);
+        let n = match timeout_at(until, src.read_buf(buf)).await {
+            Ok(read) => read?,
+            Err(_) if until == clock.deadline => return Err(FramingError::Lifetime),
+            Err(_) => return Err(FramingError::Idle(clock.idle)),
+        };
+        if n == 0 {
+            return match framing {
+                Framing::UntilClose => Ok(false),
+                _ => Err(FramingError::Truncated),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
