@@ -21,6 +21,7 @@ async fn fixture(args: &[&str], egress_extra: &str) -> Fixture {
     let options = GateOptions {
         args: args.iter().map(|a| (*a).to_string()).collect(),
         egress_extra: egress_extra.to_string(),
+        ..GateOptions::default()
     };
     Fixture::start(options)
         .await

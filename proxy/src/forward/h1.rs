@@ -111,6 +111,9 @@ impl Head {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut fields);
         let n = match req.parse(buf) {
+            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+                return Err(FramingError::HeadTooLarge);
+            }
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return incomplete(buf),
             Err(e) => return Err(FramingError::Head(e)),
@@ -140,6 +143,9 @@ impl Head {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut fields);
         let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
+                return Err(FramingError::HeadTooLarge);
+            }
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return incomplete(buf),
             Err(e) => return Err(FramingError::Head(e)),

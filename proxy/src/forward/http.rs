@@ -39,6 +39,15 @@ pub(super) struct Upstream {
     buf: BytesMut,
 }
 
+impl Upstream {
+    /// Whether the upstream closed (or sent unasked bytes) while the connection sat idle;
+    /// costs a syscall only when the socket reported readiness.
+    fn looks_closed(&self) -> bool {
+        let mut probe = [0u8; 1];
+        !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+}
+
 /// An exchange whose response head arrived: what the client is sent next.
 struct Exchange {
     upstream: Upstream,
@@ -187,8 +196,12 @@ async fn exchange(
     }
     let mut request = Some(request);
     loop {
-        let (mut upstream, kept) =
-            checkout(conn.upstream.take(), &addrs, port, limits.connect).await?;
+        // A body cannot be sent twice: probe a kept connection before trusting it with one.
+        let kept = conn
+            .upstream
+            .take()
+            .filter(|up| framing == Framing::Empty || !up.looks_closed());
+        let (mut upstream, kept) = checkout(kept, &addrs, port, limits.connect).await?;
         let Some(bytes) = request.take() else {
             return Err(ProxyRefusal::Protocol(
                 "failed to resend the request".into(),

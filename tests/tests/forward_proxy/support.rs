@@ -42,6 +42,8 @@ pub struct GateOptions {
     pub args: Vec<String>,
     /// Extra lines under `egress:` (each indented by two spaces), e.g. `  maxTunnels: 1\n`.
     pub egress_extra: String,
+    /// Ports allowed besides the fixture's own origins (for a test's own origin).
+    pub ports: Vec<u16>,
 }
 
 impl Fixture {
@@ -66,7 +68,11 @@ impl Fixture {
         let forward_port = free_port().await?;
         let policy = policy(
             &dns,
-            &[origin.addr().port(), tls.addr.port(), forward_port],
+            &[
+                &[origin.addr().port(), tls.addr.port(), forward_port][..],
+                &options.ports,
+            ]
+            .concat(),
             forward_port,
         )
         .replacen(

@@ -43,6 +43,12 @@ fn partial_heads_wait_and_oversized_or_malformed_heads_are_refused() {
     ));
     let huge = format!("GET http://a/ HTTP/1.1\r\nX: {}", "a".repeat(MAX_HEAD + 1));
     assert!(matches!(request(&huge), Err(FramingError::HeadTooLarge)));
+    // Complete but too large: refused too, however it arrived.
+    let complete = format!("{huge}\r\n\r\n");
+    assert!(matches!(
+        request(&complete),
+        Err(FramingError::HeadTooLarge)
+    ));
     assert!(matches!(
         request("GET http://a/ HTTP/1.1\r\nBad Name: x\r\n\r\n"),
         Err(FramingError::Head(_))

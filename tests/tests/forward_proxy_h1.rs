@@ -1,0 +1,438 @@
+//! The forward proxy's own HTTP/1.1 handling, spoken to over raw TCP so every byte is under the
+//! test's control: request bodies in both framings, `Expect: 100-continue`, ambiguous framing
+//! (request smuggling) refused before any origin sees it, keep-alive with pipelining and `HEAD`,
+//! chunked responses, HTTP/1.0 clients and responses cut short by the origin.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+#[path = "forward_proxy/support.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::time::Duration;
+
+use fleetgate_e2e::origin::Reply;
+use support::{Fixture, GateOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn fixture() -> Fixture {
+    Fixture::start(GateOptions::default())
+        .await
+        .expect("the fixture (DNS, origins, gate) must start")
+}
+
+/// One response read off a client connection.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Reads responses off one connection, keeping bytes past each message for the next.
+struct Reader {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Reader {
+    async fn connect(f: &Fixture) -> Self {
+        let stream = TcpStream::connect(f.proxy)
+            .await
+            .expect("connect to the proxy");
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = timeout(WAIT, self.stream.read(&mut chunk))
+            .await
+            .expect("the proxy must answer in time")
+            .expect("read");
+        self.buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    }
+
+    async fn take(&mut self, n: usize) -> Vec<u8> {
+        while self.buf.len() < n {
+            assert!(self.fill().await, "connection closed mid-message");
+        }
+        self.buf.drain(..n).collect()
+    }
+
+    async fn line(&mut self) -> String {
+        loop {
+            if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = self.take(at + 2).await;
+                return String::from_utf8_lossy(&line[..at]).into_owned();
+            }
+            assert!(self.fill().await, "connection closed mid-line");
+        }
+    }
+
+    /// The next response; `bodyless` for answers to `HEAD`.
+    async fn answer(&mut self, bodyless: bool) -> Answer {
+        let mut head = String::new();
+        loop {
+            let line = self.line().await;
+            if line.is_empty() {
+                break;
+            }
+            head.push_str(&line);
+            head.push('\n');
+        }
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status line");
+        let mut answer = Answer {
+            status,
+            head,
+            body: Vec::new(),
+        };
+        if bodyless || status == 100 || status == 204 || status == 304 {
+            return answer;
+        }
+        let chunked = answer
+            .header("transfer-encoding")
+            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+        if chunked {
+            loop {
+                let size = self.line().await;
+                let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16)
+                    .expect("a chunk size");
+                if size == 0 {
+                    while !self.line().await.is_empty() {}
+                    break;
+                }
+                let data = self.take(size).await;
+                answer.body.extend_from_slice(&data);
+                assert_eq!(self.take(2).await, b"\r\n");
+            }
+        } else if let Some(len) = answer.header("content-length") {
+            let len: usize = len.parse().expect("a length");
+            answer.body = self.take(len).await;
+        } else {
+            while self.fill().await {}
+            answer.body = std::mem::take(&mut self.buf);
+        }
+        answer
+    }
+
+    /// Whether the proxy closed the connection (after any bytes still buffered).
+    async fn closed(&mut self) -> bool {
+        let mut chunk = [0u8; 64];
+        matches!(
+            timeout(WAIT, self.stream.read(&mut chunk)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+}
+
+fn target(f: &Fixture, path: &str) -> String {
+    f.http_url("allowed.test", path)
+}
+
+#[tokio::test]
+async fn request_bodies_cross_in_both_framings_and_the_gate_answers_expect() {
+    let f = fixture().await;
+    let url = target(&f, "/");
+    let mut c = Reader::connect(&f).await;
+
+    c.send(format!("POST {url} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello").as_bytes())
+        .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(f.origin.last_request().expect("seen").body, "hello");
+
+    c.send(
+        format!(
+            "POST {url} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(f.origin.last_request().expect("seen").body, "hello world");
+
+    // The client waits for 100 before sending its body; the gate sends it.
+    c.send(
+        format!(
+            "PUT {url} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await;
+    let interim = c.answer(false).await;
+    assert_eq!(interim.status, 100, "{interim:?}");
+    c.send(b"body").await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    let seen = f.origin.last_request().expect("seen");
+    assert_eq!(seen.body, "body");
+    assert!(
+        !seen.headers.contains_key("expect"),
+        "the gate answered Expect; it must not reach the origin: {:?}",
+        seen.headers
+    );
+    assert_eq!(f.origin.total_hits(), 3);
+}
+
+#[tokio::test]
+async fn ambiguous_framing_is_refused_and_never_reaches_the_origin() {
+    let f = fixture().await;
+    let url = target(&f, "/");
+    let smuggles = [
+        "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+        "Content-Length: 5\r\nContent-Length: 6\r\n",
+        "Transfer-Encoding: gzip\r\n",
+        "Transfer-Encoding: chunked, gzip\r\n",
+        "Content-Length: 0x5\r\n",
+    ];
+    for framing in smuggles {
+        let mut c = Reader::connect(&f).await;
+        c.send(
+            format!(
+                "POST {url} HTTP/1.1\r\nHost: x\r\n{framing}\r\n0\r\n\r\nGET {url} HTTP/1.1\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await;
+        let a = c.answer(false).await;
+        assert_eq!(a.status, 400, "{framing:?}: {a:?}");
+        assert_eq!(
+            a.header("x-fleetgate-error").as_deref(),
+            Some("invalid_request")
+        );
+        assert!(
+            c.closed().await,
+            "{framing:?}: the connection must close, not read the rest as a request"
+        );
+    }
+    let head = format!("GET {url} HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(70 * 1024));
+    let mut c = Reader::connect(&f).await;
+    c.send(head.as_bytes()).await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 400, "an oversized head: {a:?}");
+    assert_eq!(
+        f.origin.total_hits(),
+        0,
+        "no smuggled request may reach the origin"
+    );
+}
+
+#[tokio::test]
+async fn one_client_connection_carries_keep_alive_pipelined_head_and_chunked_exchanges() {
+    let f = fixture().await;
+    f.origin
+        .set_route("/chunked", Reply::text("streamed in chunks").chunked());
+    let mut c = Reader::connect(&f).await;
+    c.send(format!("GET {} HTTP/1.1\r\nHost: x\r\n\r\n", target(&f, "/")).as_bytes())
+        .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.body, b"hello from the origin");
+
+    c.send(format!("HEAD {} HTTP/1.1\r\nHost: x\r\n\r\n", target(&f, "/big")).as_bytes())
+        .await;
+    let a = c.answer(true).await;
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.header("content-length").as_deref(),
+        Some("262144"),
+        "HEAD keeps the length of the body it does not carry"
+    );
+
+    // Two requests in one write: answered in order.
+    c.send(
+        format!(
+            "GET {} HTTP/1.1\r\nHost: x\r\n\r\nGET {} HTTP/1.1\r\nHost: x\r\n\r\n",
+            target(&f, "/chunked"),
+            target(&f, "/")
+        )
+        .as_bytes(),
+    )
+    .await;
+    let first = c.answer(false).await;
+    assert_eq!(first.body, b"streamed in chunks", "{first:?}");
+    assert_eq!(
+        first.header("transfer-encoding").as_deref(),
+        Some("chunked")
+    );
+    let second = c.answer(false).await;
+    assert_eq!(second.body, b"hello from the origin");
+
+    c.send(
+        format!(
+            "GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            target(&f, "/big")
+        )
+        .as_bytes(),
+    )
+    .await;
+    let last = c.answer(false).await;
+    assert_eq!(last.body.len(), 256 * 1024);
+    assert_eq!(last.header("connection").as_deref(), Some("close"));
+    assert!(c.closed().await, "Connection: close ends the connection");
+    assert_eq!(f.origin.total_hits(), 5);
+}
+
+#[tokio::test]
+async fn an_http10_client_gets_its_answer_and_the_connection_closes() {
+    let f = fixture().await;
+    f.origin
+        .set_route("/chunked", Reply::text("no chunks for 1.0").chunked());
+    let mut c = Reader::connect(&f).await;
+    c.send(format!("GET {} HTTP/1.0\r\n\r\n", target(&f, "/chunked")).as_bytes())
+        .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_ne!(
+        a.header("transfer-encoding").as_deref(),
+        Some("chunked"),
+        "an HTTP/1.0 client cannot read chunks: {a:?}"
+    );
+    assert_eq!(a.body, b"no chunks for 1.0");
+    assert!(c.closed().await);
+}
+
+#[tokio::test]
+async fn a_response_cut_short_by_the_origin_closes_the_client_connection() {
+    let f = fixture().await;
+    f.origin
+        .set_route("/short", Reply::short_body("text/plain", 100, "abc"));
+    let mut c = Reader::connect(&f).await;
+    c.send(format!("GET {} HTTP/1.1\r\nHost: x\r\n\r\n", target(&f, "/short")).as_bytes())
+        .await;
+    let mut head = String::new();
+    loop {
+        let line = c.line().await;
+        if line.is_empty() {
+            break;
+        }
+        head.push_str(&line);
+        head.push('\n');
+    }
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-length: 100"),
+        "{head}"
+    );
+    while c.fill().await {}
+    assert_eq!(
+        c.buf, b"abc",
+        "the client gets what arrived, then the close tells it the body is short"
+    );
+}
+
+/// A listener for [`serve_closing`] and its accept counter.
+async fn closing_origin() -> (
+    tokio::net::TcpListener,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the origin");
+    let accepts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    (listener, accepts)
+}
+
+/// A hand-driven origin: the first connection answers `first_conn` requests then closes (like
+/// an origin whose keep-alive ran out); later connections answer every request.
+async fn serve_closing(
+    listener: tokio::net::TcpListener,
+    accepts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    first_conn: usize,
+) {
+    use std::sync::atomic::Ordering;
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            return;
+        };
+        let nth = accepts.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let mut answered = 0;
+            loop {
+                while let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    buf.drain(..at + 4);
+                    answered += 1;
+                    let body = format!("conn {nth} answer {answered}");
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    if nth == 0 && answered == first_conn {
+                        return; // closes the connection
+                    }
+                }
+                let mut chunk = [0u8; 4096];
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+    }
+}
+
+#[tokio::test]
+async fn the_upstream_is_kept_between_requests_and_a_closed_one_is_redialled() {
+    let (listener, accepts) = closing_origin().await;
+    let port = listener.local_addr().expect("addr").port();
+    let f = Fixture::start(GateOptions {
+        ports: vec![port],
+        ..GateOptions::default()
+    })
+    .await
+    .expect("the fixture must start");
+    let origin = tokio::spawn(serve_closing(listener, accepts.clone(), 2));
+    let url = format!("http://allowed.test:{port}/");
+    let mut c = Reader::connect(&f).await;
+    for want in ["conn 0 answer 1", "conn 0 answer 2"] {
+        c.send(format!("GET {url} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await;
+        let a = c.answer(false).await;
+        assert_eq!(String::from_utf8_lossy(&a.body), want, "{a:?}");
+    }
+    assert_eq!(
+        accepts.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "two requests of one client connection share one upstream connection"
+    );
+    // The origin closed its side after the second answer; the next request must not fail.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    c.send(format!("GET {url} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 200, "a closed kept upstream is redialled: {a:?}");
+    assert_eq!(String::from_utf8_lossy(&a.body), "conn 1 answer 1");
+    assert_eq!(accepts.load(std::sync::atomic::Ordering::SeqCst), 2);
+    origin.abort();
+}
