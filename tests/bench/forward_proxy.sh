@@ -5,6 +5,12 @@
 # inside tunnels, and the same client runs direct for its own baseline). Then the gate's RSS with
 # 1,000 concurrent idle tunnels. Release builds.
 #
+# Two references put the ratio in context: `bench_relay`, a zero-logic relay (one read and one
+# write per direction, no parsing, gates or logs), is the ceiling of any proxy that sits between
+# wrk and the origin on the same two cores; and a second pass at one connection gives the
+# latency a request gains through the gate when nothing queues (at CONNS connections every
+# path is saturated, so p50 there mostly measures throughput).
+#
 # Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=10 TUNNELS=1000 GATE_LOG=info; the
 # gate logs its one decision line per request at the default level, to a file)
 # Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
@@ -33,10 +39,10 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 echo "building release binaries..." >&2
 (cd "$ROOT" && cargo build -q --release -p fleetgate-proxy --bin fleetgate-proxy \
-  && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench)
+  && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench --example bench_relay)
 # Private copies: a shared target dir may be rebuilt by someone else while this runs.
 cp "${FLEETGATE_PROXY_BIN:-$REL/fleetgate-proxy}" "$WORK/fleetgate-proxy"
-cp "$REL/examples/bench_origin" "$REL/examples/connect_bench" "$WORK/"
+cp "$REL/examples/bench_origin" "$REL/examples/connect_bench" "$REL/examples/bench_relay" "$WORK/"
 GATE_BIN=$WORK/fleetgate-proxy
 REL=$WORK
 
@@ -49,6 +55,8 @@ first_line() {
 "$REL/bench_origin" >"$WORK/origin.out" & PIDS+=($!)
 ORIGIN=$(first_line "$WORK/origin.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
 OPORT=${ORIGIN##*:}
+"$REL/bench_relay" "$ORIGIN" >"$WORK/relay.out" & PIDS+=($!)
+RELAY=$(first_line "$WORK/relay.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
 
 cat >"$WORK/policy.yaml" <<YAML
 version: v1
@@ -83,6 +91,10 @@ read -r D_RPS D_P50 D_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://
 T0=$(cpu_ticks)
 read -r F_RPS F_P50 F_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$WORK/absolute.lua" "http://$PROXY/" | wrk_stats)
 T1=$(cpu_ticks)
+read -r R_RPS R_P50 R_P99 < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://$RELAY/" | wrk_stats)
+# Unqueued latency: one connection, direct vs through the gate.
+read -r _ L_D50 L_D99 < <(wrk -t1 -c1 -d"${SECS}s" --latency "http://$ORIGIN/" | wrk_stats)
+read -r _ L_F50 L_F99 < <(wrk -t1 -c1 -d"${SECS}s" --latency -s "$WORK/absolute.lua" "http://$PROXY/" | wrk_stats)
 
 json_field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\1/"; }
 CD=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS")
@@ -92,6 +104,10 @@ T3=$(cpu_ticks)
 C_D_RPS=$(echo "$CD" | json_field rps); C_D_P50=$(echo "$CD" | json_field p50_ms); C_D_P99=$(echo "$CD" | json_field p99_ms)
 C_T_N=$(echo "$CT" | json_field requests)
 C_T_RPS=$(echo "$CT" | json_field rps); C_T_P50=$(echo "$CT" | json_field p50_ms); C_T_P99=$(echo "$CT" | json_field p99_ms)
+CD1=$("$REL/connect_bench" load "$ORIGIN" 1 "$SECS")
+CT1=$("$REL/connect_bench" load "$ORIGIN" 1 "$SECS" "$PROXY")
+L_CD50=$(echo "$CD1" | json_field p50_ms); L_CD99=$(echo "$CD1" | json_field p99_ms)
+L_CT50=$(echo "$CT1" | json_field p50_ms); L_CT99=$(echo "$CT1" | json_field p99_ms)
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GATE_PID/status"; }
 RSS_BEFORE=$(rss_kb)
@@ -106,13 +122,19 @@ wait "$IDLE_PID" 2>/dev/null || true
 
 awk -v d_rps="$D_RPS" -v d50="$D_P50" -v d99="$D_P99" -v f_rps="$F_RPS" -v f50="$F_P50" -v f99="$F_P99" \
     -v cd_rps="$C_D_RPS" -v cd50="$C_D_P50" -v cd99="$C_D_P99" -v ct_rps="$C_T_RPS" -v ct50="$C_T_P50" -v ct99="$C_T_P99" \
+    -v r_rps="$R_RPS" -v r50="$R_P50" -v r99="$R_P99" \
+    -v ld50="$L_D50" -v ld99="$L_D99" -v lf50="$L_F50" -v lf99="$L_F99" \
+    -v lcd50="$L_CD50" -v lcd99="$L_CD99" -v lct50="$L_CT50" -v lct99="$L_CT99" \
     -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" \
     -v f_cpu=$(((T1 - T0) * TICK_US)) -v c_cpu=$(((T3 - T2) * TICK_US)) -v secs="$SECS" -v c_n="$C_T_N" 'BEGIN {
   printf "%-34s %10s %9s %9s %7s %10s %10s\n", "path (" conns " conns)", "req/s", "p50 ms", "p99 ms", "ratio", "+p50 ms", "+p99 ms"
   printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "wrk direct", d_rps, d50, d99, "1.00", "-", "-"
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via forward proxy (absolute)", f_rps, f50, f99, f_rps/d_rps, f50-d50, f99-d99
+  printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via zero-logic relay (ceiling)", r_rps, r50, r99, r_rps/d_rps, r50-d50, r99-d99
   printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "connect_bench direct", cd_rps, cd50, cd99, "1.00", "-", "-"
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "connect_bench via CONNECT tunnel", ct_rps, ct50, ct99, ct_rps/cd_rps, ct50-cd50, ct99-cd99
+  printf "forward proxy / zero-logic relay: %.2f of the ceiling\n", f_rps/r_rps
+  printf "one connection, added latency: absolute-form +%.3f ms p50, +%.3f ms p99; CONNECT tunnel +%.3f ms p50, +%.3f ms p99\n", lf50-ld50, lf99-ld99, lct50-lcd50, lct99-lcd99
   printf "gate CPU per relayed request: %.1f us absolute-form, %.1f us in a CONNECT tunnel\n", f_cpu/(f_rps*secs), c_cpu/c_n
   printf "gate RSS: %.1f MB before, %.1f MB with %d idle tunnels\n", rss0/1024, rss/1024, tunnels
 }'

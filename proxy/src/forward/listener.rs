@@ -200,9 +200,9 @@ fn decision_line(
         .str("verdict", verdict)
         .str("reason", reason)
         .display("url", d.target)
-        .display("client", &d.client);
+        .socket("client", &d.client);
     if let Some(upstream) = &d.upstream {
-        line.display("upstream", upstream);
+        line.socket("upstream", upstream);
     }
     if let Some(status) = d.upstream_status {
         line.num("upstream_status", status);

@@ -31,14 +31,41 @@ impl JsonLine {
     /// A string field, JSON-escaped.
     pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
         self.key(key);
-        // Writing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, value);
+        self.buf.push(b'"');
+        escape_into(&mut self.buf, value);
+        self.buf.push(b'"');
         self
     }
 
-    /// A field from its `Display` form, JSON-escaped.
+    /// A field from its `Display` form, JSON-escaped as it is formatted (no intermediate
+    /// string).
     pub fn display(&mut self, key: &str, value: &dyn std::fmt::Display) -> &mut Self {
-        self.str(key, &value.to_string())
+        use std::fmt::Write as _;
+        self.key(key);
+        self.buf.push(b'"');
+        // Writing into a Vec cannot fail.
+        let _ = write!(Escaper(&mut self.buf), "{value}");
+        self.buf.push(b'"');
+        self
+    }
+
+    /// A socket address field (`1.2.3.4:5`, `[::1]:5`), the hot-path form of `display`.
+    pub fn socket(&mut self, key: &str, addr: &std::net::SocketAddr) -> &mut Self {
+        let std::net::SocketAddr::V4(v4) = addr else {
+            return self.display(key, addr);
+        };
+        self.key(key);
+        self.buf.push(b'"');
+        for (i, octet) in v4.ip().octets().iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b'.');
+            }
+            push_decimal(&mut self.buf, u64::from(*octet));
+        }
+        self.buf.push(b':');
+        push_decimal(&mut self.buf, u64::from(v4.port()));
+        self.buf.push(b'"');
+        self
     }
 
     /// A number field.
@@ -49,9 +76,9 @@ impl JsonLine {
     }
 
     fn key(&mut self, key: &str) {
-        self.buf.push(b',');
-        let _ = serde_json::to_writer(&mut self.buf, key);
-        self.buf.push(b':');
+        self.buf.extend_from_slice(b",\"");
+        escape_into(&mut self.buf, key);
+        self.buf.extend_from_slice(b"\":");
     }
 
     /// The finished line, `target` last and a newline, as the subscriber writes it.
@@ -70,9 +97,72 @@ fn write_rfc3339_micros(buf: &mut Vec<u8>, now: SystemTime) {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = crate::report::time::civil_from_days(i64::try_from(days).unwrap_or(0));
     let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    let micros = since.subsec_micros();
-    let text = format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{micros:06}Z");
-    buf.extend_from_slice(text.as_bytes());
+    let fields = [
+        (u64::try_from(y).unwrap_or(0), 4, b'-'),
+        (u64::try_from(m).unwrap_or(0), 2, b'-'),
+        (u64::try_from(d).unwrap_or(0), 2, b'T'),
+        (hh, 2, b':'),
+        (mm, 2, b':'),
+        (ss, 2, b'.'),
+        (u64::from(since.subsec_micros()), 6, b'Z'),
+    ];
+    for (value, width, sep) in fields {
+        push_padded(buf, value, width);
+        buf.push(sep);
+    }
+}
+
+/// `value` in decimal, zero-padded to `width` digits.
+fn push_padded(buf: &mut Vec<u8>, value: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let text = crate::forward::h1::itoa_u64(value, &mut digits);
+    buf.extend(std::iter::repeat_n(b'0', width.saturating_sub(text.len())));
+    buf.extend_from_slice(text);
+}
+
+fn push_decimal(buf: &mut Vec<u8>, value: u64) {
+    push_padded(buf, value, 0);
+}
+
+/// Append `text` JSON-escaped as serde_json escapes it (short forms for `\b \f \n \r \t`,
+/// `\u00XX` for other control characters).
+fn escape_into(buf: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        buf.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        if short.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            buf.extend_from_slice(b"\\u00");
+            buf.push(HEX[usize::from(b >> 4)]);
+            buf.push(HEX[usize::from(b & 0xf)]);
+        } else {
+            buf.extend_from_slice(short);
+        }
+    }
+    buf.extend_from_slice(&bytes[start..]);
+}
+
+/// A `fmt::Write` that JSON-escapes into a byte buffer.
+struct Escaper<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Escaper<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        escape_into(self.0, s);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +184,35 @@ mod tests {
             let at = UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros);
             write_rfc3339_micros(&mut buf, at);
             assert_eq!(String::from_utf8_lossy(&buf), want, "{secs} s");
+        }
+    }
+
+    #[test]
+    fn escaping_and_addresses_match_serde_json_and_display() {
+        let mut text: String = (0u8..0x80).map(char::from).collect();
+        text.push_str("é ☃ 𝄞 \u{2028}");
+        let mut buf = Vec::new();
+        escape_into(&mut buf, &text);
+        let want = serde_json::to_string(&text).expect("serialize");
+        assert_eq!(
+            format!("\"{}\"", String::from_utf8_lossy(&buf)),
+            want,
+            "the same escapes as serde_json"
+        );
+        for addr in [
+            "127.0.0.1:9",
+            "10.200.3.255:65535",
+            "0.0.0.0:0",
+            "[::1]:443",
+            "[fe80::1]:80",
+        ] {
+            let addr: std::net::SocketAddr = addr.parse().expect("test address");
+            let mut line = JsonLine::new("INFO", "t", "m");
+            line.socket("a", &addr);
+            let bytes = line.finish();
+            let json: serde_json::Value =
+                serde_json::from_slice(&bytes).expect("the line must be JSON");
+            assert_eq!(json["a"], addr.to_string(), "{addr}");
         }
     }
 
