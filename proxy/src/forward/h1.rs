@@ -110,39 +110,39 @@ impl Head {
     pub fn parse_request(buf: &mut BytesMut) -> Result<Option<Self>, FramingError> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut fields);
-        let n = match req.parse(buf) {
-            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
-                return Err(FramingError::HeadTooLarge);
-            }
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return incomplete(buf),
-            Err(e) => return Err(FramingError::Head(e)),
-        };
-        let base = buf.as_ptr() as usize;
-        let at = |s: &[u8]| (s.as_ptr() as usize - base)..(s.as_ptr() as usize - base + s.len());
-        let first = at(req.method.unwrap_or_default().as_bytes());
-        let target = at(req.path.unwrap_or_default().as_bytes());
-        let minor = req.version.unwrap_or(1);
-        let fields = req
-            .headers
-            .iter()
-            .map(|h| (at(h.name.as_bytes()), at(h.value)))
-            .collect();
-        Ok(Some(Self {
-            bytes: buf.split_to(n).freeze(),
-            first,
-            target,
-            status: 0,
-            minor,
-            fields,
-        }))
+        let parsed = req.parse(buf);
+        let (first, target) = (req.method.unwrap_or_default(), req.path.unwrap_or_default());
+        let line = (first.as_bytes(), target.as_bytes(), 0, req.version);
+        let located = Self::locate(buf, parsed, line, req.headers)?;
+        Ok(located.map(|(n, head)| head.split_off(buf, n)))
     }
 
     /// Parse a response head off the front of `buf`; `None` while it is incomplete.
     pub fn parse_response(buf: &mut BytesMut) -> Result<Option<Self>, FramingError> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut fields);
-        let n = match resp.parse(buf) {
+        let parsed = resp.parse(buf);
+        let reason = resp.reason.unwrap_or_default().as_bytes();
+        let line = (
+            reason,
+            &b""[..],
+            resp.code.unwrap_or_default(),
+            resp.version,
+        );
+        let located = Self::locate(buf, parsed, line, resp.headers)?;
+        Ok(located.map(|(n, head)| head.split_off(buf, n)))
+    }
+
+    /// The length of the head `httparse` found and its fields as ranges into `buf` (the bytes
+    /// are taken by [`Self::split_off`]). `line` is the start line's (method or reason, target,
+    /// status, minor version).
+    fn locate(
+        buf: &BytesMut,
+        parsed: httparse::Result<usize>,
+        (first, target, status, minor): (&[u8], &[u8], u16, Option<u8>),
+        headers: &[httparse::Header<'_>],
+    ) -> Result<Option<(usize, Self)>, FramingError> {
+        let n = match parsed {
             Ok(httparse::Status::Complete(n)) if n > MAX_HEAD => {
                 return Err(FramingError::HeadTooLarge);
             }
@@ -151,23 +151,31 @@ impl Head {
             Err(e) => return Err(FramingError::Head(e)),
         };
         let base = buf.as_ptr() as usize;
-        let at = |s: &[u8]| (s.as_ptr() as usize - base)..(s.as_ptr() as usize - base + s.len());
-        let first = at(resp.reason.unwrap_or_default().as_bytes());
-        let status = resp.code.unwrap_or_default();
-        let minor = resp.version.unwrap_or(1);
-        let fields = resp
-            .headers
+        // Empty slices (no target in a response) need not point into the buffer.
+        let at = |s: &[u8]| match s.as_ptr() as usize {
+            _ if s.is_empty() => 0..0,
+            p => (p - base)..(p - base + s.len()),
+        };
+        let (first, target) = (at(first), at(target));
+        let fields = headers
             .iter()
             .map(|h| (at(h.name.as_bytes()), at(h.value)))
             .collect();
-        Ok(Some(Self {
-            bytes: buf.split_to(n).freeze(),
+        let head = Self {
+            bytes: Bytes::new(),
             first,
-            target: 0..0,
+            target,
             status,
-            minor,
+            minor: minor.unwrap_or(1),
             fields,
-        }))
+        };
+        Ok(Some((n, head)))
+    }
+
+    /// Take the head's `n` bytes off the front of `buf`.
+    fn split_off(mut self, buf: &mut BytesMut, n: usize) -> Self {
+        self.bytes = buf.split_to(n).freeze();
+        self
     }
 
     fn text(&self, range: &Range<usize>) -> &str {
@@ -301,7 +309,7 @@ impl Head {
     }
 }
 
-fn incomplete(buf: &BytesMut) -> Result<Option<Head>, FramingError> {
+fn incomplete<T>(buf: &BytesMut) -> Result<Option<T>, FramingError> {
     if buf.len() > MAX_HEAD {
         Err(FramingError::HeadTooLarge)
     } else {
