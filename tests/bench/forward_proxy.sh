@@ -11,8 +11,14 @@
 # latency a request gains through the gate when nothing queues (at CONNS connections every
 # path is saturated, so p50 there mostly measures throughput).
 #
-# Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=5 ROUNDS=3 TUNNELS=1000 GATE_LOG=info; the
-# gate logs its one decision line per request at the default level, to a file)
+# With REFERENCES=1 (the default) the same rounds also drive three widely deployed proxies from
+# Debian, installed with apt when missing and skipped when they cannot be had: HAProxy as a
+# reverse proxy to the origin (keep-alive reuse, two threads, no logs), squid and tinyproxy as
+# forward proxies (absolute-form, no cache, no access log). None of them runs gates; they show
+# where a production proxy lands on the same two cores.
+#
+# Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=5 ROUNDS=3 TUNNELS=1000 GATE_LOG=info
+# REFERENCES=1; the gate logs its one decision line per request at the default level, to a file)
 # Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
 set -euo pipefail
 
@@ -20,6 +26,7 @@ CONNS=${CONNS:-64}
 SECS=${SECS:-5}
 ROUNDS=${ROUNDS:-3}
 TUNNELS=${TUNNELS:-1000}
+REFERENCES=${REFERENCES:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
@@ -58,6 +65,79 @@ ORIGIN=$(first_line "$WORK/origin.out" | sed -E 's/.*"listening": "([^"]+)".*/\1
 OPORT=${ORIGIN##*:}
 "$REL/bench_relay" "$ORIGIN" >"$WORK/relay.out" & PIDS+=($!)
 RELAY=$(first_line "$WORK/relay.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
+
+# Reference proxies: "name|url|lua" lines, one wrk target each (lua empty: origin-form).
+REFS=()
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() {
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+ref_install() {
+  command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] && return 0
+  apt-get install -y "$2" >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y "$2" >/dev/null 2>&1; }
+}
+if [ "$REFERENCES" = 1 ]; then
+  export PATH=$PATH:/usr/sbin
+  if ref_install haproxy haproxy; then
+    port=$(free_port)
+    cat >"$WORK/haproxy.cfg" <<CFG
+global
+  maxconn 4000
+  nbthread 2
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  http-reuse always
+frontend bench
+  bind 127.0.0.1:$port
+  default_backend origin
+backend origin
+  server origin $ORIGIN
+CFG
+    haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.err" 2>&1 & PIDS+=($!)
+    if wait_port "$port"; then REFS+=("HAProxy $(haproxy -v | awk 'NR==1{print $3}' | cut -d- -f1) reverse proxy|http://127.0.0.1:$port/|")
+    else echo "haproxy did not start: $(head -c 300 "$WORK/haproxy.err")" >&2; fi
+  else echo "haproxy not installed: skipped" >&2; fi
+  if ref_install squid squid; then
+    port=$(free_port)
+    mkdir -p "$WORK/squid" && chown proxy: "$WORK/squid" 2>/dev/null || true
+    chmod 755 "$WORK"
+    cat >"$WORK/squid/squid.conf" <<CFG
+http_port 127.0.0.1:$port
+http_access allow all
+cache deny all
+cache_mem 0 MB
+access_log none
+cache_log $WORK/squid/cache.log
+pid_filename $WORK/squid/squid.pid
+coredump_dir $WORK/squid
+max_filedescriptors 8192
+shutdown_lifetime 1 second
+CFG
+    squid -N -f "$WORK/squid/squid.conf" >"$WORK/squid.err" 2>&1 & PIDS+=($!)
+    if wait_port "$port"; then REFS+=("squid $(squid -v | awk 'NR==1{print $4}') forward proxy|http://127.0.0.1:$port/|absolute")
+    else echo "squid did not start: $(tail -c 300 "$WORK/squid/cache.log" 2>/dev/null)" >&2; fi
+  else echo "squid not installed: skipped" >&2; fi
+  if ref_install tinyproxy tinyproxy; then
+    port=$(free_port)
+    cat >"$WORK/tinyproxy.conf" <<CFG
+User nobody
+Group nogroup
+Port $port
+Listen 127.0.0.1
+Timeout 600
+MaxClients 4096
+LogLevel Critical
+DisableViaHeader Yes
+CFG
+    tinyproxy -d -c "$WORK/tinyproxy.conf" >"$WORK/tinyproxy.err" 2>&1 & PIDS+=($!)
+    if wait_port "$port"; then REFS+=("tinyproxy $(tinyproxy -v | awk '{print $2}') forward proxy|http://127.0.0.1:$port/|absolute")
+    else echo "tinyproxy did not start: $(head -c 300 "$WORK/tinyproxy.err")" >&2; fi
+  else echo "tinyproxy not installed: skipped" >&2; fi
+fi
 
 cat >"$WORK/policy.yaml" <<YAML
 version: v1
@@ -104,6 +184,11 @@ for round in $(seq "$ROUNDS"); do
   F_TICKS=$((F_TICKS + T1 - T0)); F_REQS=$((F_REQS + a * SECS))
   read -r a b c < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://$RELAY/" | wrk_stats)
   RUNS[r_rps]+=" $a"; RUNS[r50]+=" $b"; RUNS[r99]+=" $c"
+  for i in "${!REFS[@]}"; do
+    IFS='|' read -r _ url lua <<<"${REFS[$i]}"
+    read -r a b c < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency ${lua:+-s "$WORK/absolute.lua"} "$url" | wrk_stats)
+    RUNS[x${i}_rps]+=" $a"; RUNS[x${i}50]+=" $b"; RUNS[x${i}99]+=" $c"
+  done
   # Unqueued latency: one connection, direct vs through the gate.
   read -r _ b c < <(wrk -t1 -c1 -d"${SECS}s" --latency "http://$ORIGIN/" | wrk_stats)
   RUNS[ld50]+=" $b"; RUNS[ld99]+=" $c"
@@ -115,7 +200,7 @@ D_RPS=$(m d_rps); D_P50=$(m d50); D_P99=$(m d99)
 F_RPS=$(m f_rps); F_P50=$(m f50); F_P99=$(m f99)
 R_RPS=$(m r_rps); R_P50=$(m r50); R_P99=$(m r99)
 L_D50=$(m ld50); L_D99=$(m ld99); L_F50=$(m lf50); L_F99=$(m lf99)
-echo "per round (req/s): direct${RUNS[d_rps]}; proxy${RUNS[f_rps]}; relay${RUNS[r_rps]}" >&2
+echo "per round (req/s): direct${RUNS[d_rps]}; proxy${RUNS[f_rps]}; relay${RUNS[r_rps]}$(for i in "${!REFS[@]}"; do printf '; %s%s' "${REFS[$i]%% *}" "${RUNS[x${i}_rps]}"; done)" >&2
 
 json_field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\1/"; }
 CD=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS")
@@ -141,17 +226,29 @@ RSS_IDLE=$(rss_kb)
 exec 9>&-
 wait "$IDLE_PID" 2>/dev/null || true
 
+REF_ROWS=""
+for i in "${!REFS[@]}"; do
+  REF_ROWS+="${REF_ROWS:+;}${REFS[$i]%%|*}|$(m "x${i}_rps")|$(m "x${i}50")|$(m "x${i}99")"
+done
+
 awk -v d_rps="$D_RPS" -v d50="$D_P50" -v d99="$D_P99" -v f_rps="$F_RPS" -v f50="$F_P50" -v f99="$F_P99" \
     -v cd_rps="$C_D_RPS" -v cd50="$C_D_P50" -v cd99="$C_D_P99" -v ct_rps="$C_T_RPS" -v ct50="$C_T_P50" -v ct99="$C_T_P99" \
     -v r_rps="$R_RPS" -v r50="$R_P50" -v r99="$R_P99" \
     -v ld50="$L_D50" -v ld99="$L_D99" -v lf50="$L_F50" -v lf99="$L_F99" \
     -v lcd50="$L_CD50" -v lcd99="$L_CD99" -v lct50="$L_CT50" -v lct99="$L_CT99" \
-    -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" \
+    -v refs="$REF_ROWS" -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" \
     -v f_cpu=$((F_TICKS * TICK_US)) -v c_cpu=$(((T3 - T2) * TICK_US)) -v secs="$SECS" -v f_reqs="$F_REQS" -v c_n="$C_T_N" 'BEGIN {
   printf "%-34s %10s %9s %9s %7s %10s %10s\n", "path (" conns " conns)", "req/s", "p50 ms", "p99 ms", "ratio", "+p50 ms", "+p99 ms"
   printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "wrk direct", d_rps, d50, d99, "1.00", "-", "-"
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via forward proxy (absolute)", f_rps, f50, f99, f_rps/d_rps, f50-d50, f99-d99
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via zero-logic relay (ceiling)", r_rps, r50, r99, r_rps/d_rps, r50-d50, r99-d99
+  if (refs != "") {
+    n = split(refs, ref, ";")
+    for (i = 1; i <= n; i++) {
+      split(ref[i], x, "|")
+      printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", x[1], x[2], x[3], x[4], x[2]/d_rps, x[3]-d50, x[4]-d99
+    }
+  }
   printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "connect_bench direct", cd_rps, cd50, cd99, "1.00", "-", "-"
   printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "connect_bench via CONNECT tunnel", ct_rps, ct50, ct99, ct_rps/cd_rps, ct50-cd50, ct99-cd99
   printf "forward proxy / zero-logic relay: %.2f of the ceiling\n", f_rps/r_rps
