@@ -51,6 +51,43 @@ pub struct ProxyMetrics {
     /// `fleetgate_log_lines_dropped_total`: log lines dropped because the log queue was full
     /// (brought up to date on every scrape by [`ProxyMetrics::sync_log_drops`]).
     pub log_lines_dropped: IntCounter,
+    /// The `allow` series of the gates every relayed URL passes, resolved once.
+    allows: GateAllows,
+}
+
+/// `fleetgate_gate_decisions_total{gate,verdict="allow",reason="ok"}` of the gates every URL
+/// passes: a labelled lookup hashes its values under a lock, and a relayed request counts
+/// four or five of these.
+#[derive(Clone, Debug)]
+struct GateAllows {
+    secret_url: IntCounter,
+    ssrf: IntCounter,
+    website_blocklist: IntCounter,
+    port: IntCounter,
+}
+
+// === impl GateAllows ===
+
+impl GateAllows {
+    fn resolve(decisions: &IntCounterVec) -> Self {
+        let allow = |gate: &str| decisions.with_label_values(&[gate, "allow", "ok"]);
+        Self {
+            secret_url: allow("secret_url"),
+            ssrf: allow("ssrf"),
+            website_blocklist: allow("website_blocklist"),
+            port: allow("port"),
+        }
+    }
+
+    fn get(&self, gate: &str) -> Option<&IntCounter> {
+        match gate {
+            "secret_url" => Some(&self.secret_url),
+            "ssrf" => Some(&self.ssrf),
+            "website_blocklist" => Some(&self.website_blocklist),
+            "port" => Some(&self.port),
+            _ => None,
+        }
+    }
 }
 
 // === impl ProxyMetrics ===
@@ -58,14 +95,16 @@ pub struct ProxyMetrics {
 impl ProxyMetrics {
     /// Create and register every metric in `reg`.
     pub fn register(reg: &Registry) -> prometheus::Result<Self> {
+        let gate_decisions = IntCounterVec::new(
+            Opts::new(
+                "fleetgate_gate_decisions_total",
+                "Gate decisions by gate, verdict and reason code.",
+            ),
+            &["gate", "verdict", "reason"],
+        )?;
         let m = Self {
-            gate_decisions: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_gate_decisions_total",
-                    "Gate decisions by gate, verdict and reason code.",
-                ),
-                &["gate", "verdict", "reason"],
-            )?,
+            allows: GateAllows::resolve(&gate_decisions),
+            gate_decisions,
             extract_items: IntCounterVec::new(
                 Opts::new(
                     "fleetgate_extract_items_total",
@@ -204,6 +243,19 @@ impl ProxyMetrics {
         Ok(m)
     }
 
+    /// Count one decision of `gate` (`verdict` `allow`, `deny` or `report`; `reason` its code).
+    pub fn count_gate(&self, gate: &str, verdict: &str, reason: &str) {
+        if verdict == "allow"
+            && let Some(allowed) = self.allows.get(gate)
+        {
+            allowed.inc();
+            return;
+        }
+        self.gate_decisions
+            .with_label_values(&[gate, verdict, reason])
+            .inc();
+    }
+
     /// Metrics registered in a private registry (CLI one-shots and tests).
     pub fn unregistered() -> prometheus::Result<Self> {
         Self::register(&Registry::new())
@@ -232,5 +284,63 @@ pub fn status_class(status: Option<u16>) -> &'static str {
         Some(400..=499) => "4xx",
         Some(500..=599) => "5xx",
         _ => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(m: &ProxyMetrics, labels: &[&str]) -> u64 {
+        m.gate_decisions
+            .get_metric_with_label_values(labels)
+            .map(|c| c.get())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn resolved_allow_series_and_labelled_lookups_count_into_the_same_export() {
+        let reg = Registry::new();
+        let m = ProxyMetrics::register(&reg).expect("metrics must register");
+        for gate in [
+            "secret_url",
+            "ssrf",
+            "website_blocklist",
+            "port",
+            "parse_items",
+        ] {
+            m.count_gate(gate, "allow", "ok");
+            m.count_gate(gate, "allow", "ok");
+        }
+        m.count_gate("ssrf", "deny", "ip_private_range");
+        m.count_gate("website_blocklist", "report", "blocked_by_policy");
+        for gate in [
+            "secret_url",
+            "ssrf",
+            "website_blocklist",
+            "port",
+            "parse_items",
+        ] {
+            assert_eq!(value(&m, &[gate, "allow", "ok"]), 2, "{gate} allow");
+        }
+        assert_eq!(value(&m, &["ssrf", "deny", "ip_private_range"]), 1);
+        assert_eq!(
+            value(&m, &["website_blocklist", "report", "blocked_by_policy"]),
+            1
+        );
+        let exported: u64 = reg
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "fleetgate_gate_decisions_total")
+            .flat_map(|f| {
+                f.get_metric()
+                    .iter()
+                    .map(|s| s.get_counter().get_value() as u64)
+            })
+            .sum();
+        assert_eq!(
+            exported, 12,
+            "every count must reach the scrape exactly once"
+        );
     }
 }

@@ -181,10 +181,7 @@ pub async fn check_host_target(
     if rt.policy.blocklist.mode == EnforcementMode::Enforce {
         return Err(refuse("website_blocklist", reason));
     }
-    metrics
-        .gate_decisions
-        .with_label_values(&["website_blocklist", "report", reason.code()])
-        .inc();
+    metrics.count_gate("website_blocklist", "report", reason.code());
     Ok(addrs)
 }
 

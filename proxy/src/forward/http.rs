@@ -403,10 +403,7 @@ pub(super) fn count_gate(metrics: &ProxyMetrics, gate: &str, refused: Option<&De
         Some(r) => ("deny", r.code()),
         None => ("allow", "ok"),
     };
-    metrics
-        .gate_decisions
-        .with_label_values(&[gate, verdict, reason])
-        .inc();
+    metrics.count_gate(gate, verdict, reason);
 }
 
 /// The kept upstream when it went to one of this request's checked addresses (`true`);

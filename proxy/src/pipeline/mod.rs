@@ -253,10 +253,7 @@ impl<'a> Pipeline<'a> {
             Verdict::Deny(r) => ("deny", r.code()),
             Verdict::Report(r) => ("report", r.code()),
         };
-        self.metrics
-            .gate_decisions
-            .with_label_values(&[gate, v, reason])
-            .inc();
+        self.metrics.count_gate(gate, v, reason);
     }
 
     fn count_outcome(&self, code: &str) {

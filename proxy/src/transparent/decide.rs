@@ -162,10 +162,7 @@ fn record(metrics: &ProxyMetrics, gate: &str, verdict: &Verdict) {
         Verdict::Deny(r) => ("deny", r.code()),
         Verdict::Report(r) => ("report", r.code()),
     };
-    metrics
-        .gate_decisions
-        .with_label_values(&[gate, v, reason])
-        .inc();
+    metrics.count_gate(gate, v, reason);
 }
 
 #[cfg(test)]
