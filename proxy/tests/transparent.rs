@@ -60,6 +60,105 @@ impl RawOrigin {
     }
 }
 
+/// A keep-alive HTTP/1.1 origin: records every request head it reads, answers each with
+/// `200` and the body `ORIGIN <addr>`.
+struct HttpOrigin {
+    addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl HttpOrigin {
+    async fn bind(addr: SocketAddr) -> Self {
+        let listener = TcpListener::bind(addr).await.expect("the origin must bind");
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        while let Some(end) = find_blank_line(&buf) {
+                            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+                            buf.drain(..end + 4);
+                            seen.lock().unwrap().push(head);
+                            let body = format!("ORIGIN {addr}");
+                            let resp = format!(
+                                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                                body.len()
+                            );
+                            if s.write_all(resp.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                        let mut chunk = [0u8; 4096];
+                        match s.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            heads,
+            _task: task,
+        }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+fn find_blank_line(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n")
+}
+
+/// Read one response with a `content-length` body off a kept-alive connection:
+/// `(head, body)`, or `None` when the gate closed the connection first.
+async fn read_response(s: &mut TcpStream) -> Option<(String, String)> {
+    let mut buf = Vec::new();
+    let end = loop {
+        if let Some(end) = find_blank_line(&buf) {
+            break end;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut chunk))
+            .await
+            .expect("the gate must answer or close in time")
+            .expect("the gate must not reset the connection");
+        if n == 0 {
+            assert!(buf.is_empty(), "the gate closed inside a response head");
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8(buf[..end].to_vec()).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_string)
+        })
+        .expect("every test response has a content-length")
+        .parse()
+        .unwrap();
+    let mut body = buf[end + 4..].to_vec();
+    while body.len() < length {
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the gate closed inside a response body");
+        body.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(body.len(), length, "nothing may follow a response unasked");
+    Some((head, String::from_utf8(body).unwrap()))
+}
+
 /// A transparent listener over a real runtime, stopped on drop.
 struct TestGate {
     addr: SocketAddr,
@@ -82,7 +181,7 @@ impl TestGate {
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
         let yaml = format!(
             "version: v1\n\
-             egress:\n  allowCIDRs: [\"127.0.0.1/32\"]\n  ports: [{}]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1000\n    attempts: 1\n\
+             egress:\n  allowCIDRs: [\"127.0.0.1/32\", \"127.0.0.3/32\"]\n  ports: [{}]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1000\n    attempts: 1\n\
              websiteBlocklist:\n  domains: [\"blocked.example\"]\n",
             ports.join(", "),
             dns.addr()
@@ -172,6 +271,7 @@ async fn dns() -> StubDns {
     StubDns::builder()
         .answer("tls.example", ["127.0.0.1".parse().unwrap()])
         .answer("web.example", ["127.0.0.1".parse().unwrap()])
+        .answer("other.example", ["127.0.0.3".parse().unwrap()])
         .answer("internal.example", ["10.1.2.3".parse().unwrap()])
         .answer("blocked.example", ["127.0.0.1".parse().unwrap()])
         .start()
@@ -273,15 +373,150 @@ async fn refused_tls_connections_are_closed_cleanly_without_a_byte() {
 #[tokio::test]
 async fn plain_http_is_gated_by_its_host_header() {
     let dns = dns().await;
-    let origin = RawOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
-    let gate = TestGate::start(&dns, &[origin.addr.port()], Some(origin.addr)).await;
-    let request = b"GET /page HTTP/1.1\r\nHost: web.example\r\n\r\n";
-    let reply = exchange(gate.addr, request).await;
-    assert_eq!(reply, format!("ORIGIN {}", origin.addr).as_bytes());
-    assert_eq!(
-        origin.first_bytes.lock().unwrap()[0],
-        request,
-        "the request must be replayed"
+    let origin = HttpOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let port = origin.addr.port();
+    let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
+    let request =
+        b"GET /page HTTP/1.1\r\nHost: web.example\r\nConnection: close\r\nX-Kept: 1\r\n\r\n";
+    let reply = String::from_utf8(exchange(gate.addr, request).await).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").expect("a full HTTP response");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(head.contains("connection: close"), "{head}");
+    assert_eq!(body, format!("ORIGIN {}", origin.addr));
+    let heads = origin.heads();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    let seen: Vec<&str> = heads[0].split("\r\n").collect();
+    assert_eq!(seen[0], "GET /page HTTP/1.1");
+    assert!(
+        seen.contains(&format!("host: web.example:{port}").as_str()),
+        "the checked URL's authority must be the Host: {seen:?}"
+    );
+    assert!(
+        seen.contains(&"X-Kept: 1"),
+        "end-to-end headers pass: {seen:?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|l| l.to_ascii_lowercase().starts_with("connection")),
+        "hop-by-hop headers stay on the client's hop: {seen:?}"
+    );
+    assert_eq!(gate.allowed("http"), 1);
+}
+
+#[tokio::test]
+async fn every_request_on_a_kept_alive_connection_is_gated_on_its_own_host() {
+    let dns = dns().await;
+    let origin = HttpOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let port = origin.addr.port();
+    let other = HttpOrigin::bind(SocketAddr::from(([127, 0, 0, 3], port))).await;
+    let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
+    let mut s = TcpStream::connect(gate.addr).await.unwrap();
+    s.write_all(b"GET /a HTTP/1.1\r\nHost: web.example\r\n\r\n")
+        .await
+        .unwrap();
+    let (head, body) = read_response(&mut s)
+        .await
+        .expect("the first request is answered");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(body, format!("ORIGIN {}", origin.addr));
+    // Same connection, another allowed name: that name's checked address is dialled.
+    s.write_all(b"GET /b HTTP/1.1\r\nHost: other.example\r\n\r\n")
+        .await
+        .unwrap();
+    let (head, body) = read_response(&mut s)
+        .await
+        .expect("the second request is answered");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(body, format!("ORIGIN {}", other.addr));
+    // Same connection, a secret in a later URL: refused, and the connection ends.
+    s.write_all(b"GET /c?token=abc123 HTTP/1.1\r\nHost: web.example\r\n\r\n")
+        .await
+        .unwrap();
+    let (head, _) = read_response(&mut s)
+        .await
+        .expect("the refusal is answered");
+    assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
+    assert!(
+        head.contains("x-fleetgate-error: sensitive_query_param"),
+        "{head}"
+    );
+    assert!(head.contains("connection: close"), "{head}");
+    assert!(
+        read_response(&mut s).await.is_none(),
+        "a refusal closes the connection"
+    );
+    let paths = |o: &HttpOrigin| -> Vec<String> {
+        o.heads()
+            .iter()
+            .map(|h| h.lines().next().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(paths(&origin), ["GET /a HTTP/1.1"]);
+    assert_eq!(paths(&other), ["GET /b HTTP/1.1"]);
+    assert_eq!(gate.allowed("http"), 2);
+    assert_eq!(gate.refusals("sensitive_query_param"), 1);
+}
+
+#[tokio::test]
+async fn a_kept_alive_connection_cannot_switch_to_a_host_the_gates_refuse() {
+    let dns = dns().await;
+    let origin = HttpOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let port = origin.addr.port();
+    let cases = [
+        (
+            "a blocklisted name",
+            "blocked.example",
+            "403",
+            "blocked_by_policy",
+        ),
+        (
+            "a name resolving to 10.x",
+            "internal.example",
+            "403",
+            "ip_private_range",
+        ),
+        ("an IP literal", "127.0.0.1", "403", "no_target_name"),
+        (
+            "a malformed Host",
+            "web.example:0",
+            "400",
+            "sniff_malformed",
+        ),
+    ];
+    for (what, host, status, code) in cases {
+        let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
+        let mut s = TcpStream::connect(gate.addr).await.unwrap();
+        s.write_all(b"GET /first HTTP/1.1\r\nHost: web.example\r\n\r\n")
+            .await
+            .unwrap();
+        let (head, _) = read_response(&mut s)
+            .await
+            .expect("the first request is answered");
+        assert!(head.starts_with("HTTP/1.1 200 "), "{what}: {head}");
+        let second = format!("GET /second HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        s.write_all(second.as_bytes()).await.unwrap();
+        let (head, _) = read_response(&mut s)
+            .await
+            .expect("the refusal is answered");
+        assert!(
+            head.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{what}: {head}"
+        );
+        assert!(
+            head.contains(&format!("x-fleetgate-error: {code}")),
+            "{what}: {head}"
+        );
+        assert!(
+            read_response(&mut s).await.is_none(),
+            "{what}: the connection ends"
+        );
+        assert_eq!(gate.refusals(code), 1, "{what}");
+    }
+    assert!(
+        origin.heads().iter().all(|h| h.starts_with("GET /first ")),
+        "no refused request may reach the origin: {:?}",
+        origin.heads()
     );
 }
 

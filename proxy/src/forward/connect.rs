@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::h1::Head;
 use super::http::count_gate;
 use super::limits::{Effective, TunnelPermit};
-use super::listener::{ClientConn, Decision, Flow, ForwardProxy, LISTENER};
+use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
 use super::meter::{Activity, MeteredIo};
 use super::refusal::ProxyRefusal;
 use crate::connect::connect_pinned;
@@ -25,6 +25,7 @@ use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
 use crate::metrics::ProxyMetrics;
 use crate::policy::EnforcementMode;
 use crate::runtime::Runtime;
+use crate::transparent::dial::OwnDial;
 
 /// A CONNECT target after canonicalisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +77,7 @@ pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
 
 /// Answer one CONNECT: a refusal (the connection stays open for another request), or `200`
 /// and the tunnel, which then owns the connection until it ends.
-pub(super) async fn handle(proxy: &Arc<ForwardProxy>, conn: &mut ClientConn, head: &Head) -> Flow {
+pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
     let raw = head.target();
     let mut label = raw.to_string();
@@ -89,6 +90,7 @@ pub(super) async fn handle(proxy: &Arc<ForwardProxy>, conn: &mut ClientConn, hea
         refusal: None,
         upstream: None,
         upstream_status: None,
+        original: None,
     };
     match opened {
         Ok((upstream, permit, limits)) => {
@@ -197,15 +199,16 @@ impl Drop for ActiveTunnel {
 /// Run one tunnel over the client connection: bytes the client sent past the CONNECT head
 /// (an eager TLS ClientHello) go first, then both ways until it ends.
 async fn tunnel(
-    proxy: &Arc<ForwardProxy>,
+    proxy: &ForwardProxy,
     conn: &mut ClientConn,
     upstream: TcpStream,
     (permit, limits): (TunnelPermit, Effective),
     label: &str,
 ) {
     let _permit = permit;
+    let _own = OwnDial::register(&upstream);
     let metrics = &proxy.shared.metrics;
-    let gauge = metrics.active_tunnels.with_label_values(&[LISTENER]);
+    let gauge = metrics.active_tunnels.with_label_values(&[proxy.listener]);
     gauge.inc();
     let _active = ActiveTunnel(gauge);
     let activity = Activity::new(
@@ -231,7 +234,7 @@ async fn tunnel(
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::debug!(
         target: "egress.tunnel",
-        listener = LISTENER, url = %label, ended, bytes_in, bytes_out, duration_ms,
+        listener = proxy.listener, url = %label, ended, bytes_in, bytes_out, duration_ms,
         "tunnel closed"
     );
 }

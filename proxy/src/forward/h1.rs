@@ -183,6 +183,11 @@ impl Head {
         std::str::from_utf8(&self.bytes[range.clone()]).unwrap_or("")
     }
 
+    /// The whole head as received, start line to the blank line.
+    pub fn raw(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The request method.
     pub fn method(&self) -> &str {
         self.text(&self.first)

@@ -7,6 +7,7 @@
 //! one read and one write per direction for a small exchange, heads rewritten in one buffer,
 //! bodies copied verbatim while their framing is tracked.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 
 use bytes::BytesMut;
@@ -27,6 +28,7 @@ use crate::pipeline::Pipeline;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
 use crate::telemetry;
+use crate::transparent::dial::OwnDial;
 use crate::vendors::{Admitted, HopGate};
 
 pub use super::h1::HOP_BY_HOP;
@@ -37,6 +39,9 @@ pub(super) struct Upstream {
     stream: TcpStream,
     addr: SocketAddr,
     buf: BytesMut,
+    /// Known as the gate's own while it lives: if capture rules send it back into the gate
+    /// (the gate's uid not exempt), the transparent listener refuses it as a loop.
+    own: OwnDial,
 }
 
 impl Upstream {
@@ -71,30 +76,34 @@ impl From<ProxyRefusal> for SendError {
     }
 }
 
-/// Relay one absolute-form request, or refuse it; one decision line either way.
+/// Relay one absolute-form request (or a captured origin-form one), or refuse it; one
+/// decision line either way.
 pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
+    let target = match conn.original {
+        None => Ok(Cow::Borrowed(head.target())),
+        Some(original) => capture_target(proxy, head, original).map(Cow::Owned),
+    };
     let mut logged = LoggedUrl {
-        raw: head.target(),
+        raw: target.as_deref().unwrap_or(head.target()),
         checked: None,
     };
     let tokens = head.connection_tokens();
     let client_keep = head.keep_alive(&tokens);
     let framing = head.request_framing();
-    let exchanged = match framing {
-        Ok(framing) => {
-            exchange(
-                proxy,
-                conn,
+    let exchanged = match (&framing, &target) {
+        (Err(e), _) => Err(ProxyRefusal::BadRequest(e.to_string())),
+        (Ok(_), Err(refusal)) => Err(refusal.clone()),
+        (Ok(framing), Ok(raw)) => {
+            let request = Request {
                 head,
-                &tokens,
-                framing,
+                raw,
+                tokens: &tokens,
+                framing: *framing,
                 started,
-                &mut logged.checked,
-            )
-            .await
+            };
+            exchange(proxy, conn, request, &mut logged.checked).await
         }
-        Err(ref e) => Err(ProxyRefusal::BadRequest(e.to_string())),
     };
     let mut decision = Decision {
         proxy_type: "http",
@@ -104,6 +113,7 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
         refusal: None,
         upstream: None,
         upstream_status: None,
+        original: conn.original,
     };
     let mut ex = match exchanged {
         Ok(ex) => ex,
@@ -111,7 +121,9 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
             decision.refusal = Some(&refusal);
             proxy.decide(&decision);
             // An unread request body would be taken for the next request: close instead.
-            let close = !client_keep || !matches!(framing, Ok(Framing::Empty));
+            // A captured client believes it talks to the origin: close after any refusal.
+            let close =
+                !client_keep || !matches!(framing, Ok(Framing::Empty)) || conn.original.is_some();
             if refusal.write_to(&mut conn.stream, close).await.is_err() || close {
                 return Flow::Close;
             }
@@ -149,24 +161,39 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
         }
         Ok(false) => Flow::Close,
         Err(e) => {
-            tracing::debug!(error = %e, listener = super::LISTENER, url = %logged, "relayed response cut short");
+            tracing::debug!(error = %e, listener = proxy.listener, url = %logged, "relayed response cut short");
             Flow::Close
         }
     }
+}
+
+/// One request as the relay sees it: its head, the URL the gates decide about (the
+/// absolute-form target, or a captured request's URL built from its `Host`), its
+/// `Connection` tokens and body framing.
+struct Request<'a> {
+    head: &'a Head,
+    raw: &'a str,
+    tokens: &'a [String],
+    framing: Framing,
+    started: Instant,
 }
 
 /// Gate, dial (or reuse), send the request and its body, and read the response head.
 async fn exchange(
     proxy: &ForwardProxy,
     conn: &mut ClientConn,
-    head: &Head,
-    tokens: &[String],
-    framing: Framing,
-    started: Instant,
+    request: Request<'_>,
     checked: &mut Option<url::Url>,
 ) -> Result<Exchange, ProxyRefusal> {
+    let Request {
+        head,
+        raw,
+        tokens,
+        framing,
+        started,
+    } = request;
     let rt = proxy.shared.runtime.load_full();
-    let Admitted { target, addrs } = admit(proxy, &rt, head.target()).await?;
+    let Admitted { target, addrs } = admit(proxy, &rt, raw).await?;
     let port = target.port().unwrap_or(80);
     // Moved, not cloned: the log line formats it from here.
     let url: &url::Url = checked.insert(
@@ -213,6 +240,13 @@ async fn exchange(
             Ok(()) => read_response_head(&mut upstream, head.method(), limits.header).await,
             Err(e) => Err(e),
         };
+        if upstream.own.came_back() {
+            // The capture rules sent this upstream connection back into the gate, which
+            // refused it: a loop, whatever the looped connection answered.
+            return Err(ProxyRefusal::Loop {
+                target: upstream.addr,
+            });
+        }
         match read {
             Ok(response) => {
                 let framing = response
@@ -349,6 +383,44 @@ impl std::fmt::Display for LoggedUrl<'_> {
     }
 }
 
+/// The URL a captured request stands for: `http://<Host>:<original port><path>`, read from
+/// its head by the transparent listener's own sniffer (one `Host`, strict grammar, the same
+/// canonical name rules as the connection's first head). A request without a host name (no
+/// `Host`, or an IP literal) goes to the original address only when raw-IP egress is on.
+fn capture_target(
+    proxy: &ForwardProxy,
+    head: &Head,
+    original: SocketAddr,
+) -> Result<String, ProxyRefusal> {
+    use crate::transparent::Refusal;
+    use crate::transparent::sniff::{self, Progress, Protocol, SniffError, TargetName};
+    let sniffed = match sniff::sniff(head.raw()) {
+        Ok(Progress::Done(sniffed)) => sniffed,
+        // The relay's parser found the end of the head; the sniffer did not (bare LF).
+        Ok(Progress::NeedMore) => {
+            return Err(ProxyRefusal::Capture(Refusal::Sniff(
+                SniffError::Malformed {
+                    protocol: Protocol::Http,
+                    detail: "a request head not ended by CRLF CRLF",
+                },
+            )));
+        }
+        Err(e) => return Err(ProxyRefusal::Capture(Refusal::Sniff(e))),
+    };
+    let host = match (&sniffed.name, sniffed.raw_name) {
+        (Some(TargetName::Domain(_)), Some(raw)) => raw,
+        _ if crate::transparent::decide::raw_ip_allowed(&proxy.shared.runtime.load().policy) => {
+            match original.ip().to_canonical() {
+                IpAddr::V4(ip) => ip.to_string(),
+                IpAddr::V6(ip) => format!("[{ip}]"),
+            }
+        }
+        _ => return Err(ProxyRefusal::Capture(Refusal::NoTargetName)),
+    };
+    let path = sniffed.path.as_deref().unwrap_or("/");
+    Ok(format!("http://{host}:{}{path}", original.port()))
+}
+
 /// The scheme rules of this listener, the port allow-list, then the pipeline's URL gates.
 async fn admit(proxy: &ForwardProxy, rt: &Runtime, raw: &str) -> Result<Admitted, ProxyRefusal> {
     let uri: Uri = raw.parse().map_err(|_| {
@@ -426,11 +498,13 @@ async fn checkout(
     let addr = stream
         .peer_addr()
         .map_err(|e| ProxyRefusal::Protocol(format!("failed to read the upstream address: {e}")))?;
+    let own = OwnDial::register(&stream);
     Ok((
         Upstream {
             stream,
             addr,
             buf: BytesMut::with_capacity(8 * 1024),
+            own,
         },
         false,
     ))

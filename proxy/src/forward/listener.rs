@@ -1,6 +1,10 @@
 //! The forward-proxy listener: accepts client connections, reads HTTP/1.1 request heads,
 //! sends `CONNECT` to the tunnel path and absolute-form requests to the HTTP relay, writes the
 //! one `egress.decision` line per request, and drains on shutdown.
+//!
+//! The transparent listener hands its plain-HTTP connections to the same request loop
+//! ([`serve_captured`]): each request on a captured connection is gated like an absolute-form
+//! one, its URL built from its own `Host` header on the original destination's port.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +30,8 @@ pub const LISTENER: &str = "forward_proxy";
 /// Everything the forward proxy's connections share.
 #[derive(Debug)]
 pub struct ForwardProxy {
+    /// The `listener` label of its metrics and decision lines.
+    pub(super) listener: &'static str,
     pub(super) shared: Arc<Shared>,
     pub(super) limits: Limits,
     pub(super) own: OwnListeners,
@@ -46,14 +52,17 @@ pub(super) struct Counters {
     allowed_connect: IntCounter,
 }
 
-/// One client connection: its socket, what was read past the last message, and the upstream
-/// connection kept for its next request.
+/// One client connection: its socket, what was read past the last message, the upstream
+/// connection kept for its next request, and, for a captured connection, where it was going.
 #[derive(Debug)]
 pub(super) struct ClientConn {
     pub stream: TcpStream,
     pub buf: BytesMut,
     pub peer: SocketAddr,
     pub upstream: Option<Upstream>,
+    /// The original destination of a connection the transparent listener captured: its
+    /// requests are origin-form and go to this port. `None` on the forward proxy.
+    pub original: Option<SocketAddr>,
 }
 
 /// What a connection does after answering a request.
@@ -82,6 +91,8 @@ pub(super) struct Decision<'a> {
     pub upstream: Option<SocketAddr>,
     /// The upstream status (`http` only).
     pub upstream_status: Option<u16>,
+    /// A captured connection's original destination.
+    pub original: Option<SocketAddr>,
 }
 
 // === impl ForwardProxy ===
@@ -94,18 +105,31 @@ impl ForwardProxy {
         own: OwnListeners,
         shutdown: watch::Receiver<bool>,
     ) -> Arc<Self> {
+        Self::for_listener(LISTENER, shared, limits, own, shutdown)
+    }
+
+    /// The same request loop counted and logged under another listener's label (the
+    /// transparent listener's captured plain HTTP).
+    pub fn for_listener(
+        listener: &'static str,
+        shared: Arc<Shared>,
+        limits: Limits,
+        own: OwnListeners,
+        shutdown: watch::Receiver<bool>,
+    ) -> Arc<Self> {
         let m = &shared.metrics;
         let counters = Counters {
-            bytes_in: m.listener_bytes.with_label_values(&[LISTENER, "in"]),
-            bytes_out: m.listener_bytes.with_label_values(&[LISTENER, "out"]),
+            bytes_in: m.listener_bytes.with_label_values(&[listener, "in"]),
+            bytes_out: m.listener_bytes.with_label_values(&[listener, "out"]),
             allowed_http: m
                 .listener_requests
-                .with_label_values(&[LISTENER, "http", "allow"]),
+                .with_label_values(&[listener, "http", "allow"]),
             allowed_connect: m
                 .listener_requests
-                .with_label_values(&[LISTENER, "connect", "allow"]),
+                .with_label_values(&[listener, "connect", "allow"]),
         };
         Arc::new(Self {
+            listener,
             counters,
             shared,
             limits,
@@ -138,10 +162,10 @@ impl ForwardProxy {
             (None, _) => self.counters.allowed_connect.inc(),
             (Some(r), proxy_type) => {
                 m.listener_requests
-                    .with_label_values(&[LISTENER, proxy_type, verdict])
+                    .with_label_values(&[self.listener, proxy_type, verdict])
                     .inc();
                 m.listener_refusals
-                    .with_label_values(&[LISTENER, r.code()])
+                    .with_label_values(&[self.listener, r.code()])
                     .inc();
             }
         }
@@ -163,18 +187,20 @@ impl ForwardProxy {
             return;
         }
         let fields = (gate, verdict, reason);
-        if telemetry::queue_line(decision_line(d, level, fields, duration_ms)) {
+        let line = decision_line(self.listener, d, level, fields, duration_ms);
+        if telemetry::queue_line(line) {
             return;
         }
         let upstream = d.upstream.as_ref().map(tracing::field::display);
+        let original_dst = d.original.as_ref().map(tracing::field::display);
         let (proxy_type, upstream_status) = (d.proxy_type, d.upstream_status);
         macro_rules! line {
             ($level:ident) => {
                 tracing::$level!(
                     target: "egress.decision",
-                    listener = LISTENER, proxy_type, gate, verdict, reason, url = %d.target,
+                    listener = self.listener, proxy_type, gate, verdict, reason, url = %d.target,
                     client = %d.client, upstream, upstream_status, duration_ms, cache = "bypass",
-                    "egress.decision"
+                    original_dst, "egress.decision"
                 )
             };
         }
@@ -188,13 +214,14 @@ impl ForwardProxy {
 
 /// The decision line in the subscriber's JSON shape.
 fn decision_line(
+    listener: &str,
     d: &Decision<'_>,
     level: tracing::Level,
     (gate, verdict, reason): (&str, &str, &str),
     duration_ms: f64,
 ) -> Vec<u8> {
     let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
-    line.str("listener", LISTENER)
+    line.str("listener", listener)
         .str("proxy_type", d.proxy_type)
         .str("gate", gate)
         .str("verdict", verdict)
@@ -208,6 +235,9 @@ fn decision_line(
         line.num("upstream_status", status);
     }
     line.num("duration_ms", duration_ms).str("cache", "bypass");
+    if let Some(original) = &d.original {
+        line.socket("original_dst", original);
+    }
     line.finish()
 }
 
@@ -254,16 +284,48 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
 async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: SocketAddr) {
     let _busy = proxy.inflight.enter();
     let _ = stream.set_nodelay(true);
-    let header_timeout = proxy
-        .limits
-        .effective(&proxy.shared.runtime.load().policy)
-        .header;
-    let mut conn = ClientConn {
+    let conn = ClientConn {
         stream,
         buf: BytesMut::with_capacity(8 * 1024),
         peer,
         upstream: None,
+        original: None,
     };
+    serve_client(&proxy, conn).await;
+}
+
+/// Serve the plain-HTTP requests of a connection the transparent listener captured: `prefix`
+/// holds the bytes it already read (the first request head, and whatever followed), and
+/// every request, the first included, is gated on its own `Host` header and dialled on
+/// `original`'s port. A refused request closes the connection: the client believes it talks
+/// to the origin and has no reason to expect a gate's answer to be followed by more.
+pub async fn serve_captured(
+    proxy: &ForwardProxy,
+    stream: TcpStream,
+    peer: SocketAddr,
+    original: SocketAddr,
+    prefix: &[u8],
+) {
+    let mut buf = BytesMut::with_capacity(prefix.len().max(8 * 1024));
+    buf.extend_from_slice(prefix);
+    let conn = ClientConn {
+        stream,
+        buf,
+        peer,
+        upstream: None,
+        original: Some(original),
+    };
+    serve_client(proxy, conn).await;
+}
+
+/// Read and answer requests until the client or a response ends the connection.
+async fn serve_client(proxy: &ForwardProxy, mut conn: ClientConn) {
+    let listener = proxy.listener;
+    let peer = conn.peer;
+    let header_timeout = proxy
+        .limits
+        .effective(&proxy.shared.runtime.load().policy)
+        .header;
     let mut shutdown = proxy.shutdown.clone();
     loop {
         // An idle connection closes at once on shutdown; a request being read is answered.
@@ -277,7 +339,7 @@ async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: Soc
             Ok(Some(head)) => head,
             Ok(None) => return,
             Err(e) => {
-                tracing::debug!(error = %e, listener = LISTENER, client = %peer, "unreadable request head");
+                tracing::debug!(error = %e, listener, client = %peer, "unreadable request head");
                 if !matches!(e, FramingError::Idle(_) | FramingError::Io(_)) {
                     let refusal = ProxyRefusal::BadRequest(e.to_string());
                     let _ = refusal.write_to(&mut conn.stream, true).await;
@@ -285,10 +347,11 @@ async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: Soc
                 return;
             }
         };
-        let flow = if head.method() == "CONNECT" {
-            super::connect::handle(&proxy, &mut conn, &head).await
+        // A captured connection never tunnels: its CONNECT is an origin-form mistake.
+        let flow = if head.method() == "CONNECT" && conn.original.is_none() {
+            super::connect::handle(proxy, &mut conn, &head).await
         } else {
-            super::http::handle(&proxy, &mut conn, &head).await
+            super::http::handle(proxy, &mut conn, &head).await
         };
         if flow == Flow::Close || proxy.stopping() {
             return;

@@ -47,6 +47,10 @@ pub enum ProxyRefusal {
     /// The upstream broke the HTTP exchange.
     #[error("upstream protocol error: {0}")]
     Protocol(String),
+    /// A captured request (transparent listener) names no host the gates may decide about,
+    /// or its head breaks the capture's grammar: the transparent listener's code and message.
+    #[error("{0}")]
+    Capture(crate::transparent::Refusal),
 }
 
 // === impl ProxyRefusal ===
@@ -65,6 +69,7 @@ impl ProxyRefusal {
             Self::Connect(e) => e.code(),
             Self::HeaderTimeout(_) => "upstream_timeout",
             Self::Protocol(_) => "upstream_protocol_error",
+            Self::Capture(r) => r.code(),
         }
     }
 
@@ -76,6 +81,7 @@ impl ProxyRefusal {
             Self::TooManyTunnels { .. } => "tunnel_cap",
             Self::BadRequest(_) => "parse_request",
             Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "upstream",
+            Self::Capture(r) => r.gate(),
         }
     }
 
@@ -83,6 +89,7 @@ impl ProxyRefusal {
     pub fn verdict(&self) -> &'static str {
         match self {
             Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "error",
+            Self::Capture(r) => r.verdict(),
             _ => "deny",
         }
     }
@@ -96,6 +103,7 @@ impl ProxyRefusal {
                 StatusCode::GATEWAY_TIMEOUT
             }
             Self::Connect(_) | Self::Protocol(_) => StatusCode::BAD_GATEWAY,
+            Self::Capture(r) => r.status(),
         }
     }
 

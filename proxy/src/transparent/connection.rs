@@ -1,6 +1,7 @@
 //! One transparent connection, start to end: original destination, sniff, the own-dial
-//! check, the gates, the dial, the splice. A refusal is logged and counted, answered in-band
-//! for plain HTTP, and closed cleanly.
+//! check, then for TLS the gates, the dial and the splice; plain HTTP goes to the forward
+//! proxy's request loop, which gates every request on the connection on its own `Host`. A
+//! refusal is logged and counted, answered in-band for plain HTTP, and closed cleanly.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,10 +10,11 @@ use std::time::Duration;
 use prometheus::IntGauge;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::decide::{self, Admission};
-use super::dial::{Dialed, dial, is_own_dial};
+use super::dial::{Dialed, dial, is_own_dial, mark_came_back};
 use super::listener::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::original_dst::original_dst;
 use super::refusal::Refusal;
@@ -20,6 +22,7 @@ use super::sniff::{self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetNam
 use super::splice::{SpliceLimits, splice};
 use crate::connect::OwnListeners;
 use crate::forward::meter::Activity;
+use crate::forward::{ForwardProxy, Limits};
 use crate::server::Shared;
 
 /// One accepted connection.
@@ -31,6 +34,7 @@ pub(super) struct Connection {
     /// The client's address (for a redirected connection, its original source).
     peer: SocketAddr,
     started: Instant,
+    shutdown: watch::Receiver<bool>,
 }
 
 /// What is known about the connection when it is decided, for the decision line.
@@ -50,6 +54,7 @@ impl Connection {
         config: Arc<TransparentConfig>,
         source: OriginalDstSource,
         peer: SocketAddr,
+        shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
             shared,
@@ -57,6 +62,7 @@ impl Connection {
             source,
             peer,
             started: Instant::now(),
+            shutdown,
         }
     }
 
@@ -85,12 +91,15 @@ impl Connection {
             sniffed: Some(&sniffed),
             original: Some(original),
         };
-        let result = if is_own_dial(self.peer) {
+        if is_own_dial(self.peer) {
             // The capture rules sent the gate's own upstream connection back into the gate.
-            Err(Refusal::Loop)
-        } else {
-            self.admit_and_dial(&sniffed, original).await
-        };
+            mark_came_back(self.peer);
+            return self.refuse(client, seen, Refusal::Loop).await;
+        }
+        if sniffed.protocol == Protocol::Http {
+            return self.serve_http(client, original, &prefix).await;
+        }
+        let result = self.admit_and_dial(&sniffed, original).await;
         match result {
             Ok((admission, upstream)) => {
                 self.forward(client, upstream, &prefix, seen, &admission)
@@ -162,6 +171,29 @@ impl Connection {
         )
         .await?;
         Ok((admission, upstream))
+    }
+
+    /// Plain HTTP: every request on the connection goes through the forward proxy's relay,
+    /// gated on its own `Host` (a kept-alive connection cannot switch to a host the gates
+    /// refuse, nor carry a secret in a later URL), with its strict framing and hop-by-hop
+    /// handling; one decision line per request under this listener's label.
+    async fn serve_http(&self, client: TcpStream, original: SocketAddr, prefix: &[u8]) {
+        let limits = Limits {
+            max_tunnels: None,
+            idle_timeout: Some(self.config.idle_timeout),
+            max_lifetime: Some(self.config.total_timeout),
+            drain_timeout: self.config.drain_timeout,
+        };
+        let proxy = ForwardProxy::for_listener(
+            LISTENER,
+            Arc::clone(&self.shared),
+            limits,
+            self.own_listeners(),
+            self.shutdown.clone(),
+        );
+        let m = &self.shared.metrics;
+        let _active = ActiveTunnel::enter(m.active_tunnels.with_label_values(&[LISTENER]));
+        crate::forward::listener::serve_captured(&proxy, client, self.peer, original, prefix).await;
     }
 
     /// Every listener of this gate, read per connection (listeners bound later count too).

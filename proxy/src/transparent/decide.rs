@@ -116,9 +116,10 @@ async fn admit_raw_ip(
     })
 }
 
-/// Plain HTTP: the first request's URL also goes through E1 (secret-shaped tokens, sensitive
-/// query names), as on the forward proxy. Later requests on a kept-alive connection are not
-/// seen; the forward proxy is the listener that sees every request.
+/// Plain HTTP: the sniffed request's URL also goes through E1 (secret-shaped tokens, sensitive
+/// query names), as on the forward proxy. The listener itself sends plain HTTP through the
+/// forward proxy's relay, which gates every request of the connection; this covers a caller
+/// that decides one sniffed head.
 fn check_first_request(
     metrics: &ProxyMetrics,
     host: &str,

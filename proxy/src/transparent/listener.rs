@@ -166,7 +166,7 @@ pub async fn serve(
         accepted_total.inc();
         let live = Arc::new(config.under(&shared.runtime.load().policy));
         let cap = live.max_connections;
-        let conn = Connection::new(Arc::clone(&shared), live, source, peer);
+        let conn = Connection::new(Arc::clone(&shared), live, source, peer, shutdown.clone());
         match open.try_acquire(cap) {
             Some(permit) => tasks.spawn(async move {
                 conn.run(stream).await;
