@@ -178,10 +178,22 @@ impl TestGate {
         config: TransparentConfig,
         listener: Option<TcpListener>,
     ) -> Self {
+        Self::start_policy(dns, ports, original, config, listener, "").await
+    }
+
+    /// `egress` lines in `extra` are added to the test policy's `egress` block.
+    async fn start_policy(
+        dns: &StubDns,
+        ports: &[u16],
+        original: Option<SocketAddr>,
+        config: TransparentConfig,
+        listener: Option<TcpListener>,
+        extra: &str,
+    ) -> Self {
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
         let yaml = format!(
             "version: v1\n\
-             egress:\n  allowCIDRs: [\"127.0.0.1/32\", \"127.0.0.3/32\"]\n  ports: [{}]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1000\n    attempts: 1\n\
+             egress:\n{extra}  allowCIDRs: [\"127.0.0.1/32\", \"127.0.0.3/32\"]\n  ports: [{}]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1000\n    attempts: 1\n\
              websiteBlocklist:\n  domains: [\"blocked.example\"]\n",
             ports.join(", "),
             dns.addr()
@@ -517,6 +529,51 @@ async fn a_kept_alive_connection_cannot_switch_to_a_host_the_gates_refuse() {
         origin.heads().iter().all(|h| h.starts_with("GET /first ")),
         "no refused request may reach the origin: {:?}",
         origin.heads()
+    );
+}
+
+#[tokio::test]
+async fn with_raw_ip_egress_a_request_without_a_name_goes_to_the_checked_original_address() {
+    let dns = dns().await;
+    let origin = HttpOrigin::bind("127.0.0.1:0".parse().unwrap()).await;
+    let port = origin.addr.port();
+    let raw_ip = "  allowRawIP: true\n";
+    let cases = [
+        ("no Host", "GET /raw HTTP/1.0\r\n\r\n"),
+        (
+            "an IP-literal Host naming another address",
+            "GET /raw HTTP/1.0\r\nHost: 127.0.0.3\r\n\r\n",
+        ),
+    ];
+    for (what, request) in cases {
+        let config = TransparentConfig::default();
+        let gate =
+            TestGate::start_policy(&dns, &[port], Some(origin.addr), config, None, raw_ip).await;
+        let reply = String::from_utf8(exchange(gate.addr, request.as_bytes()).await).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 "), "{what}: {reply}");
+        assert!(
+            reply.ends_with(&format!("ORIGIN {}", origin.addr)),
+            "{what}: {reply}"
+        );
+    }
+    let heads = origin.heads();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    for head in &heads {
+        assert!(head.starts_with("GET /raw HTTP/1.0\r\n"), "{head}");
+        assert!(
+            head.contains(&format!("host: 127.0.0.1:{port}")),
+            "the original address is the authority: {head}"
+        );
+    }
+    // The original address still goes through the address table.
+    let private = SocketAddr::from(([10, 1, 2, 3], port));
+    let config = TransparentConfig::default();
+    let gate = TestGate::start_policy(&dns, &[port], Some(private), config, None, raw_ip).await;
+    let reply = String::from_utf8(exchange(gate.addr, b"GET / HTTP/1.0\r\n\r\n").await).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 403 "), "{reply}");
+    assert!(
+        reply.contains("x-fleetgate-error: ip_private_range"),
+        "{reply}"
     );
 }
 
