@@ -302,25 +302,21 @@ mod tests {
     fn resolved_allow_series_and_labelled_lookups_count_into_the_same_export() {
         let reg = Registry::new();
         let m = ProxyMetrics::register(&reg).expect("metrics must register");
-        for gate in [
+        // The four resolved series and one looked up by label.
+        const GATES: [&str; 5] = [
             "secret_url",
             "ssrf",
             "website_blocklist",
             "port",
             "parse_items",
-        ] {
+        ];
+        for gate in GATES {
             m.count_gate(gate, "allow", "ok");
             m.count_gate(gate, "allow", "ok");
         }
         m.count_gate("ssrf", "deny", "ip_private_range");
         m.count_gate("website_blocklist", "report", "blocked_by_policy");
-        for gate in [
-            "secret_url",
-            "ssrf",
-            "website_blocklist",
-            "port",
-            "parse_items",
-        ] {
+        for gate in GATES {
             assert_eq!(value(&m, &[gate, "allow", "ok"]), 2, "{gate} allow");
         }
         assert_eq!(value(&m, &["ssrf", "deny", "ip_private_range"]), 1);

@@ -118,6 +118,12 @@ fn find_blank_line(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n")
 }
 
+/// Send `request` on a kept-alive connection and read its response (see [`read_response`]).
+async fn request(s: &mut TcpStream, request: &str) -> Option<(String, String)> {
+    s.write_all(request.as_bytes()).await.unwrap();
+    read_response(s).await
+}
+
 /// Read one response with a `content-length` body off a kept-alive connection:
 /// `(head, body)`, or `None` when the gate closed the connection first.
 async fn read_response(s: &mut TcpStream) -> Option<(String, String)> {
@@ -424,30 +430,24 @@ async fn every_request_on_a_kept_alive_connection_is_gated_on_its_own_host() {
     let other = HttpOrigin::bind(SocketAddr::from(([127, 0, 0, 3], port))).await;
     let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
     let mut s = TcpStream::connect(gate.addr).await.unwrap();
-    s.write_all(b"GET /a HTTP/1.1\r\nHost: web.example\r\n\r\n")
-        .await
-        .unwrap();
-    let (head, body) = read_response(&mut s)
+    let (head, body) = request(&mut s, "GET /a HTTP/1.1\r\nHost: web.example\r\n\r\n")
         .await
         .expect("the first request is answered");
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
     assert_eq!(body, format!("ORIGIN {}", origin.addr));
     // Same connection, another allowed name: that name's checked address is dialled.
-    s.write_all(b"GET /b HTTP/1.1\r\nHost: other.example\r\n\r\n")
-        .await
-        .unwrap();
-    let (head, body) = read_response(&mut s)
+    let (head, body) = request(&mut s, "GET /b HTTP/1.1\r\nHost: other.example\r\n\r\n")
         .await
         .expect("the second request is answered");
     assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
     assert_eq!(body, format!("ORIGIN {}", other.addr));
     // Same connection, a secret in a later URL: refused, and the connection ends.
-    s.write_all(b"GET /c?token=abc123 HTTP/1.1\r\nHost: web.example\r\n\r\n")
-        .await
-        .unwrap();
-    let (head, _) = read_response(&mut s)
-        .await
-        .expect("the refusal is answered");
+    let (head, _) = request(
+        &mut s,
+        "GET /c?token=abc123 HTTP/1.1\r\nHost: web.example\r\n\r\n",
+    )
+    .await
+    .expect("the refusal is answered");
     assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
     assert!(
         head.contains("x-fleetgate-error: sensitive_query_param"),
@@ -499,16 +499,12 @@ async fn a_kept_alive_connection_cannot_switch_to_a_host_the_gates_refuse() {
     for (what, host, status, code) in cases {
         let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
         let mut s = TcpStream::connect(gate.addr).await.unwrap();
-        s.write_all(b"GET /first HTTP/1.1\r\nHost: web.example\r\n\r\n")
-            .await
-            .unwrap();
-        let (head, _) = read_response(&mut s)
+        let (head, _) = request(&mut s, "GET /first HTTP/1.1\r\nHost: web.example\r\n\r\n")
             .await
             .expect("the first request is answered");
         assert!(head.starts_with("HTTP/1.1 200 "), "{what}: {head}");
         let second = format!("GET /second HTTP/1.1\r\nHost: {host}\r\n\r\n");
-        s.write_all(second.as_bytes()).await.unwrap();
-        let (head, _) = read_response(&mut s)
+        let (head, _) = request(&mut s, &second)
             .await
             .expect("the refusal is answered");
         assert!(
