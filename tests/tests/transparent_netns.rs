@@ -592,6 +592,10 @@ async fn check_a_gate_whose_uid_is_not_exempt_refuses_the_loop(
         out.contains("x-fleetgate-error: proxy_loop"),
         "the gate's own connection came back and must be refused: {out}"
     );
+    assert!(
+        out.contains("came back into this gate"),
+        "the request that dialled the looped connection says so: {out}"
+    );
     assert_eq!(
         remote.http_hits.load(Ordering::SeqCst),
         before,

@@ -240,10 +240,15 @@ async fn exchange(
             Ok(()) => read_response_head(&mut upstream, head.method(), limits.header).await,
             Err(e) => Err(e),
         };
-        if upstream.own.came_back() {
-            // The capture rules sent this upstream connection back into the gate, which
-            // refused it: a loop, whatever the looped connection answered.
-            return Err(ProxyRefusal::Loop {
+        // A gate's refusal (or no answer) may be this gate refusing its own upstream
+        // connection, sent back by the capture rules: then the request loops. The registry is
+        // asked only then, not on every relayed response.
+        let refused = match &read {
+            Ok(response) => response.values(ERROR_HEADER).next().is_some(),
+            Err(_) => true,
+        };
+        if refused && upstream.own.came_back() {
+            return Err(ProxyRefusal::CameBack {
                 target: upstream.addr,
             });
         }

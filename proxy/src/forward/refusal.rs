@@ -29,6 +29,15 @@ pub enum ProxyRefusal {
         /// The checked address that reaches a listener.
         target: std::net::SocketAddr,
     },
+    /// The gate's own upstream connection came back into the gate through the capture rules
+    /// (the gate's uid is not exempt from them) and was refused there.
+    #[error(
+        "Blocked: the connection to {target} came back into this gate (is the gate's uid exempt from the capture rules?); a proxied request must not loop back into the gate"
+    )]
+    CameBack {
+        /// The checked address the gate dialled.
+        target: std::net::SocketAddr,
+    },
     /// The concurrent-tunnel cap is reached.
     #[error("Too many open tunnels through this gate (limit {limit}); retry shortly")]
     TooManyTunnels {
@@ -63,7 +72,7 @@ impl ProxyRefusal {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Gate(reason) => reason.code(),
-            Self::Loop { .. } => "proxy_loop",
+            Self::Loop { .. } | Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "too_many_tunnels",
             Self::BadRequest(_) => "invalid_request",
             Self::Connect(e) => e.code(),
@@ -77,7 +86,7 @@ impl ProxyRefusal {
     pub fn gate(&self) -> &'static str {
         match self {
             Self::Gate(reason) => gate_of(reason),
-            Self::Loop { .. } => "proxy_loop",
+            Self::Loop { .. } | Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "tunnel_cap",
             Self::BadRequest(_) => "parse_request",
             Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "upstream",
@@ -96,7 +105,7 @@ impl ProxyRefusal {
 
     fn status(&self) -> StatusCode {
         match self {
-            Self::Gate(_) | Self::Loop { .. } => StatusCode::FORBIDDEN,
+            Self::Gate(_) | Self::Loop { .. } | Self::CameBack { .. } => StatusCode::FORBIDDEN,
             Self::TooManyTunnels { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Connect(ConnectError::TimedOut { .. }) | Self::HeaderTimeout(_) => {
@@ -197,6 +206,14 @@ mod tests {
             (
                 ProxyRefusal::Loop {
                     target: "127.0.0.1:15181".parse().expect("addr"),
+                },
+                403,
+                "proxy_loop",
+                None,
+            ),
+            (
+                ProxyRefusal::CameBack {
+                    target: "192.0.2.10:80".parse().expect("addr"),
                 },
                 403,
                 "proxy_loop",
