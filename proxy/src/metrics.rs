@@ -5,6 +5,8 @@ use prometheus::{
     HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
+use crate::gates::Verdict;
+
 /// The gate's metrics.
 #[derive(Clone, Debug)]
 pub struct ProxyMetrics {
@@ -254,6 +256,16 @@ impl ProxyMetrics {
         self.gate_decisions
             .with_label_values(&[gate, verdict, reason])
             .inc();
+    }
+
+    /// Count one gate's [`Verdict`] (see [`Self::count_gate`]).
+    pub fn count_verdict(&self, gate: &str, verdict: &Verdict) {
+        let (v, reason) = match verdict {
+            Verdict::Allow => ("allow", "ok"),
+            Verdict::Deny(r) => ("deny", r.code()),
+            Verdict::Report(r) => ("report", r.code()),
+        };
+        self.count_gate(gate, v, reason);
     }
 
     /// Metrics registered in a private registry (CLI one-shots and tests).

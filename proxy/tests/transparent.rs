@@ -124,6 +124,18 @@ async fn request(s: &mut TcpStream, request: &str) -> Option<(String, String)> {
     read_response(s).await
 }
 
+/// Connect to `gate` and have `GET <path>` for `web.example` answered `200` on the
+/// connection: the kept-alive start of a test. Returns the connection and the body.
+async fn kept_alive(gate: &TestGate, path: &str) -> (TcpStream, String) {
+    let mut s = TcpStream::connect(gate.addr).await.unwrap();
+    let first = format!("GET {path} HTTP/1.1\r\nHost: web.example\r\n\r\n");
+    let (head, body) = request(&mut s, &first)
+        .await
+        .expect("the first request is answered");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{path}: {head}");
+    (s, body)
+}
+
 /// Read one response with a `content-length` body off a kept-alive connection:
 /// `(head, body)`, or `None` when the gate closed the connection first.
 async fn read_response(s: &mut TcpStream) -> Option<(String, String)> {
@@ -429,11 +441,7 @@ async fn every_request_on_a_kept_alive_connection_is_gated_on_its_own_host() {
     let port = origin.addr.port();
     let other = HttpOrigin::bind(SocketAddr::from(([127, 0, 0, 3], port))).await;
     let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
-    let mut s = TcpStream::connect(gate.addr).await.unwrap();
-    let (head, body) = request(&mut s, "GET /a HTTP/1.1\r\nHost: web.example\r\n\r\n")
-        .await
-        .expect("the first request is answered");
-    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    let (mut s, body) = kept_alive(&gate, "/a").await;
     assert_eq!(body, format!("ORIGIN {}", origin.addr));
     // Same connection, another allowed name: that name's checked address is dialled.
     let (head, body) = request(&mut s, "GET /b HTTP/1.1\r\nHost: other.example\r\n\r\n")
@@ -498,11 +506,7 @@ async fn a_kept_alive_connection_cannot_switch_to_a_host_the_gates_refuse() {
     ];
     for (what, host, status, code) in cases {
         let gate = TestGate::start(&dns, &[port], Some(origin.addr)).await;
-        let mut s = TcpStream::connect(gate.addr).await.unwrap();
-        let (head, _) = request(&mut s, "GET /first HTTP/1.1\r\nHost: web.example\r\n\r\n")
-            .await
-            .expect("the first request is answered");
-        assert!(head.starts_with("HTTP/1.1 200 "), "{what}: {head}");
+        let (mut s, _) = kept_alive(&gate, "/first").await;
         let second = format!("GET /second HTTP/1.1\r\nHost: {host}\r\n\r\n");
         let (head, _) = request(&mut s, &second)
             .await

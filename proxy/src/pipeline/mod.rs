@@ -248,12 +248,7 @@ impl<'a> Pipeline<'a> {
     }
 
     fn record(&self, gate: &str, verdict: &Verdict) {
-        let (v, reason) = match verdict {
-            Verdict::Allow => ("allow", "ok"),
-            Verdict::Deny(r) => ("deny", r.code()),
-            Verdict::Report(r) => ("report", r.code()),
-        };
-        self.metrics.count_gate(gate, v, reason);
+        self.metrics.count_verdict(gate, verdict);
     }
 
     fn count_outcome(&self, code: &str) {

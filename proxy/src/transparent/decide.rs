@@ -67,13 +67,13 @@ async fn admit_name(
         Verdict::Allow => secret_url::check_host_secret(host),
         deny => deny,
     };
-    record(metrics, "secret_url", &secret);
+    metrics.count_verdict("secret_url", &secret);
     if let Verdict::Deny(reason) = secret {
         return Err(Refusal::Gate(reason));
     }
     check_port(rt, metrics, original.port())?;
     let checked = ssrf::check_host(host, &rt.policy.egress, &rt.resolver).await;
-    record(metrics, "ssrf", &verdict_of(&checked));
+    metrics.count_verdict("ssrf", &verdict_of(&checked));
     let addrs = checked.map_err(Refusal::Gate)?;
     let blocked = rt
         .blocklist
@@ -88,7 +88,7 @@ async fn admit_name(
         (Some(reason), EnforcementMode::Report) => Verdict::Report(reason),
         (Some(reason), _) => Verdict::Deny(reason),
     };
-    record(metrics, "website_blocklist", &verdict);
+    metrics.count_verdict("website_blocklist", &verdict);
     if let Verdict::Deny(reason) = verdict {
         return Err(Refusal::Gate(reason));
     }
@@ -107,7 +107,7 @@ async fn admit_raw_ip(
     check_port(rt, metrics, original.port())?;
     let ip = original.ip().to_canonical().to_string();
     let checked = ssrf::check_host(&ip, &rt.policy.egress, &rt.resolver).await;
-    record(metrics, "ssrf", &verdict_of(&checked));
+    metrics.count_verdict("ssrf", &verdict_of(&checked));
     let addrs = checked.map_err(Refusal::Gate)?;
     Ok(Admission {
         host: ip,
@@ -130,7 +130,7 @@ fn check_first_request(
     };
     let target = crate::context::TargetUrl::new(&format!("http://{host}{path}"));
     let verdict = crate::gates::Gate::check(&secret_url::SecretUrlGate, &target);
-    record(metrics, "secret_url", &verdict);
+    metrics.count_verdict("secret_url", &verdict);
     match verdict {
         Verdict::Deny(reason) => Err(Refusal::Gate(reason)),
         _ => Ok(()),
@@ -143,7 +143,7 @@ fn check_port(rt: &Runtime, metrics: &ProxyMetrics, port: u16) -> Result<(), Ref
     } else {
         Verdict::Deny(DenyReason::PortNotAllowed { port })
     };
-    record(metrics, "port", &verdict);
+    metrics.count_verdict("port", &verdict);
     match verdict {
         Verdict::Deny(reason) => Err(Refusal::Gate(reason)),
         _ => Ok(()),
@@ -155,15 +155,6 @@ fn verdict_of<T>(checked: &Result<T, DenyReason>) -> Verdict {
         Ok(_) => Verdict::Allow,
         Err(r) => Verdict::Deny(r.clone()),
     }
-}
-
-fn record(metrics: &ProxyMetrics, gate: &str, verdict: &Verdict) {
-    let (v, reason) = match verdict {
-        Verdict::Allow => ("allow", "ok"),
-        Verdict::Deny(r) => ("deny", r.code()),
-        Verdict::Report(r) => ("report", r.code()),
-    };
-    metrics.count_gate(gate, v, reason);
 }
 
 #[cfg(test)]
