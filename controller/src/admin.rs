@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
+use fleetgate_proxy::accept::Acceptor;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use prometheus::{Encoder, Registry, TextEncoder};
+use prometheus::{Encoder, IntCounterVec, Registry, TextEncoder};
 use tokio::net::TcpListener;
 use tracing::debug;
 
@@ -26,14 +27,15 @@ pub struct AdminState {
     pub registry: Registry,
     /// Set once the controller has checked the CRD and started watching.
     pub ready: Arc<AtomicBool>,
+    /// Where failed accepts are counted (`fleetgate_controller_accept_errors_total`).
+    pub accept_errors: Option<IntCounterVec>,
 }
 
 /// Serve the admin endpoints on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, state: AdminState) {
+    let mut acceptor = Acceptor::new("admin", state.accept_errors.clone());
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
+        let (stream, _) = acceptor.accept(&listener).await;
         let state = state.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {

@@ -162,8 +162,9 @@ fn run(args: RunArgs) -> Result<(), String> {
         let client = kube::Client::try_default()
             .await
             .map_err(|e| format!("failed to build the Kubernetes client: {e}"))?;
-        let state = AdminState::default();
+        let mut state = AdminState::default();
         let metrics = Metrics::register(&state.registry).map_err(|e| format!("failed to register metrics: {e}"))?;
+        state.accept_errors = Some(metrics.accept_errors.clone());
         let listener = tokio::net::TcpListener::bind(admin_addr)
             .await
             .map_err(|e| format!("failed to bind the admin listener {admin_addr}: {e}"))?;
@@ -178,7 +179,11 @@ fn run(args: RunArgs) -> Result<(), String> {
         let webhook_task = match webhook {
             Some(setup) => Some(
                 setup
-                    .spawn(client.clone(), namespace.as_deref())
+                    .spawn(
+                        client.clone(),
+                        namespace.as_deref(),
+                        Some(metrics.accept_errors.clone()),
+                    )
                     .await
                     .map_err(|e| e.to_string())?,
             ),

@@ -24,6 +24,10 @@ pub struct Metrics {
     /// `fleetgate_controller_writes_total{object}`: writes to the API server (`config_map`,
     /// `status`); a steady fleet writes nothing.
     pub writes: IntCounterVec,
+    /// `fleetgate_controller_accept_errors_total{listener,kind}`: failed accepts of the admin
+    /// and webhook listeners (`resource`: out of descriptors or memory, the listener backs
+    /// off; `connection`: one connection failed).
+    pub accept_errors: IntCounterVec,
     /// `fleetgate_controller_invalid_specs_total`: reconciles that found the spec invalid.
     pub invalid_specs: IntCounter,
     /// `fleetgate_controller_scrape_failures_total{reason}`: pods whose gate did not answer,
@@ -71,6 +75,13 @@ impl Metrics {
             runs: IntCounter::new(
                 "fleetgate_controller_reconcile_runs_total",
                 "Reconcile calls.",
+            )?,
+            accept_errors: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_controller_accept_errors_total",
+                    "Failed accepts of the admin and webhook listeners by kind (resource: out of descriptors or memory).",
+                ),
+                &["listener", "kind"],
             )?,
             failures: IntCounterVec::new(
                 Opts::new(
@@ -136,6 +147,7 @@ impl Metrics {
         reg.register(Box::new(m.duration.clone()))?;
         reg.register(Box::new(m.writes.clone()))?;
         reg.register(Box::new(m.invalid_specs.clone()))?;
+        reg.register(Box::new(m.accept_errors.clone()))?;
         Ok(m)
     }
 

@@ -78,7 +78,7 @@ async fn start(certs: Arc<CertStore>) -> SocketAddr {
         .expect("port 0 must bind");
     let addr = listener.local_addr().expect("the listener has an address");
     let acceptor = certs.acceptor().expect("the acceptor must build");
-    tokio::spawn(serve(listener, acceptor, cfg, policies()));
+    tokio::spawn(serve(listener, acceptor, cfg, policies(), None));
     addr
 }
 

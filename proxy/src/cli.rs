@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::accept::Acceptor;
 use crate::connect::OwnListeners;
 use crate::forward;
 use crate::metrics::ProxyMetrics;
@@ -306,14 +307,17 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
         let s = shared.clone();
         let rx = stop_rx.clone();
+        let acceptor = Acceptor::new(name, Some(shared.metrics.accept_errors.clone()));
         tasks.push(match name {
             "api" => tokio::spawn(server::serve_http(
                 listener,
+                acceptor,
                 move |r| server::api_or_llm(s.clone(), r),
                 rx,
             )),
             _ => tokio::spawn(server::serve_http(
                 listener,
+                acceptor,
                 move |r| admin::admin(s.clone(), r),
                 rx,
             )),

@@ -12,6 +12,7 @@
 //! fetch, [`assemble`] shapes the page, [`respond`] is the only error → HTTP mapping.
 //! [`policy`] is the file the controller renders; [`report`] reads a Hermes home.
 
+pub mod accept;
 pub mod admin;
 pub mod assemble;
 pub mod cache;

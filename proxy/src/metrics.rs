@@ -30,6 +30,10 @@ pub struct ProxyMetrics {
     /// `fleetgate_listener_connections_total{listener}`: client connections accepted by an
     /// egress listener (`forward_proxy`, ...).
     pub listener_connections: IntCounterVec,
+    /// `fleetgate_listener_accept_errors_total{listener,kind}`: failed accepts by listener
+    /// (`api`, `admin`, `forward_proxy`, `transparent`, ...) and kind (`resource`: out of
+    /// descriptors or memory, the listener backs off; `connection`: one connection failed).
+    pub accept_errors: IntCounterVec,
     /// `fleetgate_listener_requests_total{listener,proxy_type,verdict}`: egress requests by
     /// kind (`http`, `connect`) and verdict (`allow`, `deny`, `report`, `error`).
     pub listener_requests: IntCounterVec,
@@ -191,6 +195,13 @@ impl ProxyMetrics {
                 ),
                 &["listener"],
             )?,
+            accept_errors: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_listener_accept_errors_total",
+                    "Failed accepts by listener and kind (resource: out of descriptors or memory).",
+                ),
+                &["listener", "kind"],
+            )?,
             listener_requests: IntCounterVec::new(
                 Opts::new(
                     "fleetgate_listener_requests_total",
@@ -234,6 +245,7 @@ impl ProxyMetrics {
         reg.register(Box::new(m.store_writes.clone()))?;
         reg.register(Box::new(m.blocklist_rules.clone()))?;
         reg.register(Box::new(m.listener_connections.clone()))?;
+        reg.register(Box::new(m.accept_errors.clone()))?;
         reg.register(Box::new(m.listener_requests.clone()))?;
         reg.register(Box::new(m.listener_refusals.clone()))?;
         reg.register(Box::new(m.listener_bytes.clone()))?;

@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::accept::Acceptor;
 use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
 use crate::respond::{self, ApiError, Body};
@@ -81,6 +82,7 @@ pub fn unix_now() -> i64 {
 /// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`.
 pub async fn serve_http<H, F, B>(
     listener: TcpListener,
+    mut acceptor: Acceptor,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
 ) where
@@ -91,13 +93,7 @@ pub async fn serve_http<H, F, B>(
 {
     loop {
         let (stream, _peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "failed to accept a connection");
-                    continue;
-                }
-            },
+            accepted = acceptor.accept(&listener) => accepted,
             _ = shutdown.changed() => break,
         };
         let _ = stream.set_nodelay(true);

@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use fleetgate_proxy::accept::Acceptor;
 use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
@@ -17,6 +18,7 @@ use hyper_util::rt::TokioIo;
 use kube::Api;
 use kube::runtime::reflector::{self, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
+use prometheus::IntCounterVec;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -214,6 +216,7 @@ impl Setup {
         self,
         client: kube::Client,
         namespace: Option<&str>,
+        accept_errors: Option<IntCounterVec>,
     ) -> Result<JoinHandle<()>, ServerError> {
         let acceptor = self.certs.acceptor()?;
         let listener = TcpListener::bind(self.addr)
@@ -240,7 +243,7 @@ impl Setup {
                 }
                 info!(%addr, "webhook.listening");
                 tokio::spawn(certs.watch(CERT_CHECK_INTERVAL));
-                serve(listener, acceptor, cfg, Arc::new(reader)).await;
+                serve(listener, acceptor, cfg, Arc::new(reader), accept_errors).await;
             };
             tokio::select! {
                 () = events => warn!("webhook.reflector_ended"),
@@ -256,12 +259,12 @@ pub async fn serve(
     acceptor: TlsAcceptor,
     cfg: InjectorConfig,
     source: Arc<dyn PolicySource>,
+    accept_errors: Option<IntCounterVec>,
 ) {
     let handler = Arc::new(Handler { cfg, source });
+    let mut accepting = Acceptor::new("webhook", accept_errors);
     loop {
-        let Ok((stream, peer)) = listener.accept().await else {
-            continue;
-        };
+        let (stream, peer) = accepting.accept(&listener).await;
         let acceptor = acceptor.clone();
         let handler = handler.clone();
         tokio::spawn(async move {

@@ -82,16 +82,7 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
     let raw = head.target();
     let mut label = raw.to_string();
     let opened = open(proxy, raw, &mut label).await;
-    let mut decision = Decision {
-        proxy_type: "connect",
-        target: &label,
-        client: conn.peer,
-        started,
-        refusal: None,
-        upstream: None,
-        upstream_status: None,
-        original: None,
-    };
+    let mut decision = Decision::new("connect", &label, conn, started);
     match opened {
         Ok((upstream, permit, limits)) => {
             decision.upstream = upstream.peer_addr().ok();

@@ -1,10 +1,11 @@
 //! HTTP/1.1 framing for the forward proxy: message heads parsed with `httparse` over the
 //! connection's own buffer, the body framing of RFC 9112 §6 decided strictly (ambiguous
-//! framing is refused, never guessed), and bodies relayed verbatim while a length or chunk
-//! scanner finds where each message ends.
+//! framing is refused, never guessed), and bodies relayed re-framed.
 //!
-//! The proxy relays bytes rather than re-encoding messages: a chunked body crosses as the
-//! chunks the peer sent, so the only per-byte work is finding the end of the message.
+//! Nothing of the sender's framing crosses: heads are rebuilt field by field by the relay,
+//! a length body is copied for exactly its length, and a chunked body is decoded and
+//! re-encoded in canonical chunks with its extensions and trailers dropped ([`chunked`]).
+//! So the server behind the gate finds message boundaries exactly where the gate found them.
 
 use std::io;
 use std::ops::Range;
@@ -15,14 +16,16 @@ use prometheus::IntCounter;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, timeout_at};
 
+pub mod chunked;
+
+pub use chunked::{ChunkedDecoder, Encode};
+
 /// The largest request or response head read before the message is refused.
 pub const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields one head may carry.
 pub const MAX_HEADERS: usize = 128;
 /// How much a read asks for at once.
 const READ_CHUNK: usize = 16 * 1024;
-/// The largest chunk-size line or trailer section accepted in a chunked body.
-const MAX_CHUNK_META: usize = 16 * 1024;
 
 /// Hop-by-hop headers that never cross the proxy, besides those `Connection` lists.
 pub const HOP_BY_HOP: &[&str] = &[
@@ -92,6 +95,17 @@ pub enum Framing {
     Chunked,
     /// Until the sender closes (responses only).
     UntilClose,
+}
+
+/// What a `Transfer-Encoding` header amounts to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TransferCoding {
+    /// `chunked` alone.
+    Chunked,
+    /// Other codings beneath a final `chunked` (e.g. `gzip, chunked`).
+    LayeredOnChunked,
+    /// A final coding other than `chunked`.
+    Other,
 }
 
 /// The idle and lifetime clock of one relayed exchange.
@@ -243,9 +257,9 @@ impl Head {
             (Some(_), None) if self.minor == 0 => Err(FramingError::Framing(
                 "HTTP/1.0 requests may not use Transfer-Encoding",
             )),
-            (Some(true), None) => Ok(Framing::Chunked),
-            (Some(false), None) => Err(FramingError::Framing(
-                "only Transfer-Encoding: chunked is relayed",
+            (Some(TransferCoding::Chunked), None) => Ok(Framing::Chunked),
+            (Some(_), None) => Err(FramingError::Framing(
+                "only Transfer-Encoding: chunked is relayed on requests",
             )),
             (None, Some(0)) | (None, None) => Ok(Framing::Empty),
             (None, Some(n)) => Ok(Framing::Length(n)),
@@ -262,8 +276,15 @@ impl Head {
             return Ok(Framing::Empty);
         }
         match self.transfer_coding()? {
-            Some(true) => return Ok(Framing::Chunked),
-            Some(false) => return Ok(Framing::UntilClose),
+            Some(TransferCoding::Chunked) => return Ok(Framing::Chunked),
+            // Relayed, the codings beneath would lose their label (`transfer-encoding` is
+            // restated as `chunked` alone).
+            Some(TransferCoding::LayeredOnChunked) => {
+                return Err(FramingError::Framing(
+                    "only Transfer-Encoding: chunked is relayed on responses",
+                ));
+            }
+            Some(TransferCoding::Other) => return Ok(Framing::UntilClose),
             None => {}
         }
         Ok(match self.content_length()? {
@@ -273,9 +294,10 @@ impl Head {
         })
     }
 
-    /// `None` without `Transfer-Encoding`; else whether `chunked` is its final coding.
-    fn transfer_coding(&self) -> Result<Option<bool>, FramingError> {
+    /// `None` without `Transfer-Encoding`; else what its codings amount to.
+    fn transfer_coding(&self) -> Result<Option<TransferCoding>, FramingError> {
         let mut last: Option<&[u8]> = None;
+        let mut count = 0;
         for value in self.values("transfer-encoding") {
             for coding in value.split(|b| *b == b',') {
                 let coding = coding.trim_ascii();
@@ -286,10 +308,17 @@ impl Head {
                         ));
                     }
                     last = Some(coding);
+                    count += 1;
                 }
             }
         }
-        Ok(last.map(|c| c.eq_ignore_ascii_case(b"chunked")))
+        Ok(
+            last.map(|c| match (c.eq_ignore_ascii_case(b"chunked"), count) {
+                (true, 1) => TransferCoding::Chunked,
+                (true, _) => TransferCoding::LayeredOnChunked,
+                (false, _) => TransferCoding::Other,
+            }),
+        )
     }
 
     /// The one `Content-Length`; differing or malformed values are refused.
@@ -362,114 +391,6 @@ pub fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// Finds the end of a chunked body in the bytes that pass through, without decoding them.
-#[derive(Debug, Default)]
-pub struct ChunkedScanner {
-    state: ChunkState,
-    remaining: u64,
-    digits: u8,
-    meta: usize,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum ChunkState {
-    /// Hex digits of a chunk size.
-    #[default]
-    Size,
-    /// Whitespace or an extension after the size, up to CR.
-    Ext,
-    /// LF after the size line.
-    SizeLf,
-    /// Chunk data.
-    Data,
-    /// CR after the data.
-    DataCr,
-    /// LF after the data.
-    DataLf,
-    /// The start of a trailer line, or the final CRLF.
-    TrailerStart,
-    /// Inside a trailer line.
-    Trailer,
-    /// LF after a trailer line.
-    TrailerLf,
-    /// LF of the final CRLF.
-    EndLf,
-}
-
-// === impl ChunkedScanner ===
-
-impl ChunkedScanner {
-    /// Scan `buf`: `Some(n)` when the body ends after its first `n` bytes, `None` when all of
-    /// it belongs to the body and more is needed.
-    pub fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>, FramingError> {
-        let mut i = 0;
-        while i < buf.len() {
-            if self.state == ChunkState::Data {
-                let take = self.remaining.min((buf.len() - i) as u64) as usize;
-                i += take;
-                self.remaining -= take as u64;
-                if self.remaining == 0 {
-                    self.state = ChunkState::DataCr;
-                }
-                continue;
-            }
-            let b = buf[i];
-            i += 1;
-            self.meta += 1;
-            if self.meta > MAX_CHUNK_META {
-                return Err(FramingError::Chunked(
-                    "chunk-size line or trailers too long",
-                ));
-            }
-            self.state = match (self.state, b) {
-                (ChunkState::Size, b) if b.is_ascii_hexdigit() => {
-                    if self.digits == 16 {
-                        return Err(FramingError::Chunked("chunk size too large"));
-                    }
-                    self.digits += 1;
-                    let d = (b as char).to_digit(16).unwrap_or(0);
-                    self.remaining = (self.remaining << 4) | u64::from(d);
-                    ChunkState::Size
-                }
-                (ChunkState::Size, _) if self.digits == 0 => {
-                    return Err(FramingError::Chunked("chunk size missing"));
-                }
-                (ChunkState::Size | ChunkState::Ext, b'\r') => ChunkState::SizeLf,
-                (ChunkState::Size | ChunkState::Ext, b';' | b' ' | b'\t') => ChunkState::Ext,
-                (ChunkState::Ext, b) if b != b'\n' && (b >= 0x20 || b == b'\t') && b != 0x7f => {
-                    ChunkState::Ext
-                }
-                (ChunkState::SizeLf, b'\n') => {
-                    self.digits = 0;
-                    self.meta = 0;
-                    if self.remaining == 0 {
-                        ChunkState::TrailerStart
-                    } else {
-                        ChunkState::Data
-                    }
-                }
-                (ChunkState::DataCr, b'\r') => ChunkState::DataLf,
-                (ChunkState::DataLf, b'\n') => {
-                    self.meta = 0;
-                    ChunkState::Size
-                }
-                (ChunkState::TrailerStart, b'\r') => ChunkState::EndLf,
-                (ChunkState::Trailer, b'\r') => ChunkState::TrailerLf,
-                (ChunkState::TrailerStart | ChunkState::Trailer, b) if b != b'\n' => {
-                    ChunkState::Trailer
-                }
-                (ChunkState::TrailerLf, b'\n') => ChunkState::TrailerStart,
-                (ChunkState::EndLf, b'\n') => {
-                    *self = Self::default();
-                    return Ok(Some(i));
-                }
-                _ => return Err(FramingError::Chunked("bad chunk delimiter")),
-            };
-        }
-        Ok(None)
-    }
-}
-
 /// Where a relayed body's bytes are counted.
 #[derive(Debug)]
 pub struct BodyMeter<'a> {
@@ -479,15 +400,27 @@ pub struct BodyMeter<'a> {
     pub bytes: u64,
 }
 
-/// Write `pending` (a head, possibly empty) followed by the body framed by `framing`, read
-/// from `src` after what `buf` already holds. Returns `true` when the body ended at a message
-/// boundary (bytes past it stay in `buf`), `false` when it ended with the sender's close.
+/// What goes out ahead of and around a relayed body: the head already built, how the sender
+/// framed the body, and how a chunked one is re-encoded.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// The rebuilt head (possibly empty); sent with the first body bytes.
+    pub head: Vec<u8>,
+    /// The body framing the sender used.
+    pub framing: Framing,
+    /// How a chunked body is written out (canonical chunks, or the data alone).
+    pub encode: Encode,
+}
+
+/// Write `out.head` followed by the body framed by `out.framing`, read from `src` after what
+/// `buf` already holds, re-framed: a length body is copied for exactly its length, a chunked
+/// one decoded and re-encoded. Returns `true` when the body ended at a message boundary
+/// (bytes past it stay in `buf`), `false` when it ended with the sender's close.
 pub async fn relay_body<R, W>(
     src: &mut R,
     buf: &mut BytesMut,
     dst: &mut W,
-    mut pending: Vec<u8>,
-    framing: Framing,
+    out: Outgoing,
     clock: Clock,
     meter: &mut BodyMeter<'_>,
 ) -> Result<bool, FramingError>
@@ -495,6 +428,11 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let Outgoing {
+        head: mut pending,
+        framing,
+        encode,
+    } = out;
     let mut left = match framing {
         Framing::Empty => {
             dst.write_all(&pending).await?;
@@ -503,36 +441,42 @@ where
         Framing::Length(n) => n,
         Framing::Chunked | Framing::UntilClose => u64::MAX,
     };
-    let mut chunked = (framing == Framing::Chunked).then(ChunkedScanner::default);
+    let mut chunked = (framing == Framing::Chunked).then(ChunkedDecoder::default);
     loop {
         if buf.is_empty() && !pending.is_empty() {
             // Nothing of the body is here yet: the head goes out on its own.
             dst.write_all(&pending).await?;
-            pending = Vec::new();
+            pending.clear();
         }
         if !buf.is_empty() {
-            let (take, done) = match (&mut chunked, framing) {
-                (Some(scanner), _) => match scanner.scan(buf)? {
-                    Some(n) => (n, true),
-                    None => (buf.len(), false),
-                },
-                (None, Framing::Length(_)) => {
+            let (take, data, done) = match &mut chunked {
+                Some(decoder) => {
+                    // Decoded data is re-framed into `pending`, after the head if it waits.
+                    let d = decoder.decode(buf, &mut pending, encode)?;
+                    (d.consumed, d.data, d.done)
+                }
+                None => {
                     let take = left.min(buf.len() as u64) as usize;
                     left -= take as u64;
-                    (take, left == 0)
+                    if pending.is_empty() {
+                        dst.write_all(&buf[..take]).await?;
+                    } else {
+                        pending.extend_from_slice(&buf[..take]);
+                    }
+                    (
+                        take,
+                        take,
+                        matches!(framing, Framing::Length(_)) && left == 0,
+                    )
                 }
-                _ => (buf.len(), false),
             };
-            if pending.is_empty() {
-                dst.write_all(&buf[..take]).await?;
-            } else {
-                pending.extend_from_slice(&buf[..take]);
+            if !pending.is_empty() {
                 dst.write_all(&pending).await?;
-                pending = Vec::new();
+                pending.clear();
             }
             buf.advance(take);
-            meter.bytes += take as u64;
-            meter.counter.inc_by(take as u64);
+            meter.bytes += data as u64;
+            meter.counter.inc_by(data as u64);
             if done {
                 return Ok(true);
             }

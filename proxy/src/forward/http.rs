@@ -1,11 +1,12 @@
 //! Absolute-form HTTP/1.1 relay: the full URL gates (port allow-list, then E1, E2 and E4 in
 //! the pipeline's one order), the loop check, a connection to a checked address, hop-by-hop
-//! headers removed (RFC 9110 §7.6.1), `Proxy-Authorization` never forwarded, and the response
-//! relayed as the upstream framed it.
+//! headers removed (RFC 9110 §7.6.1), `Proxy-Authorization` never forwarded, and both
+//! messages re-framed: heads rebuilt, chunked bodies decoded and re-encoded with extensions and
+//! trailers dropped, so the upstream frames exactly the request the gates decided on.
 //!
 //! The relay speaks HTTP/1.1 itself (`h1`) rather than through a client and a server stack:
 //! one read and one write per direction for a small exchange, heads rewritten in one buffer,
-//! bodies copied verbatim while their framing is tracked.
+//! length bodies copied straight from the read buffer.
 
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +60,8 @@ struct Exchange {
     response: Head,
     framing: Framing,
     clock: Clock,
+    /// Request body bytes relayed (decoded data of a chunked body).
+    request_bytes: u64,
 }
 
 /// Why sending a request or reading its response head failed.
@@ -105,16 +108,8 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
             exchange(proxy, conn, request, &mut logged.checked).await
         }
     };
-    let mut decision = Decision {
-        proxy_type: "http",
-        target: &logged,
-        client: conn.peer,
-        started,
-        refusal: None,
-        upstream: None,
-        upstream_status: None,
-        original: conn.original,
-    };
+    let mut decision = Decision::new("http", &logged, conn, started);
+    decision.method = Some(head.method());
     let mut ex = match exchanged {
         Ok(ex) => ex,
         Err(refusal) => {
@@ -132,11 +127,22 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
     };
     decision.upstream = Some(ex.upstream.addr);
     decision.upstream_status = Some(ex.response.status);
+    decision.request_bytes = Some(ex.request_bytes);
     proxy.decide(&decision);
     let resp_tokens = ex.response.connection_tokens();
     let upstream_keep = ex.response.keep_alive(&resp_tokens) && ex.framing != Framing::UntilClose;
-    let close = !client_keep || ex.framing == Framing::UntilClose || proxy.stopping();
-    let out = inbound_head(&ex.response, &resp_tokens, ex.framing, close);
+    // An HTTP/1.0 client cannot read chunks: it gets the decoded data and the close.
+    let identity = ex.framing == Framing::Chunked && head.minor == 0;
+    let close = !client_keep || ex.framing == Framing::UntilClose || identity || proxy.stopping();
+    let (client_framing, encode) = match identity {
+        true => (Framing::UntilClose, h1::Encode::Identity),
+        false => (ex.framing, h1::Encode::Chunked),
+    };
+    let out = h1::Outgoing {
+        head: inbound_head(&ex.response, &resp_tokens, client_framing, close),
+        framing: ex.framing,
+        encode,
+    };
     let mut meter = BodyMeter {
         counter: &proxy.counters.bytes_out,
         bytes: 0,
@@ -147,7 +153,6 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
         &mut up.buf,
         &mut conn.stream,
         out,
-        ex.framing,
         ex.clock,
         &mut meter,
     )
@@ -223,11 +228,9 @@ async fn exchange(
     }
     let mut request = Some(request);
     loop {
-        // A body cannot be sent twice: probe a kept connection before trusting it with one.
-        let kept = conn
-            .upstream
-            .take()
-            .filter(|up| framing == Framing::Empty || !up.looks_closed());
+        // A kept connection that closed, or holds bytes nobody asked for (an answer to a
+        // request the gate never sent), is dropped: responses match requests one to one.
+        let kept = conn.upstream.take().filter(|up| !up.looks_closed());
         let (mut upstream, kept) = checkout(kept, &addrs, port, limits.connect).await?;
         let Some(bytes) = request.take() else {
             return Err(ProxyRefusal::Protocol(
@@ -236,9 +239,12 @@ async fn exchange(
         };
         let retry = (kept && framing == Framing::Empty).then(|| bytes.clone());
         let sent = send(proxy, conn, &mut upstream, bytes, framing, clock).await;
-        let read = match sent {
-            Ok(()) => read_response_head(&mut upstream, head.method(), limits.header).await,
-            Err(e) => Err(e),
+        let (read, request_bytes) = match sent {
+            Ok(n) => {
+                let read = read_response_head(&mut upstream, head.method(), limits.header);
+                (read.await, n)
+            }
+            Err(e) => (Err(e), 0),
         };
         // A gate's refusal (or no answer) may be this gate refusing its own upstream
         // connection, sent back by the capture rules: then the request loops. The registry is
@@ -262,6 +268,7 @@ async fn exchange(
                     response,
                     framing,
                     clock,
+                    request_bytes,
                 });
             }
             Err(SendError::KeptClosed) if retry.is_some() => request = retry,
@@ -275,7 +282,7 @@ async fn exchange(
     }
 }
 
-/// Write the request head and its body to the upstream.
+/// Write the request head and its body to the upstream; the body bytes relayed.
 async fn send(
     proxy: &ForwardProxy,
     conn: &mut ClientConn,
@@ -283,12 +290,13 @@ async fn send(
     head: Vec<u8>,
     framing: Framing,
     clock: Clock,
-) -> Result<(), SendError> {
+) -> Result<u64, SendError> {
     if framing == Framing::Empty {
         return upstream
             .stream
             .write_all(&head)
             .await
+            .map(|()| 0)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
                     SendError::KeptClosed
@@ -300,17 +308,21 @@ async fn send(
         counter: &proxy.counters.bytes_in,
         bytes: 0,
     };
+    let out = h1::Outgoing {
+        head,
+        framing,
+        encode: h1::Encode::Chunked,
+    };
     h1::relay_body(
         &mut conn.stream,
         &mut conn.buf,
         &mut upstream.stream,
-        head,
-        framing,
+        out,
         clock,
         &mut meter,
     )
     .await
-    .map(drop)
+    .map(|_| meter.bytes)
     .map_err(|e| match e {
         FramingError::Io(e) => ProxyRefusal::Protocol(format!("failed to send the request: {e}")),
         other => ProxyRefusal::BadRequest(format!("failed to relay the request body: {other}")),

@@ -14,6 +14,9 @@ use crate::policy::egress::{DEFAULT_IDLE, DEFAULT_TUNNEL_MAX};
 /// nor `--max-tunnels` sets one; past it a CONNECT gets `429` + `Retry-After: 1`,
 /// `too_many_tunnels`.
 pub const DEFAULT_MAX_TUNNELS: usize = 1024;
+/// Default cap on concurrent client connections per listener when `egress.maxConnections`
+/// sets none; past it a new connection is answered `503 too_many_connections` and closed.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default time a SIGTERM drain waits for in-flight requests and tunnels.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -48,6 +51,8 @@ impl Default for Limits {
 pub struct Effective {
     /// Concurrent tunnels.
     pub max_tunnels: usize,
+    /// Concurrent client connections.
+    pub max_connections: usize,
     /// Per-address connect timeout.
     pub connect: Duration,
     /// Request and response head timeout.
@@ -72,6 +77,7 @@ impl Limits {
                 .max_tunnels
                 .or(egress.max_tunnels)
                 .unwrap_or(DEFAULT_MAX_TUNNELS),
+            max_connections: egress.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             connect: t.connect.unwrap_or(policy.fetch.connect_timeout),
             header: t.header.unwrap_or(policy.fetch.header_timeout),
             idle: self.idle_timeout.or(t.idle).unwrap_or(DEFAULT_IDLE),
@@ -84,8 +90,9 @@ impl Limits {
     }
 }
 
-/// The concurrent-tunnel cap: a permit is held for the life of a tunnel. The cap is passed
-/// per acquisition, so a policy reload changes it for new tunnels without cutting open ones.
+/// A concurrency cap (tunnels, client connections): a permit is held for the life of one. The
+/// cap is passed per acquisition, so a policy reload changes it for new ones without cutting
+/// open ones.
 #[derive(Clone, Debug, Default)]
 pub struct TunnelCap {
     open: Arc<AtomicUsize>,

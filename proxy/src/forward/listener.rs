@@ -18,8 +18,9 @@ use tokio::time::{Instant, timeout_at};
 
 use super::h1::{FramingError, Head};
 use super::http::Upstream;
-use super::limits::{Inflight, Limits, TunnelCap};
+use super::limits::{Inflight, Limits, TunnelCap, TunnelPermit};
 use super::refusal::ProxyRefusal;
+use crate::accept::Acceptor;
 use crate::connect::OwnListeners;
 use crate::server::Shared;
 use crate::telemetry::{self, line::JsonLine};
@@ -36,6 +37,8 @@ pub struct ForwardProxy {
     pub(super) limits: Limits,
     pub(super) own: OwnListeners,
     pub(super) tunnels: TunnelCap,
+    /// Open client connections, under `egress.maxConnections`.
+    pub(super) connections: TunnelCap,
     pub(super) inflight: Inflight,
     pub(super) shutdown: watch::Receiver<bool>,
     pub(super) counters: Counters,
@@ -93,6 +96,46 @@ pub(super) struct Decision<'a> {
     pub upstream_status: Option<u16>,
     /// A captured connection's original destination.
     pub original: Option<SocketAddr>,
+    /// The request method (`http`; `None` when the head could not be read).
+    pub method: Option<&'a str>,
+    /// Request body bytes relayed to the upstream (`http`, once relayed).
+    pub request_bytes: Option<u64>,
+}
+
+// === impl Decision ===
+
+impl<'a> Decision<'a> {
+    /// A decision about a request that was never read (no target, method or client yet).
+    fn unread(started: Instant) -> Self {
+        Self {
+            proxy_type: "http",
+            target: &"",
+            client: SocketAddr::from(([0, 0, 0, 0], 0)),
+            started,
+            refusal: None,
+            upstream: None,
+            upstream_status: None,
+            original: None,
+            method: None,
+            request_bytes: None,
+        }
+    }
+
+    /// A decision about one request of `conn`, to be filled in as the request goes.
+    pub fn new(
+        proxy_type: &'static str,
+        target: &'a (dyn std::fmt::Display + Sync),
+        conn: &ClientConn,
+        started: Instant,
+    ) -> Self {
+        Self {
+            proxy_type,
+            target,
+            client: conn.peer,
+            original: conn.original,
+            ..Self::unread(started)
+        }
+    }
 }
 
 // === impl ForwardProxy ===
@@ -135,6 +178,7 @@ impl ForwardProxy {
             limits,
             own,
             tunnels: TunnelCap::default(),
+            connections: TunnelCap::default(),
             inflight: Inflight::default(),
             shutdown,
         })
@@ -194,13 +238,14 @@ impl ForwardProxy {
         let upstream = d.upstream.as_ref().map(tracing::field::display);
         let original_dst = d.original.as_ref().map(tracing::field::display);
         let (proxy_type, upstream_status) = (d.proxy_type, d.upstream_status);
+        let (method, request_bytes) = (d.method, d.request_bytes);
         macro_rules! line {
             ($level:ident) => {
                 tracing::$level!(
                     target: "egress.decision",
-                    listener = self.listener, proxy_type, gate, verdict, reason, url = %d.target,
-                    client = %d.client, upstream, upstream_status, duration_ms, cache = "bypass",
-                    original_dst, "egress.decision"
+                    listener = self.listener, proxy_type, method, gate, verdict, reason,
+                    url = %d.target, client = %d.client, upstream, upstream_status,
+                    request_bytes, duration_ms, cache = "bypass", original_dst, "egress.decision"
                 )
             };
         }
@@ -222,8 +267,11 @@ fn decision_line(
 ) -> Vec<u8> {
     let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
     line.str("listener", listener)
-        .str("proxy_type", d.proxy_type)
-        .str("gate", gate)
+        .str("proxy_type", d.proxy_type);
+    if let Some(method) = d.method {
+        line.str("method", method);
+    }
+    line.str("gate", gate)
         .str("verdict", verdict)
         .str("reason", reason)
         .display("url", d.target)
@@ -233,6 +281,9 @@ fn decision_line(
     }
     if let Some(status) = d.upstream_status {
         line.num("upstream_status", status);
+    }
+    if let Some(bytes) = d.request_bytes {
+        line.num("request_bytes", bytes);
     }
     line.num("duration_ms", duration_ms).str("cache", "bypass");
     if let Some(original) = &d.original {
@@ -245,24 +296,23 @@ fn decision_line(
 /// tunnels up to the drain timeout.
 pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
     let mut shutdown = proxy.shutdown.clone();
+    let metrics = &proxy.shared.metrics;
+    let mut acceptor = Acceptor::new(LISTENER, Some(metrics.accept_errors.clone()));
+    let accepted_total = metrics.listener_connections.with_label_values(&[LISTENER]);
     loop {
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, listener = LISTENER, "failed to accept a connection");
-                    continue;
-                }
-            },
+            accepted = acceptor.accept(&listener) => accepted,
             _ = stopped(&mut shutdown) => break,
         };
-        proxy
-            .shared
-            .metrics
-            .listener_connections
-            .with_label_values(&[LISTENER])
-            .inc();
-        tokio::spawn(serve_connection(proxy.clone(), stream, peer));
+        accepted_total.inc();
+        let cap = proxy
+            .limits
+            .effective(&proxy.shared.runtime.load().policy)
+            .max_connections;
+        match proxy.connections.try_acquire(cap) {
+            Some(permit) => tokio::spawn(serve_connection(proxy.clone(), stream, peer, permit)),
+            None => tokio::spawn(refuse_connection(proxy.clone(), stream, peer, cap)),
+        };
     }
     drop(listener);
     let waiting = proxy.inflight();
@@ -281,7 +331,12 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
     }
 }
 
-async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: SocketAddr) {
+async fn serve_connection(
+    proxy: Arc<ForwardProxy>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    _permit: TunnelPermit,
+) {
     let _busy = proxy.inflight.enter();
     let _ = stream.set_nodelay(true);
     let conn = ClientConn {
@@ -292,6 +347,26 @@ async fn serve_connection(proxy: Arc<ForwardProxy>, stream: TcpStream, peer: Soc
         original: None,
     };
     serve_client(&proxy, conn).await;
+}
+
+/// Answer a connection past the connection cap with `503 too_many_connections` and close it,
+/// without reading its request: one decision line and one refusal count.
+async fn refuse_connection(
+    proxy: Arc<ForwardProxy>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    limit: usize,
+) {
+    use tokio::io::AsyncWriteExt;
+    let refusal = ProxyRefusal::TooManyConnections { limit };
+    let mut decision = Decision {
+        client: peer,
+        ..Decision::unread(Instant::now())
+    };
+    decision.refusal = Some(&refusal);
+    proxy.decide(&decision);
+    let _ = refusal.write_to(&mut stream, true).await;
+    let _ = stream.shutdown().await;
 }
 
 /// Serve the plain-HTTP requests of a connection the transparent listener captured: `prefix`
@@ -340,8 +415,13 @@ async fn serve_client(proxy: &ForwardProxy, mut conn: ClientConn) {
             Ok(None) => return,
             Err(e) => {
                 tracing::debug!(error = %e, listener, client = %peer, "unreadable request head");
+                // A client that went quiet or away is not answered; anything else is a
+                // refused request, logged and counted like every other refusal.
                 if !matches!(e, FramingError::Idle(_) | FramingError::Io(_)) {
                     let refusal = ProxyRefusal::BadRequest(e.to_string());
+                    let mut decision = Decision::new("http", &"", &conn, Instant::now());
+                    decision.refusal = Some(&refusal);
+                    proxy.decide(&decision);
                     let _ = refusal.write_to(&mut conn.stream, true).await;
                 }
                 return;

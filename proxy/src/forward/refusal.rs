@@ -44,6 +44,12 @@ pub enum ProxyRefusal {
         /// The cap.
         limit: usize,
     },
+    /// The listener's cap on concurrent client connections is reached.
+    #[error("Too many open connections to this gate (limit {limit}); retry shortly")]
+    TooManyConnections {
+        /// The cap.
+        limit: usize,
+    },
     /// The request is not a proxy request this listener serves.
     #[error("{0}")]
     BadRequest(String),
@@ -66,7 +72,8 @@ pub enum ProxyRefusal {
 
 impl ProxyRefusal {
     /// Codes this module adds to the families in `gates`, `respond` and `vendors`.
-    pub const OWN_CODES: &'static [&'static str] = &["proxy_loop", "too_many_tunnels"];
+    pub const OWN_CODES: &'static [&'static str] =
+        &["proxy_loop", "too_many_tunnels", "too_many_connections"];
 
     /// The stable code: the same in the header, the body, the log line and metric labels.
     pub fn code(&self) -> &'static str {
@@ -74,6 +81,7 @@ impl ProxyRefusal {
             Self::Gate(reason) => reason.code(),
             Self::Loop { .. } | Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "too_many_tunnels",
+            Self::TooManyConnections { .. } => "too_many_connections",
             Self::BadRequest(_) => "invalid_request",
             Self::Connect(e) => e.code(),
             Self::HeaderTimeout(_) => "upstream_timeout",
@@ -88,6 +96,7 @@ impl ProxyRefusal {
             Self::Gate(reason) => gate_of(reason),
             Self::Loop { .. } | Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "tunnel_cap",
+            Self::TooManyConnections { .. } => "connection_cap",
             Self::BadRequest(_) => "parse_request",
             Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "upstream",
             Self::Capture(r) => r.gate(),
@@ -107,6 +116,7 @@ impl ProxyRefusal {
         match self {
             Self::Gate(_) | Self::Loop { .. } | Self::CameBack { .. } => StatusCode::FORBIDDEN,
             Self::TooManyTunnels { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::TooManyConnections { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Connect(ConnectError::TimedOut { .. }) | Self::HeaderTimeout(_) => {
                 StatusCode::GATEWAY_TIMEOUT
@@ -177,7 +187,10 @@ fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
     let mut resp = respond::json(refusal.status(), &body);
     let headers = resp.headers_mut();
     headers.insert(ERROR_HEADER, HeaderValue::from_static(refusal.code()));
-    if matches!(refusal, ProxyRefusal::TooManyTunnels { .. }) {
+    if matches!(
+        refusal,
+        ProxyRefusal::TooManyTunnels { .. } | ProxyRefusal::TooManyConnections { .. }
+    ) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     resp

@@ -1,5 +1,5 @@
-//! The egress listeners' limits as policy fields: `egress.allowRawIP`, `egress.maxTunnels` and
-//! `egress.timeouts`, read as written and validated into [`EgressLimits`] with field-named
+//! The egress listeners' limits as policy fields: `egress.allowRawIP`, `egress.maxTunnels`,
+//! `egress.maxConnections` and `egress.timeouts`, read as written and validated into [`EgressLimits`] with field-named
 //! errors. The listeners read them per connection, so a reload applies to new connections.
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::Validator;
 
-/// Largest `egress.maxTunnels` accepted.
+/// Largest `egress.maxTunnels` or `egress.maxConnections` accepted.
 pub const MAX_TUNNELS_CEILING: u64 = 100_000;
 
 /// Default of `egress.timeouts.idleSeconds`: no byte either way for this long ends a tunnel.
@@ -39,6 +39,11 @@ pub struct EgressLimits {
     pub allow_raw_ip: bool,
     /// Concurrent tunnels per listener; `None` keeps each listener's default.
     pub max_tunnels: Option<usize>,
+    /// Concurrent client connections per listener (`egress.maxConnections`); past it a new
+    /// connection is answered `503 too_many_connections` and closed. `None` keeps each
+    /// listener's default (4096 for the forward proxy; transparent capture falls back to
+    /// `maxTunnels`, then 4096).
+    pub max_connections: Option<usize>,
     /// Connect, header, idle and lifetime limits.
     pub timeouts: EgressTimeouts,
 }
@@ -64,20 +69,26 @@ impl Validator<'_> {
     pub(super) fn egress_limits(
         &mut self,
         allow_raw_ip: Option<bool>,
-        max_tunnels: Option<u64>,
+        [max_tunnels, max_connections]: [Option<u64>; 2],
         timeouts: Option<RawEgressTimeouts>,
     ) -> EgressLimits {
-        let max_tunnels = max_tunnels.and_then(|n| {
+        let mut cap = |field: &str, n: Option<u64>, defaults: &str| {
+            let n = n?;
             if (1..=MAX_TUNNELS_CEILING).contains(&n) {
-                usize::try_from(n).ok()
-            } else {
-                self.err(
-                    "egress.maxTunnels",
-                    format!("{n} is out of range; set 1..{MAX_TUNNELS_CEILING} (default 1024 for the forward proxy, 4096 for transparent capture)"),
-                );
-                None
+                return usize::try_from(n).ok();
             }
-        });
+            self.err(
+                format!("egress.{field}"),
+                format!("{n} is out of range; set 1..{MAX_TUNNELS_CEILING} ({defaults})"),
+            );
+            None
+        };
+        let max_tunnels = cap(
+            "maxTunnels",
+            max_tunnels,
+            "default 1024 for the forward proxy, 4096 for transparent capture",
+        );
+        let max_connections = cap("maxConnections", max_connections, "default 4096");
         let raw = timeouts.unwrap_or_default();
         let mut secs = |field: &str, v: Option<u64>, max: u64| {
             let v = v?;
@@ -99,6 +110,7 @@ impl Validator<'_> {
         EgressLimits {
             allow_raw_ip: allow_raw_ip.unwrap_or(false),
             max_tunnels,
+            max_connections,
             timeouts,
         }
     }
@@ -117,11 +129,12 @@ mod tests {
 
     #[test]
     fn limit_fields_are_read_and_default_when_absent() {
-        let p = parse("  allowRawIP: true\n  maxTunnels: 7\n  timeouts: {connectSeconds: 2, headerSeconds: 3, idleSeconds: 4, tunnelMaxSeconds: 5}\n")
+        let p = parse("  allowRawIP: true\n  maxTunnels: 7\n  maxConnections: 9\n  timeouts: {connectSeconds: 2, headerSeconds: 3, idleSeconds: 4, tunnelMaxSeconds: 5}\n")
             .expect("a policy with every limit field must load");
         let l = &p.egress.limits;
         assert!(l.allow_raw_ip, "allowRawIP must be read");
         assert_eq!(l.max_tunnels, Some(7), "maxTunnels must be read");
+        assert_eq!(l.max_connections, Some(9), "maxConnections must be read");
         let t = l.timeouts;
         let got = [t.connect, t.header, t.idle, t.tunnel_max];
         let want = [2, 3, 4, 5].map(|s| Some(std::time::Duration::from_secs(s)));
@@ -131,6 +144,10 @@ mod tests {
         let l = &d.egress.limits;
         assert!(!l.allow_raw_ip, "raw-IP egress must be off by default");
         assert_eq!(l.max_tunnels, None, "no cap set means listener defaults");
+        assert_eq!(
+            l.max_connections, None,
+            "no cap set means listener defaults"
+        );
         assert_eq!(
             l.timeouts,
             super::EgressTimeouts::default(),
@@ -143,6 +160,7 @@ mod tests {
         let cases = [
             ("  maxTunnels: 0\n", "egress.maxTunnels"),
             ("  maxTunnels: 1000000\n", "egress.maxTunnels"),
+            ("  maxConnections: 0\n", "egress.maxConnections"),
             (
                 "  timeouts: {connectSeconds: 0}\n",
                 "egress.timeouts.connectSeconds",

@@ -589,7 +589,11 @@ impl<'a> Validator<'a> {
             ports,
             ports_explicit,
             resolver: self.resolver(raw.resolver),
-            limits: self.egress_limits(raw.allow_raw_ip, raw.max_tunnels, raw.timeouts),
+            limits: self.egress_limits(
+                raw.allow_raw_ip,
+                [raw.max_tunnels, raw.max_connections],
+                raw.timeouts,
+            ),
         }
     }
 

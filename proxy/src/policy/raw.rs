@@ -144,6 +144,8 @@ pub struct RawEgress {
     pub allow_raw_ip: Option<bool>,
     /// Concurrent tunnels per egress listener.
     pub max_tunnels: Option<u64>,
+    /// Concurrent client connections per egress listener.
+    pub max_connections: Option<u64>,
     /// Egress listener timeouts.
     pub timeouts: Option<super::egress::RawEgressTimeouts>,
 }

@@ -11,6 +11,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::connection::Connection;
 use super::refusal::Refusal;
+use crate::accept::Acceptor;
 use crate::forward::limits::TunnelCap;
 use crate::policy::Policy;
 use crate::server::Shared;
@@ -85,7 +86,10 @@ impl TransparentConfig {
             connect_timeout: t.connect.unwrap_or(self.connect_timeout),
             idle_timeout: t.idle.unwrap_or(self.idle_timeout),
             total_timeout: t.tunnel_max.unwrap_or(self.total_timeout),
-            max_connections: egress.max_tunnels.unwrap_or(self.max_connections),
+            max_connections: egress
+                .max_connections
+                .or(egress.max_tunnels)
+                .unwrap_or(self.max_connections),
             drain_timeout: self.drain_timeout,
         }
     }
@@ -149,17 +153,11 @@ pub async fn serve(
         .metrics
         .listener_connections
         .with_label_values(&[LISTENER]);
+    let mut acceptor = Acceptor::new(LISTENER, Some(shared.metrics.accept_errors.clone()));
     let mut tasks = JoinSet::new();
     loop {
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, listener = LISTENER, "failed to accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            accepted = acceptor.accept(&listener) => accepted,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             _ = shutdown.changed() => break,
         };
