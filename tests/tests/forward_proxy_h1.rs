@@ -436,3 +436,236 @@ async fn the_upstream_is_kept_between_requests_and_a_closed_one_is_redialled() {
     assert_eq!(accepts.load(std::sync::atomic::Ordering::SeqCst), 2);
     origin.abort();
 }
+
+/// What a [`recording_origin`] saw: every connection's bytes, and how many requests it answered.
+#[derive(Clone, Default)]
+struct Recorded {
+    conns: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    answered: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Recorded {
+    fn all(&self) -> String {
+        let conns = self.conns.lock().unwrap();
+        conns
+            .iter()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n--- next connection ---\n")
+    }
+
+    fn answered(&self) -> usize {
+        self.answered.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// An origin that records every byte it receives, answers each complete request (a head, then
+/// for a chunked request the bytes up to `0\r\n\r\n`) with `200 ok`, and, when `unasked` is
+/// given, writes it 50 ms after each answer: bytes no request asked for.
+async fn recording_origin(unasked: Option<&'static [u8]>) -> (u16, Recorded) {
+    use std::sync::atomic::Ordering;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the origin");
+    let port = listener.local_addr().expect("addr").port();
+    let rec = Recorded::default();
+    let shared = rec.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let rec = shared.clone();
+            let index = {
+                let mut conns = rec.conns.lock().unwrap();
+                conns.push(Vec::new());
+                conns.len() - 1
+            };
+            tokio::spawn(async move {
+                let mut pending = Vec::new();
+                let mut chunk = [0u8; 16 * 1024];
+                loop {
+                    let n = match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    rec.conns.lock().unwrap()[index].extend_from_slice(&chunk[..n]);
+                    pending.extend_from_slice(&chunk[..n]);
+                    let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                    if head.contains("transfer-encoding: chunked") && !pending.ends_with(b"0\r\n\r\n")
+                    {
+                        continue;
+                    }
+                    pending.clear();
+                    rec.answered.fetch_add(1, Ordering::SeqCst);
+                    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if stream.write_all(reply).await.is_err() {
+                        return;
+                    }
+                    if let Some(extra) = unasked {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        let _ = stream.write_all(extra).await;
+                    }
+                }
+            });
+        }
+    });
+    (port, rec)
+}
+
+async fn fixture_with_port(port: u16) -> Fixture {
+    Fixture::start(GateOptions {
+        ports: vec![port],
+        ..GateOptions::default()
+    })
+    .await
+    .expect("the fixture must start")
+}
+
+#[tokio::test]
+async fn a_trailer_section_never_carries_a_request_or_a_field_to_the_origin() {
+    let (port, rec) = recording_origin(None).await;
+    let f = fixture_with_port(port).await;
+    let url = format!("http://allowed.test:{port}/");
+    // A request line as the trailer section: refused by the trailer grammar.
+    let mut c = Reader::connect(&f).await;
+    c.send(format!("POST {url} HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nGET /x?token=abc HTTP/1.1\r\nHost: blocked.test\r\n\r\n").as_bytes()).await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 400, "{a:?}");
+    assert_eq!(
+        a.header("x-fleetgate-error").as_deref(),
+        Some("invalid_request")
+    );
+    assert!(c.closed().await, "a broken body ends the connection");
+
+    // Well-formed trailers, one of them the request again behind `X:`, others naming Host,
+    // Proxy-Authorization and a hop-by-hop field: parsed and dropped.
+    let mut c = Reader::connect(&f).await;
+    c.send(format!("POST {url} HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=\"q\"\r\nabc\r\n0\r\nX:GET /x?token=abc HTTP/1.1\r\nHost: blocked.test\r\nProxy-Authorization: Basic dTpw\r\nConnection: close\r\n\r\nGET {url}again HTTP/1.1\r\nHost: allowed.test\r\n\r\n").as_bytes()).await;
+    let first = c.answer(false).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    let second = c.answer(false).await;
+    assert_eq!(second.status, 200, "{second:?}");
+    let seen = rec.all();
+    for leaked in ["token=abc", "blocked.test", "Proxy-Authorization", "ext=", "X:GET"] {
+        assert!(
+            !seen.contains(leaked),
+            "{leaked:?} must not reach the origin; it saw:\n{seen}"
+        );
+    }
+    assert!(
+        seen.contains("\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /again HTTP/1.1\r\n"),
+        "the body is re-framed canonically and the next request follows it: {seen}"
+    );
+    assert_eq!(rec.answered(), 2, "exactly the two requests the gate allowed");
+    let allowed = || {
+        f.gate
+            .json_logs()
+            .into_iter()
+            .filter(|l| l["message"] == "egress.decision" && l["verdict"] == "allow")
+            .count()
+    };
+    support::eventually(WAIT, || allowed() >= 2)
+        .await
+        .expect("the decision lines must be written");
+    assert_eq!(allowed(), 2, "one allowed decision per forwarded request");
+}
+
+#[tokio::test]
+async fn chunk_size_lines_outside_the_grammar_are_refused_before_a_request_completes() {
+    let (port, rec) = recording_origin(None).await;
+    let f = fixture_with_port(port).await;
+    let url = format!("http://allowed.test:{port}/");
+    for body in [
+        "1 0\r\nx\r\n0\r\n\r\n",
+        "1 ; a = b\r\nx\r\n0\r\n\r\n",
+        "2 erfrferferf\r\nxx\r\n0\r\n\r\n",
+        "0x1\r\nx\r\n0\r\n\r\n",
+        "1\nx\r\n0\r\n\r\n",
+    ] {
+        let mut c = Reader::connect(&f).await;
+        c.send(
+            format!("POST {url} HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n{body}")
+                .as_bytes(),
+        )
+        .await;
+        let a = c.answer(false).await;
+        assert_eq!(a.status, 400, "{body:?}: {a:?}");
+        assert_eq!(
+            a.header("x-fleetgate-error").as_deref(),
+            Some("invalid_request"),
+            "{body:?}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        rec.answered(),
+        0,
+        "the origin never received a complete request: {}",
+        rec.all()
+    );
+}
+
+#[tokio::test]
+async fn a_kept_upstream_holding_bytes_nobody_asked_for_is_never_reused() {
+    let unasked = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled";
+    let (port, rec) = recording_origin(Some(unasked)).await;
+    let f = fixture_with_port(port).await;
+    let url = format!("http://allowed.test:{port}/");
+    let mut c = Reader::connect(&f).await;
+    for round in 0..3 {
+        c.send(format!("GET {url} HTTP/1.1\r\nHost: a\r\n\r\n").as_bytes())
+            .await;
+        let a = c.answer(false).await;
+        assert_eq!(a.body, b"ok", "round {round}: {a:?}");
+        // Let the unasked answer arrive on the kept connection.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    assert_eq!(
+        rec.conns.lock().unwrap().len(),
+        3,
+        "each kept upstream held unasked bytes, so each request dialled anew"
+    );
+}
+
+#[tokio::test]
+async fn every_unreadable_request_head_is_logged_and_counted_as_a_refusal() {
+    let f = fixture().await;
+    let before = f
+        .metric(
+            "fleetgate_listener_refusals_total",
+            &[("listener", "forward_proxy"), ("code", "invalid_request")],
+        )
+        .await
+        .expect("metrics");
+    let heads: [&[u8]; 4] = [
+        b"GET http://a/\x01 HTTP/1.1\r\n\r\n",
+        b"GET http://a/ HTTP/1.1\r\nBad Name: x\r\n\r\n",
+        b"GET http://a/ HTTP/9.9\r\n\r\n",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",
+    ];
+    for head in heads {
+        let mut c = Reader::connect(&f).await;
+        c.send(head).await;
+        let a = c.answer(false).await;
+        assert_eq!(a.status, 400, "{head:?}: {a:?}");
+    }
+    let after = f
+        .metric(
+            "fleetgate_listener_refusals_total",
+            &[("listener", "forward_proxy"), ("code", "invalid_request")],
+        )
+        .await
+        .expect("metrics");
+    assert_eq!(after - before, heads.len() as f64, "one count per refusal");
+    support::eventually(WAIT, || {
+        f.gate
+            .json_logs()
+            .iter()
+            .filter(|l| l["message"] == "egress.decision" && l["reason"] == "invalid_request")
+            .count()
+            == heads.len()
+    })
+    .await
+    .expect("one decision line per refused head");
+}
