@@ -123,3 +123,120 @@ async fn the_direct_backend_and_its_redirects_refuse_ports_off_the_allow_list_li
         "CONNECT must refuse with the same code as the extract pipeline: {head}"
     );
 }
+
+/// CPU time (user + system, in clock ticks) the process `pid` has used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the gate's stat");
+    // Fields after the command name (which sits in parentheses): utime and stime are the
+    // 12th and 13th of them.
+    let rest = stat.rsplit_once(')').expect("a stat line").1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+#[tokio::test]
+async fn out_of_descriptors_the_listener_backs_off_quietly_and_recovers() {
+    let f = fixture(&[], "").await;
+    let pid = f.gate.pid().expect("the gate's pid");
+    let limited = std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), "--nofile=256:256"])
+        .status();
+    if !limited.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: prlimit could not lower the gate's descriptor limit");
+        return;
+    }
+    // 400 idle clients: the gate holds what its 256 descriptors allow, the rest wait in the
+    // backlog while every accept fails with EMFILE.
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        idle.push(
+            tokio::net::TcpStream::connect(f.proxy)
+                .await
+                .expect("the kernel accepts into the backlog"),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (log_before, cpu_before) = (f.gate.stderr_log().len(), cpu_ticks(pid));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (log_after, cpu_after) = (f.gate.stderr_log().len(), cpu_ticks(pid));
+    let failures = f
+        .metric(
+            "fleetgate_listener_accept_errors_total",
+            &[("listener", "forward_proxy"), ("kind", "resource")],
+        )
+        .await;
+    drop(idle);
+    assert!(
+        log_after - log_before < 2048,
+        "stderr grew {} bytes in 3 s of exhaustion",
+        log_after - log_before
+    );
+    // 3 s is 300 ticks at the usual 100 Hz; a spinning loop takes nearly all of them.
+    assert!(
+        cpu_after - cpu_before < 45,
+        "the gate used {} ticks of CPU in 3 s while out of descriptors",
+        cpu_after - cpu_before
+    );
+    // Once the clients are gone the listener serves again.
+    let mut served = false;
+    for _ in 0..50 {
+        let run = f.curl(&f.http_url("allowed.test", "/"), &[]).await;
+        if run.is_ok_and(|r| r.status == 200) {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served, "a request must succeed once connections close");
+    let failures = failures.unwrap_or(0.0);
+    assert!(
+        failures >= 1.0 || f
+            .metric(
+                "fleetgate_listener_accept_errors_total",
+                &[("listener", "forward_proxy"), ("kind", "resource")],
+            )
+            .await
+            .expect("metrics")
+            >= 1.0,
+        "failed accepts must be counted"
+    );
+}
+
+#[tokio::test]
+async fn past_max_connections_a_new_connection_gets_503_and_the_cap_frees_on_close() {
+    let f = fixture(&[], "  maxConnections: 2\n").await;
+    let held = [
+        tokio::net::TcpStream::connect(f.proxy).await.expect("first"),
+        tokio::net::TcpStream::connect(f.proxy).await.expect("second"),
+    ];
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut third = tokio::net::TcpStream::connect(f.proxy)
+        .await
+        .expect("the third connects");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), third.read_to_string(&mut answer))
+        .await
+        .expect("the refusal arrives")
+        .expect("read");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("x-fleetgate-error: too_many_connections"),
+        "{answer}"
+    );
+    assert!(answer.contains("retry-after: 1"), "{answer}");
+    let refused = f
+        .metric(
+            "fleetgate_listener_refusals_total",
+            &[("listener", "forward_proxy"), ("code", "too_many_connections")],
+        )
+        .await
+        .expect("metrics");
+    assert_eq!(refused, 1.0, "the refusal is counted");
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let run = f
+        .curl(&f.http_url("allowed.test", "/"), &[])
+        .await
+        .expect("curl runs");
+    assert_eq!(run.status, 200, "closed connections free the cap: {run:?}");
+}
