@@ -11,11 +11,13 @@
 //! - [`llm_stub::StubProvider`]: stub OpenAI-compatible and Anthropic providers (SSE or whole).
 //! - [`http`]: a minimal loopback HTTP/1.1 client for talking to the gate and origins.
 //! - [`venv`]: the Python venv with the real Hermes Agent, or a clear skip when it is absent.
+//! - [`farm`]: the smuggling farm (payload corpus, recording origin, real servers, replay).
 
 #![warn(missing_docs)]
 
 mod background;
 pub mod dns;
+pub mod farm;
 pub mod gate;
 pub mod http;
 pub mod llm_stub;

@@ -492,7 +492,8 @@ async fn recording_origin(unasked: Option<&'static [u8]>) -> (u16, Recorded) {
                         continue;
                     };
                     let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
-                    if head.contains("transfer-encoding: chunked") && !pending.ends_with(b"0\r\n\r\n")
+                    if head.contains("transfer-encoding: chunked")
+                        && !pending.ends_with(b"0\r\n\r\n")
                     {
                         continue;
                     }
@@ -547,7 +548,13 @@ async fn a_trailer_section_never_carries_a_request_or_a_field_to_the_origin() {
     let second = c.answer(false).await;
     assert_eq!(second.status, 200, "{second:?}");
     let seen = rec.all();
-    for leaked in ["token=abc", "blocked.test", "Proxy-Authorization", "ext=", "X:GET"] {
+    for leaked in [
+        "token=abc",
+        "blocked.test",
+        "Proxy-Authorization",
+        "ext=",
+        "X:GET",
+    ] {
         assert!(
             !seen.contains(leaked),
             "{leaked:?} must not reach the origin; it saw:\n{seen}"
@@ -557,7 +564,11 @@ async fn a_trailer_section_never_carries_a_request_or_a_field_to_the_origin() {
         seen.contains("\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /again HTTP/1.1\r\n"),
         "the body is re-framed canonically and the next request follows it: {seen}"
     );
-    assert_eq!(rec.answered(), 2, "exactly the two requests the gate allowed");
+    assert_eq!(
+        rec.answered(),
+        2,
+        "exactly the two requests the gate allowed"
+    );
     let allowed = || {
         f.gate
             .json_logs()

@@ -190,14 +190,14 @@ async fn out_of_descriptors_the_listener_backs_off_quietly_and_recovers() {
     assert!(served, "a request must succeed once connections close");
     let failures = failures.unwrap_or(0.0);
     assert!(
-        failures >= 1.0 || f
-            .metric(
+        failures >= 1.0
+            || f.metric(
                 "fleetgate_listener_accept_errors_total",
                 &[("listener", "forward_proxy"), ("kind", "resource")],
             )
             .await
             .expect("metrics")
-            >= 1.0,
+                >= 1.0,
         "failed accepts must be counted"
     );
 }
@@ -206,8 +206,12 @@ async fn out_of_descriptors_the_listener_backs_off_quietly_and_recovers() {
 async fn past_max_connections_a_new_connection_gets_503_and_the_cap_frees_on_close() {
     let f = fixture(&[], "  maxConnections: 2\n").await;
     let held = [
-        tokio::net::TcpStream::connect(f.proxy).await.expect("first"),
-        tokio::net::TcpStream::connect(f.proxy).await.expect("second"),
+        tokio::net::TcpStream::connect(f.proxy)
+            .await
+            .expect("first"),
+        tokio::net::TcpStream::connect(f.proxy)
+            .await
+            .expect("second"),
     ];
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut third = tokio::net::TcpStream::connect(f.proxy)
@@ -227,7 +231,10 @@ async fn past_max_connections_a_new_connection_gets_503_and_the_cap_frees_on_clo
     let refused = f
         .metric(
             "fleetgate_listener_refusals_total",
-            &[("listener", "forward_proxy"), ("code", "too_many_connections")],
+            &[
+                ("listener", "forward_proxy"),
+                ("code", "too_many_connections"),
+            ],
         )
         .await
         .expect("metrics");

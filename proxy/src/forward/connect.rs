@@ -91,10 +91,23 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
                 .stream
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await;
-            if established.is_ok() {
-                tunnel(proxy, conn, upstream, (permit, limits), &label).await;
+            if established.is_err() {
+                return Flow::Close;
             }
-            Flow::Close
+            match first_speaker(conn, &upstream, limits.idle).await {
+                Some(Speaker::ClientHttp) => {
+                    // Plain HTTP inside the tunnel: each request is gated on its own Host,
+                    // like captured plain HTTP, so a tunnel to an allowed address cannot carry
+                    // a request for another name (a blocklisted one sharing the address).
+                    conn.original = upstream.peer_addr().ok();
+                    Flow::KeepAlive
+                }
+                Some(Speaker::Other) => {
+                    tunnel(proxy, conn, upstream, (permit, limits), &label).await;
+                    Flow::Close
+                }
+                None => Flow::Close,
+            }
         }
         Err(refusal) => {
             decision.refusal = Some(&refusal);
@@ -104,6 +117,61 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
                 Err(_) => Flow::Close,
             }
         }
+    }
+}
+
+/// Who spoke first in a new tunnel, and what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Speaker {
+    /// The client, with bytes shaped like an HTTP/1 request line.
+    ClientHttp,
+    /// The client with anything else (a TLS ClientHello), or the upstream (a protocol whose
+    /// server speaks first, such as SSH): tunnelled as bytes.
+    Other,
+}
+
+/// Wait for the first bytes of a new tunnel (from the client, into `conn.buf`, or from the
+/// upstream, left unread); `None` when the client left or nothing came within `idle`. HTTP
+/// servers never speak first, so a client that waits for the upstream is not sending HTTP.
+async fn first_speaker(
+    conn: &mut ClientConn,
+    upstream: &TcpStream,
+    idle: Duration,
+) -> Option<Speaker> {
+    use tokio::io::AsyncReadExt;
+    let until = Instant::now() + idle;
+    loop {
+        if let Some(http) = looks_like_http(&conn.buf) {
+            return Some(if http {
+                Speaker::ClientHttp
+            } else {
+                Speaker::Other
+            });
+        }
+        conn.buf.reserve(1024);
+        tokio::select! {
+            read = conn.stream.read_buf(&mut conn.buf) => match read {
+                Ok(n) if n > 0 => {}
+                _ => return None,
+            },
+            ready = upstream.readable(), if conn.buf.is_empty() => {
+                return ready.ok().map(|()| Speaker::Other);
+            }
+            _ = tokio::time::sleep_until(until) => return None,
+        }
+    }
+}
+
+/// Whether `buf` starts like an HTTP/1 request line (after optional empty lines): letters,
+/// then a space. `None` while too few bytes have arrived to tell.
+fn looks_like_http(buf: &[u8]) -> Option<bool> {
+    const LONGEST_METHOD: usize = 16;
+    let start = buf.iter().position(|b| !matches!(b, b'\r' | b'\n'))?;
+    let rest = &buf[start..];
+    match rest.iter().position(|b| !b.is_ascii_alphabetic()) {
+        Some(at) => Some(at > 0 && rest[at] == b' '),
+        None if rest.len() > LONGEST_METHOD => Some(false),
+        None => None,
     }
 }
 

@@ -27,6 +27,12 @@ pub const MAX_HEADERS: usize = 128;
 /// How much a read asks for at once.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// The methods the relay forwards (exactly as written: methods are case-sensitive). Others
+/// are refused: servers disagree on extension and lower-case methods (one reads `get` as
+/// `GET`, others refuse it), and an agent's web traffic needs none of them. `CONNECT` is the
+/// forward proxy's tunnel, handled before the relay.
+pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
+
 /// Hop-by-hop headers that never cross the proxy, besides those `Connection` lists.
 pub const HOP_BY_HOP: &[&str] = &[
     "connection",
@@ -264,6 +270,32 @@ impl Head {
             (None, Some(0)) | (None, None) => Ok(Framing::Empty),
             (None, Some(n)) => Ok(Framing::Length(n)),
         }
+    }
+
+    /// The rules a request must meet beyond its framing before it is relayed: a method of
+    /// [`METHODS`]; no body on `GET` or `HEAD` (servers disagree on whether one is there, the
+    /// root of "0.CL" desyncs); no expectation but `100-continue`.
+    pub fn check_request(&self, framing: Framing) -> Result<(), FramingError> {
+        let method = self.method();
+        if !METHODS.contains(&method) {
+            return Err(FramingError::Framing(
+                "the method is not relayed (GET, HEAD, POST, PUT, DELETE, OPTIONS and PATCH are)",
+            ));
+        }
+        if matches!(method, "GET" | "HEAD") && framing != Framing::Empty {
+            return Err(FramingError::Framing(
+                "a GET or HEAD request with a body is not relayed",
+            ));
+        }
+        let unknown_expectation = self
+            .values("expect")
+            .any(|v| !v.trim_ascii().eq_ignore_ascii_case(b"100-continue"));
+        if unknown_expectation {
+            return Err(FramingError::Framing(
+                "an expectation other than 100-continue is not relayed",
+            ));
+        }
+        Ok(())
     }
 
     /// The body framing of a response to a request with `method`.

@@ -93,7 +93,9 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
     };
     let tokens = head.connection_tokens();
     let client_keep = head.keep_alive(&tokens);
-    let framing = head.request_framing();
+    let framing = head
+        .request_framing()
+        .and_then(|f| head.check_request(f).map(|()| f));
     let exchanged = match (&framing, &target) {
         (Err(e), _) => Err(ProxyRefusal::BadRequest(e.to_string())),
         (Ok(_), Err(refusal)) => Err(refusal.clone()),
@@ -130,7 +132,10 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
     decision.request_bytes = Some(ex.request_bytes);
     proxy.decide(&decision);
     let resp_tokens = ex.response.connection_tokens();
-    let upstream_keep = ex.response.keep_alive(&resp_tokens) && ex.framing != Framing::UntilClose;
+    // An HTTP/1.0 request goes upstream as HTTP/1.0 with `connection: close`: never reused.
+    let upstream_keep = ex.response.keep_alive(&resp_tokens)
+        && ex.framing != Framing::UntilClose
+        && head.minor >= 1;
     // An HTTP/1.0 client cannot read chunks: it gets the decoded data and the close.
     let identity = ex.framing == Framing::Chunked && head.minor == 0;
     let close = !client_keep || ex.framing == Framing::UntilClose || identity || proxy.stopping();
@@ -214,11 +219,9 @@ async fn exchange(
         idle: limits.idle,
         deadline: started + limits.lifetime,
     };
-    let expect = framing != Framing::Empty
-        && head
-            .values("expect")
-            .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"100-continue"));
-    let request = outbound_head(head, url, tokens, framing, expect)?;
+    // `check_request` let through no expectation but `100-continue`.
+    let expect = framing != Framing::Empty && head.values("expect").next().is_some();
+    let request = outbound_head(head, url, tokens, framing)?;
     if expect {
         // The gate answers the client's `Expect` itself, then streams the body.
         conn.stream
@@ -244,7 +247,13 @@ async fn exchange(
                 let read = read_response_head(&mut upstream, head.method(), limits.header);
                 (read.await, n)
             }
-            Err(e) => (Err(e), 0),
+            Err(e) => {
+                // A request cut off inside its body is reset, not closed: a server that
+                // treats a clean close as the end of the body would run a request the gates
+                // answered with a refusal.
+                let _ = upstream.stream.set_zero_linger();
+                (Err(e), 0)
+            }
         };
         // A gate's refusal (or no answer) may be this gate refusing its own upstream
         // connection, sent back by the capture rules: then the request loops. The registry is
@@ -529,13 +538,14 @@ async fn checkout(
 
 /// The request head as the upstream sees it: origin-form target of the checked URL, `Host`
 /// from that URL (RFC 9112 §3.2.2), hop-by-hop headers and proxy credentials removed, the
-/// body framing restated, `Expect` dropped when the gate answered it.
+/// body framing restated (`content-length: 0` kept when the client sent it: some servers
+/// require a length on `POST`), `Expect` dropped (the gate answers it), and
+/// `connection: close` on an HTTP/1.0 request.
 fn outbound_head(
     head: &Head,
     url: &url::Url,
     tokens: &[String],
     framing: Framing,
-    answered_expect: bool,
 ) -> Result<Vec<u8>, ProxyRefusal> {
     let authority = &url[Position::BeforeHost..Position::AfterPort];
     let target = &url[Position::BeforePath..Position::AfterQuery];
@@ -557,16 +567,25 @@ fn outbound_head(
         b" HTTP/1.1\r\n"
     });
     h1::put_field(&mut out, "host", authority.as_bytes());
+    let mut had_length = false;
     for (name, value) in head.fields() {
-        let skip = name.eq_ignore_ascii_case("host")
-            || name.eq_ignore_ascii_case("content-length")
-            || (answered_expect && name.eq_ignore_ascii_case("expect"))
+        let length = name.eq_ignore_ascii_case("content-length");
+        had_length |= length;
+        let skip = length
+            || name.eq_ignore_ascii_case("host")
+            || name.eq_ignore_ascii_case("expect")
             || h1::is_hop_by_hop(name, tokens);
         if !skip {
             h1::put_field(&mut out, name, value);
         }
     }
-    h1::put_framing(&mut out, framing);
+    match framing {
+        Framing::Empty if had_length => h1::put_framing(&mut out, Framing::Length(0)),
+        framing => h1::put_framing(&mut out, framing),
+    }
+    if head.minor == 0 {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
     out.extend_from_slice(b"\r\n");
     Ok(out)
 }
