@@ -16,9 +16,16 @@
 # reverse proxy to the origin (keep-alive reuse, two threads, no logs), squid and tinyproxy as
 # forward proxies (absolute-form, no cache, no access log). None of them runs gates; they show
 # where a production proxy lands on the same two cores.
+# A hyper-based relay (`bench_hyper_relay`: hyper's server and client, re-framing by
+# construction, no gates) runs in the same rounds as the reference for the gate's own HTTP/1.1.
+#
+# With BASELINE_BIN=/path/to/an/earlier/fleetgate-proxy the same rounds also drive that build as
+# a second forward proxy (row "fleetgate baseline"), so a change on the hot path shows its ratio
+# before and after in one run.
 #
 # Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=5 ROUNDS=3 TUNNELS=1000 GATE_LOG=info
-# REFERENCES=1; the gate logs its one decision line per request at the default level, to a file)
+# REFERENCES=1 BASELINE_BIN=; the gate logs its one decision line per request at the default
+# level, to a file)
 # Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
 set -euo pipefail
 
@@ -47,10 +54,12 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 echo "building release binaries..." >&2
 (cd "$ROOT" && cargo build -q --release -p fleetgate-proxy --bin fleetgate-proxy \
-  && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench --example bench_relay)
+  && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench --example bench_relay \
+     --example bench_hyper_relay)
 # Private copies: a shared target dir may be rebuilt by someone else while this runs.
 cp "${FLEETGATE_PROXY_BIN:-$REL/fleetgate-proxy}" "$WORK/fleetgate-proxy"
-cp "$REL/examples/bench_origin" "$REL/examples/connect_bench" "$REL/examples/bench_relay" "$WORK/"
+cp "$REL/examples/bench_origin" "$REL/examples/connect_bench" "$REL/examples/bench_relay" \
+  "$REL/examples/bench_hyper_relay" "$WORK/"
 GATE_BIN=$WORK/fleetgate-proxy
 REL=$WORK
 
@@ -67,7 +76,11 @@ OPORT=${ORIGIN##*:}
 RELAY=$(first_line "$WORK/relay.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
 
 # Reference proxies: "name|url|lua" lines, one wrk target each (lua empty: origin-form).
-REFS=()
+# First hyper's server and client as a relay (re-framing by construction, no gates): what the
+# gate's hand-written HTTP/1.1 is weighed against.
+"$REL/bench_hyper_relay" "$ORIGIN" >"$WORK/hyper.out" & PIDS+=($!)
+HYPER=$(first_line "$WORK/hyper.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
+REFS=("hyper relay, no gates|http://$HYPER/|absolute")
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
@@ -154,6 +167,14 @@ YAML
 RUST_LOG=${GATE_LOG:-info} "$GATE_BIN" serve --policy "$WORK/policy.yaml" --max-tunnels $((TUNNELS + 100)) \
   >"$WORK/gate.out" 2>"$WORK/gate.err" & GATE_PID=$!; PIDS+=($GATE_PID)
 PROXY=$(first_line "$WORK/gate.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
+
+if [ -n "${BASELINE_BIN:-}" ]; then
+  cp "$BASELINE_BIN" "$WORK/fleetgate-baseline"
+  RUST_LOG=${GATE_LOG:-info} "$WORK/fleetgate-baseline" serve --policy "$WORK/policy.yaml" \
+    >"$WORK/baseline.out" 2>"$WORK/baseline.err" & PIDS+=($!)
+  BASE_PROXY=$(first_line "$WORK/baseline.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
+  REFS=("fleetgate baseline (BASELINE_BIN)|http://$BASE_PROXY/|absolute" "${REFS[@]}")
+fi
 
 # wrk --latency output → "rps p50_ms p99_ms".
 wrk_stats() {

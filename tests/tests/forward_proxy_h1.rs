@@ -680,3 +680,38 @@ async fn every_unreadable_request_head_is_logged_and_counted_as_a_refusal() {
     .await
     .expect("one decision line per refused head");
 }
+
+#[tokio::test]
+async fn plain_http_inside_a_connect_tunnel_is_gated_request_by_request() {
+    let (port, rec) = recording_origin(None).await;
+    let f = fixture_with_port(port).await;
+    let mut c = Reader::connect(&f).await;
+    c.send(
+        format!("CONNECT allowed.test:{port} HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await;
+    let established = c.line().await;
+    assert!(established.starts_with("HTTP/1.1 200"), "{established}");
+    assert_eq!(c.line().await, "");
+    // An allowed request inside the tunnel is relayed and logged on its own.
+    c.send(format!("GET /inside HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n").as_bytes())
+        .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.body, b"ok", "{a:?}");
+    // A request for a blocklisted name sharing the address is refused, not tunnelled.
+    c.send(format!("GET /admin HTTP/1.1\r\nHost: blocked.test:{port}\r\n\r\n").as_bytes())
+        .await;
+    let a = c.answer(false).await;
+    assert_eq!(a.status, 403, "{a:?}");
+    assert_eq!(
+        a.header("x-fleetgate-error").as_deref(),
+        Some("blocked_by_policy")
+    );
+    let seen = rec.all();
+    assert!(seen.contains("GET /inside HTTP/1.1"), "{seen}");
+    assert!(
+        !seen.contains("blocked.test"),
+        "the blocked request must not reach the origin: {seen}"
+    );
+}

@@ -28,6 +28,7 @@ async fn admin_serves_live_ready_and_metrics() {
     let state = AdminState {
         registry,
         ready: Arc::default(),
+        accept_errors: Some(metrics.accept_errors.clone()),
     };
     let listener = TcpListener::bind("127.0.0.1:0")
         .await

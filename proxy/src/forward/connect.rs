@@ -94,16 +94,30 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
             if established.is_err() {
                 return Flow::Close;
             }
+            // Open (and counted as such) from the 200 until it ends, whatever it carries.
+            let gauge = proxy
+                .shared
+                .metrics
+                .active_tunnels
+                .with_label_values(&[proxy.listener]);
+            gauge.inc();
+            let active = ActiveTunnel(gauge);
             match first_speaker(conn, &upstream, limits.idle).await {
                 Some(Speaker::ClientHttp) => {
                     // Plain HTTP inside the tunnel: each request is gated on its own Host,
                     // like captured plain HTTP, so a tunnel to an allowed address cannot carry
                     // a request for another name (a blocklisted one sharing the address).
+                    // It still counts as an open tunnel, under the cap, until the client
+                    // connection ends.
                     conn.original = upstream.peer_addr().ok();
+                    conn.tunnel = Some(TunnelHold {
+                        _permit: permit,
+                        _active: active,
+                    });
                     Flow::KeepAlive
                 }
                 Some(Speaker::Other) => {
-                    tunnel(proxy, conn, upstream, (permit, limits), &label).await;
+                    tunnel(proxy, conn, upstream, (permit, limits, active), &label).await;
                     Flow::Close
                 }
                 None => Flow::Close,
@@ -247,7 +261,16 @@ pub async fn check_host_target(
 }
 
 /// Decrements the active-tunnel gauge however the tunnel task ends.
+#[derive(Debug)]
 struct ActiveTunnel(IntGauge);
+
+/// A tunnel's place under the cap and in the gauge, held by a client connection whose tunnel
+/// carries plain HTTP through the relay.
+#[derive(Debug)]
+pub(super) struct TunnelHold {
+    _permit: TunnelPermit,
+    _active: ActiveTunnel,
+}
 
 impl Drop for ActiveTunnel {
     fn drop(&mut self) {
@@ -261,15 +284,11 @@ async fn tunnel(
     proxy: &ForwardProxy,
     conn: &mut ClientConn,
     upstream: TcpStream,
-    (permit, limits): (TunnelPermit, Effective),
+    (permit, limits, active): (TunnelPermit, Effective, ActiveTunnel),
     label: &str,
 ) {
-    let _permit = permit;
+    let (_permit, _active) = (permit, active);
     let _own = OwnDial::register(&upstream);
-    let metrics = &proxy.shared.metrics;
-    let gauge = metrics.active_tunnels.with_label_values(&[proxy.listener]);
-    gauge.inc();
-    let _active = ActiveTunnel(gauge);
     let activity = Activity::new(
         proxy.counters.bytes_in.clone(),
         proxy.counters.bytes_out.clone(),

@@ -538,8 +538,8 @@ async fn checkout(
 
 /// The request head as the upstream sees it: origin-form target of the checked URL, `Host`
 /// from that URL (RFC 9112 §3.2.2), hop-by-hop headers and proxy credentials removed, the
-/// body framing restated (`content-length: 0` kept when the client sent it: some servers
-/// require a length on `POST`), `Expect` dropped (the gate answers it), and
+/// body framing restated (`content-length: 0` when the client sent it or the method defines
+/// content: some servers refuse a `POST` without a length), `Expect` dropped (the gate answers it), and
 /// `connection: close` on an HTTP/1.0 request.
 fn outbound_head(
     head: &Head,
@@ -579,8 +579,13 @@ fn outbound_head(
             h1::put_field(&mut out, name, value);
         }
     }
+    // RFC 9110 §8.6: a length is sent when the method defines content (some servers refuse
+    // a POST without one) or the client sent one.
+    let defines_content = matches!(head.method(), "POST" | "PUT" | "PATCH");
     match framing {
-        Framing::Empty if had_length => h1::put_framing(&mut out, Framing::Length(0)),
+        Framing::Empty if had_length || defines_content => {
+            h1::put_framing(&mut out, Framing::Length(0));
+        }
         framing => h1::put_framing(&mut out, framing),
     }
     if head.minor == 0 {

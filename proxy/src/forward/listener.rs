@@ -63,9 +63,12 @@ pub(super) struct ClientConn {
     pub buf: BytesMut,
     pub peer: SocketAddr,
     pub upstream: Option<Upstream>,
-    /// The original destination of a connection the transparent listener captured: its
-    /// requests are origin-form and go to this port. `None` on the forward proxy.
+    /// The original destination of a connection the transparent listener captured (or of a
+    /// CONNECT tunnel that carries plain HTTP): its requests are origin-form and go to this
+    /// port. `None` on the forward proxy.
     pub original: Option<SocketAddr>,
+    /// The tunnel a CONNECT opened when it carries plain HTTP through the relay.
+    pub tunnel: Option<super::connect::TunnelHold>,
 }
 
 /// What a connection does after answering a request.
@@ -345,6 +348,7 @@ async fn serve_connection(
         peer,
         upstream: None,
         original: None,
+        tunnel: None,
     };
     serve_client(&proxy, conn).await;
 }
@@ -389,6 +393,7 @@ pub async fn serve_captured(
         peer,
         upstream: None,
         original: Some(original),
+        tunnel: None,
     };
     serve_client(proxy, conn).await;
 }
