@@ -94,6 +94,9 @@ pub struct WatchMetrics {
     pub new_items: IntCounterVec,
     /// `fleetgate_watch_errors_total{watch,reason}`: failed runs by reason code.
     pub errors: IntCounterVec,
+    /// `fleetgate_watch_dry_runs_total{watch,result}`: dry runs (`?dry_run=1`, `--dry-run`) by
+    /// the result they showed; they change no state and count in no other watch metric.
+    pub dry_runs: IntCounterVec,
 }
 
 /// The watches of a gate: per-watch locks (kept across policy reloads) and metrics.
@@ -132,6 +135,11 @@ impl Watches {
                     "Failed watch runs by reason.",
                     &["watch", "reason"],
                 )?,
+                dry_runs: counter(
+                    "fleetgate_watch_dry_runs_total",
+                    "Watch dry runs by the result they showed (no state changed).",
+                    &["watch", "result"],
+                )?,
             },
         })
     }
@@ -151,6 +159,12 @@ impl Watches {
         let _guard = lock.lock().await;
         let outcome = run_once(rt, metrics, spec, dry_run).await;
         let m = &self.metrics;
+        if dry_run {
+            // A dry run is a look, not a run: it moves no run or item counter.
+            let result = outcome.as_ref().map_or("error", |out| out.result);
+            m.dry_runs.with_label_values(&[name, result]).inc();
+            return outcome;
+        }
         match &outcome {
             Ok(out) => {
                 m.runs.with_label_values(&[name, out.result]).inc();

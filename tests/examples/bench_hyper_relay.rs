@@ -11,6 +11,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use fleetgate_e2e::farm::hyper_relay::to_upstream;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
@@ -49,22 +50,8 @@ async fn relay(
     kept: Arc<Mutex<Option<SendRequest<Incoming>>>>,
 ) -> Result<Response<Body>, Infallible> {
     let (mut parts, body) = req.into_parts();
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/".into());
-    parts.uri = path.parse().unwrap_or_default();
-    for hop in [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "upgrade",
-    ] {
-        parts.headers.remove(hop);
+    if !to_upstream(&mut parts) {
+        return Ok(error(StatusCode::BAD_REQUEST));
     }
     let mut slot = kept.lock().await;
     let sender = match slot.take().filter(|s| !s.is_closed()) {

@@ -85,7 +85,10 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
     let started = Instant::now();
     let target = match conn.original {
         None => Ok(Cow::Borrowed(head.target())),
-        Some(original) => capture_target(proxy, head, original).map(Cow::Owned),
+        Some(original) => {
+            let tunnelled = conn.tunnel.is_some();
+            capture_target(proxy, head, original, tunnelled).map(Cow::Owned)
+        }
     };
     let mut logged = LoggedUrl {
         raw: target.as_deref().unwrap_or(head.target()),
@@ -412,11 +415,14 @@ impl std::fmt::Display for LoggedUrl<'_> {
 /// The URL a captured request stands for: `http://<Host>:<original port><path>`, read from
 /// its head by the transparent listener's own sniffer (one `Host`, strict grammar, the same
 /// canonical name rules as the connection's first head). A request without a host name (no
-/// `Host`, or an IP literal) goes to the original address only when raw-IP egress is on.
+/// `Host`, or an IP literal) goes to the original address only when raw-IP egress is on;
+/// inside a CONNECT tunnel an IP-literal `Host` is gated as the URL's host, as the forward
+/// proxy gates `GET http://<ip>/`.
 fn capture_target(
     proxy: &ForwardProxy,
     head: &Head,
     original: SocketAddr,
+    tunnelled: bool,
 ) -> Result<String, ProxyRefusal> {
     use crate::transparent::Refusal;
     use crate::transparent::sniff::{self, Progress, Protocol, SniffError, TargetName};
@@ -435,6 +441,12 @@ fn capture_target(
     };
     let host = match (&sniffed.name, sniffed.raw_name) {
         (Some(TargetName::Domain(_)), Some(raw)) => raw,
+        // Inside a CONNECT tunnel the client chose to name an address, as in an absolute-form
+        // URL: the URL gates decide about it like any other.
+        (Some(TargetName::Ip(ip)), _) if tunnelled => match ip.to_canonical() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("[{ip}]"),
+        },
         _ if crate::transparent::decide::raw_ip_allowed(&proxy.shared.runtime.load().policy) => {
             match original.ip().to_canonical() {
                 IpAddr::V4(ip) => ip.to_string(),

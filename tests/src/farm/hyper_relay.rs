@@ -65,16 +65,17 @@ fn status(code: StatusCode) -> Response<Body> {
     resp
 }
 
-async fn relay(req: Request<Incoming>, upstream: SocketAddr) -> Result<Response<Body>, Infallible> {
-    let (mut parts, body) = req.into_parts();
-    // Absolute-form targets become origin-form; `Host` stays as the client sent it.
+/// Make a received request head fit to send on: an absolute-form target becomes origin-form
+/// (`Host` stays as the client sent it) and hop-by-hop headers are dropped. `false` when the
+/// target has no origin form.
+pub fn to_upstream(parts: &mut http::request::Parts) -> bool {
     let origin_form = parts
         .uri
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     let Ok(uri) = origin_form.parse() else {
-        return Ok(status(StatusCode::BAD_REQUEST));
+        return false;
     };
     parts.uri = uri;
     for hop in [
@@ -87,6 +88,14 @@ async fn relay(req: Request<Incoming>, upstream: SocketAddr) -> Result<Response<
         "upgrade",
     ] {
         parts.headers.remove(hop);
+    }
+    true
+}
+
+async fn relay(req: Request<Incoming>, upstream: SocketAddr) -> Result<Response<Body>, Infallible> {
+    let (mut parts, body) = req.into_parts();
+    if !to_upstream(&mut parts) {
+        return Ok(status(StatusCode::BAD_REQUEST));
     }
     let Ok(stream) = TcpStream::connect(upstream).await else {
         return Ok(status(StatusCode::BAD_GATEWAY));
