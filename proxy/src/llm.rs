@@ -106,6 +106,10 @@ pub enum LlmError {
     /// The model is outside `llm.allowedModels` (enforce mode).
     #[error("{0}")]
     ModelNotAllowed(String),
+    /// A completion request whose model is missing or not a string (enforce mode with an
+    /// allow-list: a provider would apply its own default model).
+    #[error("{0}")]
+    ModelMissing(String),
     /// The request body is over `llm.maxRequestBytes`.
     #[error("failed to read the request: the body is larger than {0} bytes")]
     TooLarge(u64),
@@ -144,6 +148,7 @@ impl LlmError {
             Self::NotFound(_) => "not_found",
             Self::RoleNotConfigured(_) => "llm_role_not_configured",
             Self::ModelNotAllowed(_) => "llm_model_not_allowed",
+            Self::ModelMissing(_) => "llm_model_missing",
             Self::TooLarge(_) => "payload_too_large",
             Self::BadRequest(_) => "invalid_request",
             Self::KeyUnavailable(_) => "llm_key_unavailable",
@@ -162,7 +167,7 @@ impl LlmError {
             Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
             Self::ModelNotAllowed(_) | Self::Refused(_) | Self::Loop(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_) | Self::ModelMissing(_) => StatusCode::BAD_REQUEST,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::KeyUnavailable(_) | Self::Connect(_) | Self::Tls(_) | Self::Protocol(_) => {
                 StatusCode::BAD_GATEWAY
@@ -183,7 +188,8 @@ impl LlmError {
                 "error": {
                     "message": message,
                     "type": openai_type(self.status()),
-                    "param": matches!(self, Self::ModelNotAllowed(_)).then_some("model"),
+                    "param": matches!(self, Self::ModelNotAllowed(_) | Self::ModelMissing(_))
+                        .then_some("model"),
                     "code": self.code(),
                 }
             }),

@@ -355,3 +355,170 @@ async fn unknown_roles_and_unconfigured_roles_are_answered_by_the_gate() {
     }
     assert!(stub.requests().is_empty(), "nothing reaches the provider");
 }
+
+/// POST raw `body` bytes to `path` on the api listener.
+async fn call_raw(
+    api: std::net::SocketAddr,
+    path: &str,
+    body: &'static [u8],
+) -> fleetgate_e2e::http::HttpReply {
+    let req = http::Request::post(path)
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer x")
+        .body(Bytes::from_static(body))
+        .expect("request");
+    fleetgate_e2e::http::send(api, req)
+        .await
+        .expect("the gate must answer")
+}
+
+/// Completion bodies whose model cannot be judged, with the code enforce mode answers.
+const UNJUDGED: [(&[u8], &str); 4] = [
+    (br#"{"messages":[]}"#, "llm_model_missing"),
+    (br#"{"model":null,"messages":[]}"#, "llm_model_missing"),
+    (
+        br#"{"model":["gpt-rogue"],"messages":[]}"#,
+        "llm_model_missing",
+    ),
+    (br#"{"model":"gpt-rogue","messages":[]"#, "invalid_request"),
+];
+
+#[tokio::test]
+async fn enforce_mode_refuses_a_completion_whose_model_cannot_be_judged() {
+    let stub = StubProvider::start(StubOptions::new(StubKind::OpenAi))
+        .await
+        .expect("stub");
+    let tail = "  mode: enforce\n  roles:\n    main: oai\n  allowedModels: [stub-model]\n";
+    let (_secrets, gate) = gate_with(&[("oai", "openai", &stub)], tail).await;
+    for path in ["/llm/main/v1/chat/completions", "/llm/main/v1/responses"] {
+        for (body, code) in UNJUDGED {
+            let reply = call_raw(gate.api_addr(), path, body).await;
+            let shown = String::from_utf8_lossy(body);
+            assert_eq!(reply.status, 400, "{path} {shown}: {}", reply.text());
+            assert_eq!(
+                reply.header("x-fleetgate-error"),
+                Some(code),
+                "{path} {shown}"
+            );
+            assert_eq!(
+                reply.json().unwrap()["error"]["code"],
+                code,
+                "the provider's error shape carries the code: {}",
+                reply.text()
+            );
+        }
+    }
+    assert!(
+        stub.requests().is_empty(),
+        "nothing the gate cannot judge reaches the provider: {:?}",
+        stub.requests()
+    );
+    let text = metrics(&gate).await;
+    for want in [
+        r#"fleetgate_llm_refusals_total{action="refused",code="llm_model_missing",role="main"} 6"#,
+        r#"fleetgate_llm_refusals_total{action="refused",code="invalid_request",role="main"} 2"#,
+    ] {
+        assert!(text.contains(want), "{want} must be counted:\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn observe_mode_forwards_an_unjudged_completion_and_counts_it() {
+    let stub = StubProvider::start(StubOptions::new(StubKind::OpenAi))
+        .await
+        .expect("stub");
+    let tail = "  roles:\n    main: oai\n  allowedModels: [stub-model]\n";
+    let (_secrets, gate) = gate_with(&[("oai", "openai", &stub)], tail).await;
+    for (body, _) in UNJUDGED {
+        let reply = call_raw(gate.api_addr(), "/llm/main/v1/chat/completions", body).await;
+        assert_eq!(reply.status, 200, "observe mode forwards: {}", reply.text());
+    }
+    assert_eq!(stub.requests().len(), 4, "every call reaches the provider");
+    assert_eq!(
+        stub.requests()[3].body,
+        Value::Null,
+        "the malformed body is relayed as sent (the stub reads it as no JSON)"
+    );
+    let text = metrics(&gate).await;
+    for want in [
+        r#"fleetgate_llm_refusals_total{action="would_refuse",code="llm_model_missing",role="main"} 3"#,
+        r#"fleetgate_llm_refusals_total{action="would_refuse",code="invalid_request",role="main"} 1"#,
+    ] {
+        assert!(text.contains(want), "{want} must be counted:\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn metadata_calls_neither_blank_the_observation_nor_carry_the_pins() {
+    let stub = StubProvider::start(StubOptions::new(StubKind::OpenAi))
+        .await
+        .expect("stub");
+    let tail = "  mode: enforce\n  roles:\n    main: oai\n  allowedModels: [stub-model]\n\
+                \x20 pins:\n    main:\n      effort: high\n      serviceTier: flex\n";
+    let (_secrets, gate) = gate_with(&[("oai", "openai", &stub)], tail).await;
+    let streamed = call(
+        gate.api_addr(),
+        "/llm/main/v1/chat/completions",
+        &json!({"model": "stub-model", "stream": true, "messages": []}),
+        ("authorization", "Bearer x"),
+    )
+    .await;
+    assert!(
+        streamed.text().ends_with("data: [DONE]\n\n"),
+        "{}",
+        streamed.text()
+    );
+    // What Hermes sends before every completion.
+    for path in [
+        "/llm/main/api/v1/models",
+        "/llm/main/api/v1/models",
+        "/llm/main/api/v1/models",
+    ] {
+        let reply = fleetgate_e2e::http::get(gate.api_addr(), path)
+            .await
+            .expect("get");
+        assert_eq!(reply.status, 200, "{path}");
+    }
+    let show = call(
+        gate.api_addr(),
+        "/llm/main/api/show",
+        &json!({"name": "stub-model"}),
+        ("authorization", "Bearer x"),
+    )
+    .await;
+    assert_eq!(show.status, 200, "{}", show.text());
+    for path in ["/llm/main/v1/models/stub-model", "/llm/main/v1/models"] {
+        let reply = fleetgate_e2e::http::get(gate.api_addr(), path)
+            .await
+            .expect("get");
+        assert_eq!(reply.status, 200, "{path}");
+    }
+    let obs = observed(&gate).await;
+    let main = &obs["main"];
+    let got = json!([
+        main["model"],
+        main["reasoning_effort"],
+        main["service_tier"],
+        main["response_service_tier"]
+    ]);
+    assert_eq!(
+        got,
+        json!(["stub-model", "high", "flex", "flex"]),
+        "the completion's observation survives the metadata calls: {obs}"
+    );
+    assert_eq!(
+        main["gate"]["requests"], 1,
+        "only the completion is counted: {obs}"
+    );
+    let seen = stub.requests();
+    let show_seen = seen
+        .iter()
+        .find(|r| r.path == "/api/show")
+        .expect("POST /api/show reaches the provider");
+    assert_eq!(
+        show_seen.body,
+        json!({"name": "stub-model"}),
+        "a metadata POST passes unchanged under pins"
+    );
+    assert_eq!(seen.len(), 7, "all seven calls reach the provider");
+}

@@ -326,3 +326,79 @@ async fn the_watch_subcommand_prints_the_same_output_and_exit_codes() {
         "the error must name the field"
     );
 }
+
+#[tokio::test]
+async fn dry_runs_count_on_their_own_and_move_no_run_or_item_counter() {
+    let Some(python) = venv::hermes_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir must be created");
+    let store = dir.path().join("store");
+    let items = dir.path().join("items.json");
+    write_items(&items, &[1, 2]);
+    let server = McpServer::start(&python, &items).await;
+    let gate = GateProcess::spawn(&policy(&server.url(), server.port, &store))
+        .await
+        .expect("the gate must start");
+    let metric = |text: &str, series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    let scrape = || async {
+        http::get(gate.admin_addr(), "/metrics")
+            .await
+            .expect("metrics must answer")
+            .text()
+    };
+    // A dry run on a fresh watch: no baseline is recorded or counted.
+    watch(&gate, "?dry_run=1").await;
+    let text = scrape().await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"fleetgate_watch_runs_total{result="baseline",watch="inbox"}"#
+        ),
+        0.0,
+        "a dry run is not a run:\n{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            r#"fleetgate_watch_dry_runs_total{result="baseline",watch="inbox"}"#
+        ),
+        1.0,
+        "dry runs count on their own:\n{text}"
+    );
+    assert!(state_bytes(&store).is_none(), "a dry run writes no state");
+    watch(&gate, "").await;
+    // One new item, seen by two dry runs and then a real run: counted once.
+    server.set_items(&[3, 1, 2]);
+    watch(&gate, "?dry_run=1").await;
+    watch(&gate, "?dry_run=1").await;
+    let real = watch(&gate, "").await;
+    assert_eq!(
+        real.text(),
+        "Sender 3 | Subject 3\n",
+        "the real run reports it"
+    );
+    let text = scrape().await;
+    for (series, want) in [
+        (r#"fleetgate_watch_new_items_total{watch="inbox"}"#, 1.0),
+        (
+            r#"fleetgate_watch_runs_total{result="baseline",watch="inbox"}"#,
+            1.0,
+        ),
+        (
+            r#"fleetgate_watch_runs_total{result="new_items",watch="inbox"}"#,
+            1.0,
+        ),
+        (
+            r#"fleetgate_watch_dry_runs_total{result="new_items",watch="inbox"}"#,
+            2.0,
+        ),
+    ] {
+        assert_eq!(metric(&text, series), want, "{series}:\n{text}");
+    }
+    server.stop().await;
+}

@@ -28,8 +28,27 @@ const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-
 /// The request after observation and enforcement, ready to go upstream.
 struct Prepared {
     body: Bytes,
-    facts: RequestFacts,
+    /// What a completion call said about itself; `None` for every other call (model lists,
+    /// model info, uploads), which is relayed untouched and observed not at all.
+    facts: Option<RequestFacts>,
     rewrites: Vec<Rewrite>,
+}
+
+/// The provider paths that run a model, by their last segments (streaming or not: the
+/// streaming form is the same path with `"stream": true`): OpenAI-compatible
+/// `chat/completions`, `completions` and `responses`, and Anthropic `messages`.
+const COMPLETION_PATHS: &[&str] = &[
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/messages",
+];
+
+/// Whether `method` on the provider path `rest` is a completion call: only these are observed,
+/// checked against `llm.allowedModels` and pinned.
+pub fn is_completion(method: &http::Method, rest: &str) -> bool {
+    let path = rest.trim_end_matches('/');
+    method == http::Method::POST && COMPLETION_PATHS.iter().any(|p| path.ends_with(p))
 }
 
 /// Serve one `/llm/...` request.
@@ -65,7 +84,8 @@ async fn relay(
     let (parts, body) = req.into_parts();
     let limit = rt.policy.llm.max_request_bytes;
     let bytes = read_body(body, limit).await?;
-    let prepared = prepare(shared, rt, route, provider, bytes)?;
+    let completion = is_completion(&parts.method, &route.rest);
+    let prepared = prepare(shared, rt, route, provider, bytes, completion)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
     let own = own_listeners(shared);
@@ -77,21 +97,22 @@ async fn relay(
         .map_err(|_| LlmError::Timeout(provider.header_timeout.as_secs()))?
         .map_err(|e| LlmError::Protocol(e.to_string()))?;
     shared.llm.upstreams.checkin(conn);
+    let Some(facts) = &prepared.facts else {
+        // Not a completion: relayed as it came, the observation left as it was.
+        let (mut parts, body) = resp.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        parts.headers.remove(ERROR_HEADER);
+        let body = body
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+            .boxed();
+        return Ok(Response::from_parts(parts, body));
+    };
     let applied = rt.policy.llm.mode == LlmMode::Enforce;
-    let seq =
-        shared
-            .llm
-            .store
-            .record_sent(&route.role, &prepared.facts, &prepared.rewrites, applied);
-    Ok(inbound(
-        shared,
-        rt,
-        route,
-        &prepared.facts,
-        seq,
-        resp,
-        started,
-    ))
+    let seq = shared
+        .llm
+        .store
+        .record_sent(&route.role, facts, &prepared.rewrites, applied);
+    Ok(inbound(shared, rt, route, facts, seq, resp, started))
 }
 
 async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
@@ -111,42 +132,71 @@ async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
         })
 }
 
-/// Observe the body; in enforce mode refuse a disallowed model and write the role's pins.
+/// Observe a completion call; in enforce mode refuse one whose model is outside
+/// `llm.allowedModels` or cannot be judged (a body that is not a JSON object, a model missing
+/// or not a string: a provider would fall back to its own default), and write the role's
+/// pins. Every other call is relayed untouched. Observe mode forwards all and counts what it
+/// would refuse.
 fn prepare(
     shared: &Shared,
     rt: &Runtime,
     route: &Route,
     provider: &LlmProvider,
     bytes: Bytes,
+    completion: bool,
 ) -> Result<Prepared, LlmError> {
-    let Ok(mut json) = serde_json::from_slice::<Value>(&bytes) else {
-        // Not JSON (a GET of the model list, an upload): relayed untouched, nothing to see.
-        return Ok(Prepared {
-            body: bytes,
-            facts: RequestFacts::default(),
-            rewrites: Vec::new(),
-        });
+    let untouched = |body| Prepared {
+        body,
+        facts: None,
+        rewrites: Vec::new(),
     };
+    if !completion {
+        return Ok(untouched(bytes));
+    }
     let policy = &rt.policy.llm;
     let enforce = policy.mode == LlmMode::Enforce;
     let role_label = observe::role_label(policy, &route.role);
-    let facts = RequestFacts::of(&json);
-    if let Some(message) = enforce::model_refusal(policy, facts.model.as_deref()) {
+    let refuse = |refusal: LlmError, model: Option<&str>| {
         let action = if enforce { "refused" } else { "would_refuse" };
         shared
             .llm
             .metrics
             .refusals
-            .with_label_values(&[role_label.as_str(), "llm_model_not_allowed", action])
+            .with_label_values(&[role_label.as_str(), refusal.code(), action])
             .inc();
         tracing::warn!(
-            event = "llm.refusal", role = %route.role, action,
-            model = facts.model.as_deref().unwrap_or(""), "model outside llm.allowedModels"
+            event = "llm.refusal", role = %route.role, action, code = refusal.code(),
+            model = model.unwrap_or(""), "completion request outside the fleet policy"
         );
         if enforce {
             shared.llm.store.record_refused(&route.role);
-            return Err(LlmError::ModelNotAllowed(message));
+            return Err(refusal);
         }
+        Ok(())
+    };
+    let mut json = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(json) if json.is_object() => json,
+        _ => {
+            let why = "fleetgate: the completion request is not a JSON object, so its model cannot be checked against the fleet policy";
+            refuse(LlmError::BadRequest(why.into()), None)?;
+            return Ok(untouched(bytes));
+        }
+    };
+    let facts = RequestFacts::of(&json);
+    match (&facts.model, policy.allowed_models.is_empty()) {
+        (Some(model), _) => {
+            if let Some(message) = enforce::model_refusal(policy, Some(model)) {
+                refuse(LlmError::ModelNotAllowed(message), Some(model))?;
+            }
+        }
+        (None, false) => {
+            let message = format!(
+                "fleetgate: the completion request names no model (or not as a string); the fleet policy allows only {}",
+                policy.allowed_models.join(", ")
+            );
+            refuse(LlmError::ModelMissing(message), None)?;
+        }
+        (None, true) => {}
     }
     let rewrites = match policy.pin_for(&route.role) {
         Some(pin) => enforce::pin_rewrites(pin, provider.kind, &route.rest, &mut json, enforce),
@@ -156,14 +206,14 @@ fn prepare(
     if !enforce || rewrites.is_empty() {
         return Ok(Prepared {
             body: bytes,
-            facts,
+            facts: Some(facts),
             rewrites,
         });
     }
     let body = serde_json::to_vec(&json).map_err(|e| LlmError::BadRequest(e.to_string()))?;
     Ok(Prepared {
         body: Bytes::from(body),
-        facts: RequestFacts::of(&json),
+        facts: Some(RequestFacts::of(&json)),
         rewrites,
     })
 }

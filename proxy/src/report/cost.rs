@@ -371,7 +371,8 @@ fn job_cost(
 /// Round to `places` decimals.
 pub fn round(value: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
-    (value * scale).round() / scale
+    // `+ 0.0` turns a negative zero (an empty sum is -0.0) into 0: reports print `0`.
+    (value * scale).round() / scale + 0.0
 }
 
 #[cfg(test)]

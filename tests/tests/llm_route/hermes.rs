@@ -119,6 +119,21 @@ async fn hermes_runs_a_turn_and_a_delegated_sub_agent_through_their_own_role_pat
         main_sent["service_tier"], "priority",
         "the pin is on the wire"
     );
+    // Hermes' metadata calls (model lists, `POST /api/show`, model info) are not completions:
+    // they reach the provider as Hermes sent them, without the pins.
+    let metadata: Vec<_> = stub
+        .requests()
+        .into_iter()
+        .filter(|r| !r.path.ends_with("/chat/completions"))
+        .collect();
+    for r in &metadata {
+        assert!(
+            r.body.get("reasoning_effort").is_none() && r.body.get("service_tier").is_none(),
+            "{}: a metadata call must pass unchanged: {}",
+            r.path,
+            r.body
+        );
+    }
     let obs = observed(&gate).await;
     let want = [
         (

@@ -318,3 +318,17 @@ fn the_total_is_the_sum_of_the_jobs_per_day_cost() {
         "window"
     );
 }
+
+#[test]
+fn an_empty_home_totals_zero_not_negative_zero() {
+    let section = run(&[], None, None);
+    assert!(
+        section.total_cost_per_day_usd.is_sign_positive(),
+        "an empty sum is -0.0 in IEEE arithmetic; the report must say 0"
+    );
+    let json = serde_json::to_string(&section).expect("serialises");
+    assert!(
+        json.contains("\"total_cost_per_day_usd\":0.0") && !json.contains("-0.0"),
+        "{json}"
+    );
+}
