@@ -182,7 +182,7 @@ fn run(args: RunArgs) -> Result<(), String> {
                     .spawn(
                         client.clone(),
                         namespace.as_deref(),
-                        Some(metrics.accept_errors.clone()),
+                        Some(metrics.clone()),
                     )
                     .await
                     .map_err(|e| e.to_string())?,

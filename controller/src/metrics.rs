@@ -28,6 +28,10 @@ pub struct Metrics {
     /// and webhook listeners (`resource`: out of descriptors or memory, the listener backs
     /// off; `connection`: one connection failed).
     pub accept_errors: IntCounterVec,
+    /// `fleetgate_controller_webhook_reviews_total{outcome}`: admission reviews answered by
+    /// this replica's webhook (`patched`, `refused`, `malformed`, or why the pod was left
+    /// unchanged).
+    pub webhook_reviews: IntCounterVec,
     /// `fleetgate_controller_invalid_specs_total`: reconciles that found the spec invalid.
     pub invalid_specs: IntCounter,
     /// `fleetgate_controller_scrape_failures_total{reason}`: pods whose gate did not answer,
@@ -82,6 +86,13 @@ impl Metrics {
                     "Failed accepts of the admin and webhook listeners by kind (resource: out of descriptors or memory).",
                 ),
                 &["listener", "kind"],
+            )?,
+            webhook_reviews: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_controller_webhook_reviews_total",
+                    "Admission reviews answered by the injection webhook, by outcome.",
+                ),
+                &["outcome"],
             )?,
             failures: IntCounterVec::new(
                 Opts::new(
@@ -148,6 +159,9 @@ impl Metrics {
         reg.register(Box::new(m.writes.clone()))?;
         reg.register(Box::new(m.invalid_specs.clone()))?;
         reg.register(Box::new(m.accept_errors.clone()))?;
+        reg.register(Box::new(m.webhook_reviews.clone()))?;
+        // At 0 from the start, so the alert sees the first malformed review.
+        m.webhook_reviews.with_label_values(&["malformed"]);
         Ok(m)
     }
 

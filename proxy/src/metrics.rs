@@ -254,7 +254,38 @@ impl ProxyMetrics {
         reg.register(Box::new(m.cache_lookups.clone()))?;
         reg.register(Box::new(m.cache_writes.clone()))?;
         reg.register(Box::new(m.searches.clone()))?;
+        m.start_alerted_series_at_zero();
         Ok(m)
+    }
+
+    /// Create, at 0, the series the shipped alerts watch for a first occurrence: a counter
+    /// series that appears with the value 1 has no earlier sample, so `increase()` would miss
+    /// the one metadata attempt or leaked secret that matters most.
+    fn start_alerted_series_at_zero(&self) {
+        for (gate, reason) in [
+            ("ssrf", "ip_cloud_metadata"),
+            ("secret_url", "secret_in_url"),
+            ("secret_url", "sensitive_query_param"),
+            ("secret_url", "credentials_in_userinfo"),
+            ("secret_url", "secret_in_host"),
+        ] {
+            self.gate_decisions
+                .with_label_values(&[gate, "deny", reason]);
+        }
+        for result in ["ok", "invalid"] {
+            self.policy_reloads.with_label_values(&[result]);
+        }
+        for listener in ["api", "admin", "forward_proxy", "transparent"] {
+            self.accept_errors
+                .with_label_values(&[listener, "resource"]);
+        }
+        for outcome in ["volume_unwritable", "volume_full", "volume_error"] {
+            self.cache_writes.with_label_values(&[outcome]);
+        }
+        for outcome in ["volume_unreadable", "corrupt_entry"] {
+            self.cache_lookups.with_label_values(&[outcome]);
+        }
+        self.store_writes.with_label_values(&["failed"]);
     }
 
     /// Count one decision of `gate` (`verdict` `allow`, `deny` or `report`; `reason` its code).

@@ -32,6 +32,7 @@ use super::config::ConfigError;
 use super::review::{PolicySource, review};
 use super::{InjectorConfig, MUTATE_PATH};
 use crate::crd::FleetPolicy;
+use crate::metrics::Metrics;
 
 /// Largest AdmissionReview body read (the API server caps objects at about 3 MiB).
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -93,6 +94,8 @@ pub struct CertStore {
 struct Handler {
     cfg: InjectorConfig,
     source: Arc<dyn PolicySource>,
+    /// `fleetgate_controller_webhook_reviews_total`, when metrics are on.
+    reviews: Option<IntCounterVec>,
 }
 
 // === impl CertStore ===
@@ -216,7 +219,7 @@ impl Setup {
         self,
         client: kube::Client,
         namespace: Option<&str>,
-        accept_errors: Option<IntCounterVec>,
+        metrics: Option<Metrics>,
     ) -> Result<JoinHandle<()>, ServerError> {
         let acceptor = self.certs.acceptor()?;
         let listener = TcpListener::bind(self.addr)
@@ -243,7 +246,7 @@ impl Setup {
                 }
                 info!(%addr, "webhook.listening");
                 tokio::spawn(certs.watch(CERT_CHECK_INTERVAL));
-                serve(listener, acceptor, cfg, Arc::new(reader), accept_errors).await;
+                serve(listener, acceptor, cfg, Arc::new(reader), metrics).await;
             };
             tokio::select! {
                 () = events => warn!("webhook.reflector_ended"),
@@ -259,10 +262,14 @@ pub async fn serve(
     acceptor: TlsAcceptor,
     cfg: InjectorConfig,
     source: Arc<dyn PolicySource>,
-    accept_errors: Option<IntCounterVec>,
+    metrics: Option<Metrics>,
 ) {
-    let handler = Arc::new(Handler { cfg, source });
-    let mut accepting = Acceptor::new("webhook", accept_errors);
+    let handler = Arc::new(Handler {
+        cfg,
+        source,
+        reviews: metrics.as_ref().map(|m| m.webhook_reviews.clone()),
+    });
+    let mut accepting = Acceptor::new("webhook", metrics.map(|m| m.accept_errors));
     loop {
         let (stream, peer) = accepting.accept(&listener).await;
         let acceptor = acceptor.clone();
@@ -305,6 +312,9 @@ async fn route(handler: &Handler, req: Request<Incoming>) -> Response<Full<Bytes
             };
             let reviewed = review(&body, handler.source.as_ref(), &handler.cfg);
             info!(outcome = reviewed.outcome, detail = %reviewed.detail, "webhook.review");
+            if let Some(reviews) = &handler.reviews {
+                reviews.with_label_values(&[reviewed.outcome]).inc();
+            }
             let status = StatusCode::from_u16(reviewed.status).unwrap_or(StatusCode::OK);
             respond(status, "application/json", reviewed.body)
         }

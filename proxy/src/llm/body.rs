@@ -25,6 +25,8 @@ pub struct Finish {
     pub seq: u64,
     /// `2xx`, `4xx`, ...
     pub status_class: &'static str,
+    /// The service tier pinned for the role, if any: a served tier that differs is counted.
+    pub pinned_tier: Option<String>,
 }
 
 /// An upstream body that observes the served tier while streaming.
@@ -53,6 +55,17 @@ impl ObservingBody {
         };
         let served = self.scanner.served();
         f.shared.llm.store.record_served(&f.role, f.seq, served);
+        if let (Some(pinned), Some(served)) = (&f.pinned_tier, served)
+            && pinned != served
+        {
+            let tier = super::observe::tier_label(Some(served));
+            f.shared
+                .llm
+                .metrics
+                .tier_mismatches
+                .with_label_values(&[f.role_label.as_str(), tier])
+                .inc();
+        }
         f.shared
             .llm
             .metrics

@@ -21,6 +21,10 @@ pub struct LlmMetrics {
     pub refusals: IntCounterVec,
     /// `fleetgate_llm_time_to_first_byte_seconds{role}`: request start to the response head.
     pub first_byte: HistogramVec,
+    /// `fleetgate_llm_tier_mismatches_total{role,served_tier}`: responses whose served tier
+    /// differs from the tier pinned for the role (the provider downgraded, or the pin was not
+    /// applied in observe mode).
+    pub tier_mismatches: IntCounterVec,
 }
 
 // === impl LlmMetrics ===
@@ -52,6 +56,11 @@ impl LlmMetrics {
                 "LLM requests refused (or that would be, in observe mode) by code.",
                 &["role", "code", "action"],
             )?,
+            tier_mismatches: counter(
+                "fleetgate_llm_tier_mismatches_total",
+                "LLM responses served on a tier other than the role's pinned tier.",
+                &["role", "served_tier"],
+            )?,
             first_byte: HistogramVec::new(
                 HistogramOpts::new(
                     "fleetgate_llm_time_to_first_byte_seconds",
@@ -68,6 +77,7 @@ impl LlmMetrics {
         reg.register(Box::new(m.rewrites.clone()))?;
         reg.register(Box::new(m.refusals.clone()))?;
         reg.register(Box::new(m.first_byte.clone()))?;
+        reg.register(Box::new(m.tier_mismatches.clone()))?;
         Ok(m)
     }
 }

@@ -368,6 +368,9 @@ fn inbound(
         role_label,
         seq,
         status_class: status_class(parts.status),
+        pinned_tier: policy
+            .pin_for(&route.role)
+            .and_then(|pin| pin.service_tier.clone()),
     };
     let body = ObservingBody::new(body, finish)
         .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)

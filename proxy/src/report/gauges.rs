@@ -1,4 +1,5 @@
-//! Report gauges: cost per day per cron job and flagged jobs, refreshed from a cost report.
+//! Report gauges: cost per day, runs, empty-run share and flags per cron job, refreshed from a
+//! cost report.
 
 use prometheus::{GaugeVec, IntGaugeVec, Opts, Registry};
 
@@ -9,6 +10,8 @@ use super::cost::{CostSection, Flag};
 pub struct ReportGauges {
     cost_per_day: GaugeVec,
     flagged: IntGaugeVec,
+    runs: IntGaugeVec,
+    empty_share: GaugeVec,
 }
 
 impl ReportGauges {
@@ -28,11 +31,29 @@ impl ReportGauges {
             ),
             &["job", "flag"],
         )?;
+        let runs = IntGaugeVec::new(
+            Opts::new(
+                "fleetgate_report_cron_runs",
+                "Runs of a cron job over the report window.",
+            ),
+            &["job"],
+        )?;
+        let empty_share = GaugeVec::new(
+            Opts::new(
+                "fleetgate_report_cron_empty_run_share",
+                "Share of a cron job's runs that ended without a reply (0..1), when known.",
+            ),
+            &["job"],
+        )?;
         registry.register(Box::new(cost_per_day.clone()))?;
         registry.register(Box::new(flagged.clone()))?;
+        registry.register(Box::new(runs.clone()))?;
+        registry.register(Box::new(empty_share.clone()))?;
         Ok(Self {
             cost_per_day,
             flagged,
+            runs,
+            empty_share,
         })
     }
 
@@ -40,10 +61,19 @@ impl ReportGauges {
     pub fn observe(&self, cost: &CostSection) {
         self.cost_per_day.reset();
         self.flagged.reset();
+        self.runs.reset();
+        self.empty_share.reset();
         for job in &cost.jobs {
+            let id = job.id.as_str();
             self.cost_per_day
-                .with_label_values(&[job.id.as_str()])
+                .with_label_values(&[id])
                 .set(job.cost_per_day_usd);
+            self.runs
+                .with_label_values(&[id])
+                .set(i64::try_from(job.runs).unwrap_or(i64::MAX));
+            if let Some(share) = job.empty_share {
+                self.empty_share.with_label_values(&[id]).set(share);
+            }
             for flag in [Flag::FrequentWithoutGate, Flag::MostlyEmpty] {
                 let name = match flag {
                     Flag::FrequentWithoutGate => "frequent_without_gate",
@@ -127,6 +157,14 @@ mod tests {
             &[("job", "noisy")],
         );
         assert_eq!(per_day, Some(2.1), "30 runs at 0.07 in one day");
+        let runs = gauge(&registry, "fleetgate_report_cron_runs", &[("job", "noisy")]);
+        assert_eq!(runs, Some(30.0), "30 runs in the window");
+        let share = gauge(
+            &registry,
+            "fleetgate_report_cron_empty_run_share",
+            &[("job", "noisy")],
+        );
+        assert_eq!(share, Some(1.0), "every run ended silent");
         for flag in ["frequent_without_gate", "mostly_empty"] {
             let labels = [("job", "noisy"), ("flag", flag)];
             assert_eq!(

@@ -1,0 +1,201 @@
+"""fleetgate's Grafana dashboards, built with Grafana's own dashboards-as-code SDK.
+
+`python build.py OUT_DIR...` writes egress.json, fleet-cost.json, llm.json and controller.json
+into each OUT_DIR (the chart's `dashboards/` and `deploy/dashboards/`). The SDK's typed builders
+give panels, targets and variables the shape Grafana's dashboard schema defines, so a field
+cannot be misspelt; `tests/tests/observability.rs` checks the committed JSON is this script's
+output and runs every panel query against a real Prometheus scraping a real gate.
+
+Every panel reads one Prometheus data source chosen by the `datasource` variable; queries use
+Grafana's `$__rate_interval` / `$__range` and the `namespace` variable (all namespaces by
+default).
+"""
+
+import json
+import sys
+
+from grafana_foundation_sdk.builders import dashboard as db
+from grafana_foundation_sdk.builders import prometheus, stat, table, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.dashboard import DataSourceRef
+
+DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
+NS = 'namespace=~"$namespace"'
+RATE = "$__rate_interval"
+
+
+def query(expr, legend="", ref="A", instant=False):
+    q = prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref)
+    return q.instant() if instant else q
+
+
+def series(title, description, exprs, unit="short", width=12):
+    panel = (
+        timeseries.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .unit(unit)
+        .span(width)
+        .height(8)
+    )
+    for i, (expr, legend) in enumerate(exprs):
+        panel = panel.with_target(query(expr, legend, chr(ord("A") + i)))
+    return panel
+
+
+def top(title, description, expr, unit="short", width=12):
+    return (
+        table.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .unit(unit)
+        .span(width)
+        .height(8)
+        .with_target(query(expr, "", "A", instant=True))
+    )
+
+
+def single(title, description, expr, unit="short", width=6):
+    return (
+        stat.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .unit(unit)
+        .span(width)
+        .height(4)
+        .with_target(query(expr, "", "A"))
+    )
+
+
+def base(uid, title, description):
+    return (
+        db.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags(["fleetgate"])
+        .time("now-6h", "now")
+        .refresh("30s")
+        .with_variable(db.DatasourceVariable("datasource").label("Data source").type("prometheus"))
+        .with_variable(
+            db.QueryVariable("namespace")
+            .label("Namespace")
+            .datasource(DS)
+            .query("label_values(fleetgate_gate_decisions_total, namespace)")
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+        )
+    )
+
+
+def egress():
+    d = base("fleetgate-egress", "fleetgate / Egress",
+             "What the gates let out and refuse, by listener, gate, verdict and reason.")
+    return (
+        d.with_panel(single("Refusals (range)", "Refused egress requests in the selected range.",
+                            f'sum(increase(fleetgate_gate_decisions_total{{verdict="deny",{NS}}}[$__range]))'))
+        .with_panel(single("Cloud metadata attempts (range)", "Requests refused at the metadata floor; any is worth a look.",
+                           f'sum(increase(fleetgate_gate_decisions_total{{reason="ip_cloud_metadata",{NS}}}[$__range]))'))
+        .with_panel(single("Open tunnels", "CONNECT tunnels open now.",
+                           f"sum(fleetgate_listener_active_tunnels{{{NS}}})"))
+        .with_panel(single("Log lines dropped (range)", "Decision lines lost to a full log queue.",
+                           f"sum(increase(fleetgate_log_lines_dropped_total{{{NS}}}[$__range]))"))
+        .with_panel(series("Gate decisions by gate and verdict", "Every gate's verdicts per second.",
+                           [(f"sum by (gate, verdict) (rate(fleetgate_gate_decisions_total{{{NS}}}[{RATE}]))", "{{gate}} {{verdict}}")], "reqps"))
+        .with_panel(top("Top refused reasons", "The ten most frequent refusal codes in the range.",
+                        f'topk(10, sum by (reason) (increase(fleetgate_gate_decisions_total{{verdict="deny",{NS}}}[$__range])))'))
+        .with_panel(series("Listener requests by verdict", "Forward proxy and transparent capture requests per second.",
+                           [(f"sum by (listener, proxy_type, verdict) (rate(fleetgate_listener_requests_total{{{NS}}}[{RATE}]))", "{{listener}} {{proxy_type}} {{verdict}}")], "reqps"))
+        .with_panel(series("Listener refusals by code", "What the egress listeners refused, by code.",
+                           [(f"sum by (listener, code) (rate(fleetgate_listener_refusals_total{{{NS}}}[{RATE}]))", "{{listener}} {{code}}")], "reqps"))
+        .with_panel(series("Extract and search latency", "The api listener's request duration, p50 and p95.",
+                           [(f"histogram_quantile(0.5, sum by (le, route) (rate(fleetgate_http_request_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p50 {{route}}"),
+                            (f"histogram_quantile(0.95, sum by (le, route) (rate(fleetgate_http_request_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p95 {{route}}")], "s"))
+        .with_panel(series("Bytes relayed", "Bytes through the egress listeners (in: agent to upstream).",
+                           [(f"sum by (listener, direction) (rate(fleetgate_listener_bytes_total{{{NS}}}[{RATE}]))", "{{listener}} {{direction}}")], "Bps"))
+        .with_panel(series("Cache lookups by outcome", "Hits, misses, stale entries and why a page was not cached.",
+                           [(f"sum by (outcome) (rate(fleetgate_cache_lookups_total{{{NS}}}[{RATE}]))", "{{outcome}}")], "reqps"))
+        .with_panel(series("Accept errors", "Failed accepts; resource means out of descriptors or memory.",
+                           [(f"sum by (listener, kind) (rate(fleetgate_listener_accept_errors_total{{{NS}}}[{RATE}])) or vector(0)", "{{listener}} {{kind}}")], "short"))
+    )
+
+
+def fleet_cost():
+    d = base("fleetgate-fleet-cost", "fleetgate / Fleet cost",
+             "What the fleet's cron jobs cost, per FleetPolicy and per job, and which jobs waste runs.")
+    return (
+        d.with_panel(single("Cron cost per day (all policies)", "USD per day of every selected pod's cron jobs.",
+                            f"sum(fleetgate_controller_fleet_cost_per_day_usd{{{NS}}})", "currencyUSD"))
+        .with_panel(single("Flagged jobs", "Cron jobs flagged mostly_empty or frequent_without_gate.",
+                           f"sum(fleetgate_controller_fleet_flagged_jobs{{{NS}}})"))
+        .with_panel(series("Cron cost per day by FleetPolicy", "USD per day per FleetPolicy, as the controller last scraped it.",
+                           [(f"sum by (namespace, policy) (fleetgate_controller_fleet_cost_per_day_usd{{{NS}}})", "{{namespace}}/{{policy}}")], "currencyUSD"))
+        .with_panel(top("Costliest cron jobs", "USD per day per cron job, from each gate's report.",
+                        f"topk(20, sum by (namespace, pod, job) (fleetgate_report_cron_cost_per_day_usd{{{NS}}}))", "currencyUSD"))
+        .with_panel(top("Flags per job", "1 where a job carries the flag.",
+                        f"sum by (namespace, job, flag) (fleetgate_report_cron_flagged{{{NS}}})"))
+        .with_panel(series("Empty-run share by job", "Share of a job's runs that ended without a reply.",
+                           [(f"max by (namespace, job) (fleetgate_report_cron_empty_run_share{{{NS}}})", "{{namespace}} {{job}}")], "percentunit"))
+        .with_panel(series("Runs per job (report window)", "Runs each cron job made over the report window.",
+                           [(f"sum by (namespace, job) (fleetgate_report_cron_runs{{{NS}}})", "{{namespace}} {{job}}")]))
+    )
+
+
+def llm():
+    d = base("fleetgate-llm", "fleetgate / LLM",
+             "What the agents ask their providers for and what they are served, per role.")
+    return (
+        d.with_panel(series("Requests by role and model", "Completion calls per second.",
+                            [(f"sum by (role, model) (rate(fleetgate_llm_requests_total{{{NS}}}[{RATE}]))", "{{role}} {{model}}")], "reqps"))
+        .with_panel(series("Requests by effort and requested tier", "The reasoning effort and service tier on the wire.",
+                           [(f"sum by (role, effort, tier) (rate(fleetgate_llm_requests_total{{{NS}}}[{RATE}]))", "{{role}} {{effort}} {{tier}}")], "reqps"))
+        .with_panel(series("Responses by served tier", "The tier the provider says it served.",
+                           [(f"sum by (role, served_tier) (rate(fleetgate_llm_responses_total{{{NS}}}[{RATE}]))", "{{role}} {{served_tier}}")], "reqps"))
+        .with_panel(top("Served off the pinned tier (range)", "Responses whose served tier differs from the role's pin.",
+                        f"sum by (role, served_tier) (increase(fleetgate_llm_tier_mismatches_total{{{NS}}}[$__range]))"))
+        .with_panel(series("Time to first byte", "From the request to the provider's response head, p50 and p95.",
+                           [(f"histogram_quantile(0.5, sum by (le, role) (rate(fleetgate_llm_time_to_first_byte_seconds_bucket{{{NS}}}[{RATE}])))", "p50 {{role}}"),
+                            (f"histogram_quantile(0.95, sum by (le, role) (rate(fleetgate_llm_time_to_first_byte_seconds_bucket{{{NS}}}[{RATE}])))", "p95 {{role}}")], "s"))
+        .with_panel(series("Refusals and rewrites", "Enforce decisions (or, in observe mode, what enforce would do).",
+                           [(f"sum by (role, code, action) (rate(fleetgate_llm_refusals_total{{{NS}}}[{RATE}]))", "refuse {{role}} {{code}} {{action}}"),
+                            (f"sum by (role, field, action) (rate(fleetgate_llm_rewrites_total{{{NS}}}[{RATE}]))", "rewrite {{role}} {{field}} {{action}}")], "reqps"))
+    )
+
+
+def controller():
+    d = base("fleetgate-controller", "fleetgate / Controller",
+             "The controller's reconciles, writes, webhook and the gates it scrapes.")
+    return (
+        d.with_panel(series("Reconciles", "Reconcile runs per second.",
+                            [(f"sum(rate(fleetgate_controller_reconcile_runs_total{{{NS}}}[{RATE}]))", "reconciles")], "ops"))
+        .with_panel(series("Reconcile failures by code", "Failed reconciles by error code.",
+                           [(f"sum by (error) (rate(fleetgate_controller_reconcile_failures_total{{{NS}}}[{RATE}]))", "{{error}}")], "ops"))
+        .with_panel(series("Reconcile duration", "p50 and p95 of one reconcile.",
+                           [(f"histogram_quantile(0.5, sum by (le) (rate(fleetgate_controller_reconcile_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p50"),
+                            (f"histogram_quantile(0.95, sum by (le) (rate(fleetgate_controller_reconcile_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p95")], "s"))
+        .with_panel(series("Writes to the API server", "ConfigMap applies and status patches; a steady fleet writes nothing.",
+                           [(f"sum by (object) (rate(fleetgate_controller_writes_total{{{NS}}}[{RATE}]))", "{{object}}")], "ops"))
+        .with_panel(series("Gate scrape failures by reason", "Gates that did not answer the controller's report scrape.",
+                           [(f"sum by (reason) (rate(fleetgate_controller_scrape_failures_total{{{NS}}}[{RATE}]))", "{{reason}}")], "ops"))
+        .with_panel(series("Pods selected, reporting and current", "Per FleetPolicy: selected pods, those whose gate reports, those on the current policy.",
+                           [(f"sum by (namespace, policy, state) (fleetgate_controller_fleet_pods{{{NS}}})", "{{namespace}}/{{policy}} {{state}}")]))
+        .with_panel(series("Webhook reviews by outcome", "Admission reviews answered by the injection webhook.",
+                           [(f"sum by (outcome) (rate(fleetgate_controller_webhook_reviews_total{{{NS}}}[{RATE}]))", "{{outcome}}")], "ops"))
+    )
+
+
+def main():
+    boards = {"egress.json": egress(), "fleet-cost.json": fleet_cost(), "llm.json": llm(),
+              "controller.json": controller()}
+    for out in sys.argv[1:]:
+        for name, board in boards.items():
+            with open(f"{out}/{name}", "w", encoding="utf-8") as f:
+                json.dump(board.build(), f, cls=JSONEncoder, indent=2, sort_keys=True)
+                f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
