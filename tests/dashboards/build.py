@@ -44,6 +44,17 @@ def series(title, description, exprs, unit="short", width=12):
     return panel
 
 
+def quantiles(metric, by):
+    """p50 and p95 of a histogram, per `by`, as (expr, legend) pairs for `series`."""
+    grouping = ", ".join(["le", *by])
+    legend = " ".join("{{" + label + "}}" for label in by)
+    return [
+        (f"histogram_quantile({q}, sum by ({grouping}) (rate({metric}_bucket{{{NS}}}[{RATE}])))",
+         f"{name} {legend}".strip())
+        for q, name in [(0.5, "p50"), (0.95, "p95")]
+    ]
+
+
 def top(title, description, expr, unit="short", width=12):
     return (
         table.Panel()
@@ -112,8 +123,7 @@ def egress():
         .with_panel(series("Listener refusals by code", "What the egress listeners refused, by code.",
                            [(f"sum by (listener, code) (rate(fleetgate_listener_refusals_total{{{NS}}}[{RATE}]))", "{{listener}} {{code}}")], "reqps"))
         .with_panel(series("Extract and search latency", "The api listener's request duration, p50 and p95.",
-                           [(f"histogram_quantile(0.5, sum by (le, route) (rate(fleetgate_http_request_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p50 {{route}}"),
-                            (f"histogram_quantile(0.95, sum by (le, route) (rate(fleetgate_http_request_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p95 {{route}}")], "s"))
+                           quantiles("fleetgate_http_request_duration_seconds", ["route"]), "s"))
         .with_panel(series("Bytes relayed", "Bytes through the egress listeners (in: agent to upstream).",
                            [(f"sum by (listener, direction) (rate(fleetgate_listener_bytes_total{{{NS}}}[{RATE}]))", "{{listener}} {{direction}}")], "Bps"))
         .with_panel(series("Cache lookups by outcome", "Hits, misses, stale entries and why a page was not cached.",
@@ -157,8 +167,7 @@ def llm():
         .with_panel(top("Served off the pinned tier (range)", "Responses whose served tier differs from the role's pin.",
                         f"sum by (role, served_tier) (increase(fleetgate_llm_tier_mismatches_total{{{NS}}}[$__range]))"))
         .with_panel(series("Time to first byte", "From the request to the provider's response head, p50 and p95.",
-                           [(f"histogram_quantile(0.5, sum by (le, role) (rate(fleetgate_llm_time_to_first_byte_seconds_bucket{{{NS}}}[{RATE}])))", "p50 {{role}}"),
-                            (f"histogram_quantile(0.95, sum by (le, role) (rate(fleetgate_llm_time_to_first_byte_seconds_bucket{{{NS}}}[{RATE}])))", "p95 {{role}}")], "s"))
+                           quantiles("fleetgate_llm_time_to_first_byte_seconds", ["role"]), "s"))
         .with_panel(series("Refusals and rewrites", "Enforce decisions (or, in observe mode, what enforce would do).",
                            [(f"sum by (role, code, action) (rate(fleetgate_llm_refusals_total{{{NS}}}[{RATE}]))", "refuse {{role}} {{code}} {{action}}"),
                             (f"sum by (role, field, action) (rate(fleetgate_llm_rewrites_total{{{NS}}}[{RATE}]))", "rewrite {{role}} {{field}} {{action}}")], "reqps"))
@@ -174,8 +183,7 @@ def controller():
         .with_panel(series("Reconcile failures by code", "Failed reconciles by error code.",
                            [(f"sum by (error) (rate(fleetgate_controller_reconcile_failures_total{{{NS}}}[{RATE}]))", "{{error}}")], "ops"))
         .with_panel(series("Reconcile duration", "p50 and p95 of one reconcile.",
-                           [(f"histogram_quantile(0.5, sum by (le) (rate(fleetgate_controller_reconcile_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p50"),
-                            (f"histogram_quantile(0.95, sum by (le) (rate(fleetgate_controller_reconcile_duration_seconds_bucket{{{NS}}}[{RATE}])))", "p95")], "s"))
+                           quantiles("fleetgate_controller_reconcile_duration_seconds", []), "s"))
         .with_panel(series("Writes to the API server", "ConfigMap applies and status patches; a steady fleet writes nothing.",
                            [(f"sum by (object) (rate(fleetgate_controller_writes_total{{{NS}}}[{RATE}]))", "{{object}}")], "ops"))
         .with_panel(series("Gate scrape failures by reason", "Gates that did not answer the controller's report scrape.",

@@ -107,6 +107,16 @@ fn policy(server_url: &str, port: u16, store: &Path) -> String {
     )
 }
 
+/// A temp dir with the store path and an MCP server listing items `ids`.
+async fn inbox(python: &Path, ids: &[u32]) -> (tempfile::TempDir, PathBuf, McpServer) {
+    let dir = tempfile::tempdir().expect("a temp dir must be created");
+    let store = dir.path().join("store");
+    let items = dir.path().join("items.json");
+    write_items(&items, ids);
+    let server = McpServer::start(python, &items).await;
+    (dir, store, server)
+}
+
 async fn watch(gate: &GateProcess, query: &str) -> http::HttpReply {
     http::get(gate.api_addr(), &format!("/v1/watch/inbox{query}"))
         .await
@@ -122,11 +132,7 @@ async fn a_watch_reports_only_new_ids_and_keeps_its_state_through_errors_and_res
     let Some(python) = venv::hermes_python() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("a temp dir must be created");
-    let store = dir.path().join("store");
-    let items = dir.path().join("items.json");
-    write_items(&items, &[1, 2]);
-    let server = McpServer::start(&python, &items).await;
+    let (_dir, store, server) = inbox(&python, &[1, 2]).await;
     let policy_yaml = policy(&server.url(), server.port, &store);
     let gate = GateProcess::spawn(&policy_yaml)
         .await
@@ -332,11 +338,7 @@ async fn dry_runs_count_on_their_own_and_move_no_run_or_item_counter() {
     let Some(python) = venv::hermes_python() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("a temp dir must be created");
-    let store = dir.path().join("store");
-    let items = dir.path().join("items.json");
-    write_items(&items, &[1, 2]);
-    let server = McpServer::start(&python, &items).await;
+    let (_dir, store, server) = inbox(&python, &[1, 2]).await;
     let gate = GateProcess::spawn(&policy(&server.url(), server.port, &store))
         .await
         .expect("the gate must start");
