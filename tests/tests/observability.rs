@@ -676,7 +676,14 @@ async fn a_real_prometheus_answers_every_panel_query_and_alert_expression() {
             .split_once('{')
             .and_then(|(_, r)| r.rsplit_once('}'))
             .map(|(l, _)| l);
-        for leaked in [".test", "169.254", "10.1.2.3", "sk-", "http://", "gpt-rogue"] {
+        for leaked in [
+            ".test",
+            "169.254",
+            "10.1.2.3",
+            "sk-",
+            "http://",
+            "gpt-rogue",
+        ] {
             assert!(
                 !labels.unwrap_or("").contains(leaked),
                 "a label carries {leaked:?}: {line}"
