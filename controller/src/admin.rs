@@ -4,7 +4,8 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use fleetgate_proxy::accept::Acceptor;
@@ -29,6 +30,45 @@ pub struct AdminState {
     pub ready: Arc<AtomicBool>,
     /// Where failed accepts are counted (`fleetgate_controller_accept_errors_total`).
     pub accept_errors: Option<IntCounterVec>,
+    /// When the API server last answered (Unix seconds), kept by [`probe_api_server`]; with
+    /// it, `/ready` also needs an answer within [`API_FRESHNESS`].
+    pub api_answered_at: Option<Arc<AtomicI64>>,
+}
+
+/// How recent the API server's last answer must be for `/ready`.
+pub const API_FRESHNESS: Duration = Duration::from_secs(30);
+/// How often [`probe_api_server`] asks.
+pub const API_PROBE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Ask the API server for its version every [`API_PROBE_INTERVAL`] and record when it
+/// answered; runs until the task is dropped.
+pub async fn probe_api_server(client: kube::Client, answered_at: Arc<AtomicI64>) {
+    loop {
+        match client.apiserver_version().await {
+            Ok(_) => answered_at.store(unix_now(), Ordering::Relaxed),
+            Err(e) => debug!(error = %e, "admin.api_server_unanswered"),
+        }
+        tokio::time::sleep(API_PROBE_INTERVAL).await;
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Why the controller is not ready, or `None` when it is.
+fn not_ready(state: &AdminState) -> Option<String> {
+    if !state.ready.load(Ordering::Relaxed) {
+        return Some("not ready: the controller has not started\n".into());
+    }
+    let answered = state.api_answered_at.as_ref()?.load(Ordering::Relaxed);
+    let quiet = unix_now().saturating_sub(answered);
+    (quiet > API_FRESHNESS.as_secs() as i64).then(|| match answered {
+        0 => "not ready: the API server has not answered yet\n".to_string(),
+        _ => format!("not ready: the API server has not answered for {quiet} s\n"),
+    })
 }
 
 /// Serve the admin endpoints on `listener` until the task is dropped.
@@ -55,13 +95,10 @@ pub async fn serve(listener: TcpListener, state: AdminState) {
 pub fn route(state: &AdminState, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     match (req.method().as_str(), req.uri().path()) {
         ("GET", "/live") => text(StatusCode::OK, "live\n".into()),
-        ("GET", "/ready") if state.ready.load(Ordering::Relaxed) => {
-            text(StatusCode::OK, "ready\n".into())
-        }
-        ("GET", "/ready") => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the controller has not started\n".into(),
-        ),
+        ("GET", "/ready") => match not_ready(state) {
+            None => text(StatusCode::OK, "ready\n".into()),
+            Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, why.into_bytes()),
+        },
         ("GET", "/metrics") => {
             let mut buf = Vec::new();
             match TextEncoder::new().encode(&state.registry.gather(), &mut buf) {

@@ -165,6 +165,9 @@ fn run(args: RunArgs) -> Result<(), String> {
         let mut state = AdminState::default();
         let metrics = Metrics::register(&state.registry).map_err(|e| format!("failed to register metrics: {e}"))?;
         state.accept_errors = Some(metrics.accept_errors.clone());
+        let answered = Arc::new(std::sync::atomic::AtomicI64::new(0));
+        state.api_answered_at = Some(answered.clone());
+        let probe = tokio::spawn(admin::probe_api_server(client.clone(), answered));
         let listener = tokio::net::TcpListener::bind(admin_addr)
             .await
             .map_err(|e| format!("failed to bind the admin listener {admin_addr}: {e}"))?;
@@ -197,6 +200,7 @@ fn run(args: RunArgs) -> Result<(), String> {
         let ctx = Arc::new(ctx);
         reconcile::run(ctx, namespace.as_deref()).await;
         admin.abort();
+        probe.abort();
         if let Some(task) = webhook_task {
             task.abort();
         }

@@ -67,6 +67,11 @@ pub struct Context {
     pub fleet: Option<FleetConfig>,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
+    /// Per object, the status this controller last wrote and the resourceVersion of the
+    /// object it was computed from: until the watch delivers the patched object, a reconcile
+    /// (say, triggered by the ConfigMap's own watch event) still sees the old status and
+    /// would write the same one again.
+    written: Arc<Mutex<HashMap<String, (Option<String>, FleetPolicyStatus)>>>,
 }
 
 /// Where the report token lives and how to scrape.
@@ -105,6 +110,7 @@ impl Context {
             metrics,
             fleet: None,
             failures: Arc::default(),
+            written: Arc::default(),
         }
     }
 
@@ -121,6 +127,23 @@ impl Context {
         let n = map.entry(key.to_string()).or_insert(0);
         *n = n.saturating_add(1);
         *n
+    }
+
+    /// Whether this controller already wrote `wanted` for `fp` as it is now seen (the watch
+    /// has not caught up with that write yet).
+    fn already_wrote(&self, fp: &FleetPolicy, wanted: &FleetPolicyStatus) -> bool {
+        let Ok(map) = self.written.lock() else {
+            return false;
+        };
+        map.get(&key(fp)).is_some_and(|(version, status)| {
+            *version == fp.resource_version() && status::same_but_times(status, wanted)
+        })
+    }
+
+    fn remember_written(&self, fp: &FleetPolicy, wanted: &FleetPolicyStatus) {
+        if let Ok(mut map) = self.written.lock() {
+            map.insert(key(fp), (fp.resource_version(), wanted.clone()));
+        }
     }
 
     fn clear_failures(&self, key: &str) {
@@ -154,11 +177,12 @@ pub async fn reconcile(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action
     if ctx.fleet.is_some() {
         ctx.metrics.observe_fleet(&ns, &fp.name_any(), &wanted);
     }
-    if !status::unchanged(&fp, &wanted) {
+    if !status::unchanged(&fp, &wanted) && !ctx.already_wrote(&fp, &wanted) {
         if let Err(e) = &rendered {
             publish(&ctx, &fp, EventType::Warning, e.reason(), e.to_string()).await;
         }
         patch_status(&ctx, &fp, &ns, &wanted).await?;
+        ctx.remember_written(&fp, &wanted);
     }
     ctx.clear_failures(&key(&fp));
     Ok(Action::requeue(Duration::from_secs(u64::from(

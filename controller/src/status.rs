@@ -216,12 +216,29 @@ pub fn condition(
 /// Whether `fp`'s current status already equals `wanted` (so nothing needs writing).
 /// Conditions compare by type, whatever order the API server returned them in.
 pub fn unchanged(fp: &FleetPolicy, wanted: &FleetPolicyStatus) -> bool {
-    let Some(current) = fp.status.as_ref() else {
-        return false;
+    fp.status
+        .as_ref()
+        .is_some_and(|current| same(current, wanted))
+}
+
+/// Whether two statuses say the same (conditions compared by type, in any order).
+pub fn same(a: &FleetPolicyStatus, b: &FleetPolicyStatus) -> bool {
+    let (mut a, mut b) = (a.clone(), b.clone());
+    a.conditions.sort_by(|x, y| x.type_.cmp(&y.type_));
+    b.conditions.sort_by(|x, y| x.type_.cmp(&y.type_));
+    a == b
+}
+
+/// Whether two statuses computed moments apart say the same but for when their conditions
+/// were stamped: a status computed again before the last write came back through the watch
+/// stamps its new conditions with a newer time.
+pub fn same_but_times(a: &FleetPolicyStatus, b: &FleetPolicyStatus) -> bool {
+    let unstamped = |s: &FleetPolicyStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_transition_time = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        }
+        s
     };
-    let mut current = current.clone();
-    current.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
-    let mut wanted = wanted.clone();
-    wanted.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
-    current == wanted
+    same(&unstamped(a), &unstamped(b))
 }

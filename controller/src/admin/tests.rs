@@ -29,6 +29,7 @@ async fn admin_serves_live_ready_and_metrics() {
         registry,
         ready: Arc::default(),
         accept_errors: Some(metrics.accept_errors.clone()),
+        api_answered_at: None,
     };
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -59,6 +60,38 @@ async fn admin_serves_live_ready_and_metrics() {
     assert!(
         get(addr, "/nope").await.starts_with("HTTP/1.1 404"),
         "unknown paths must answer 404"
+    );
+    server.abort();
+}
+
+#[tokio::test]
+async fn ready_needs_a_recent_answer_from_the_api_server() {
+    let answered = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let state = AdminState {
+        ready: Arc::new(AtomicBool::new(true)),
+        api_answered_at: Some(answered.clone()),
+        ..AdminState::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port 0 must bind");
+    let addr = listener.local_addr().expect("address");
+    let server = tokio::spawn(serve(listener, state));
+    let never = get(addr, "/ready").await;
+    assert!(
+        never.starts_with("HTTP/1.1 503") && never.contains("has not answered yet"),
+        "{never}"
+    );
+    answered.store(unix_now(), Ordering::Relaxed);
+    assert!(
+        get(addr, "/ready").await.starts_with("HTTP/1.1 200"),
+        "a fresh answer makes it ready"
+    );
+    answered.store(unix_now() - 45, Ordering::Relaxed);
+    let stale = get(addr, "/ready").await;
+    assert!(
+        stale.starts_with("HTTP/1.1 503") && stale.contains("has not answered for 4"),
+        "an API server quiet for 45 s makes it unready: {stale}"
     );
     server.abort();
 }

@@ -136,6 +136,36 @@ async fn first_reconcile_applies_the_config_map_then_the_status() {
 }
 
 #[tokio::test]
+async fn the_config_maps_own_watch_event_does_not_write_the_status_again() {
+    let (ctx, verifier) = context();
+    let mock = verifier.run(Scenario::FirstApply, |_: &Seen| {});
+    let stale = Arc::new(FleetPolicy::test());
+    reconcile(stale.clone(), ctx.clone())
+        .await
+        .expect("the first reconcile must succeed");
+    timeout_after_1s(mock).await;
+    // The ConfigMap's watch event re-triggers a reconcile before the watch has delivered the
+    // status patch: the object still has no status. Only the ConfigMap is read.
+    let (client, verifier) = crate::fixtures::mock_client();
+    let ctx = Arc::new(Context {
+        client,
+        ..(*ctx).clone()
+    });
+    let mock = verifier.run(Scenario::Steady(rendered_config_map()), |_: &Seen| {});
+    let again = tokio::time::timeout(Duration::from_secs(2), reconcile(stale, ctx.clone()))
+        .await
+        .expect("the second reconcile must not wait on a status write the mock does not expect")
+        .expect("the second reconcile must succeed");
+    timeout_after_1s(mock).await;
+    assert_eq!(again, Action::requeue(Duration::from_secs(60)));
+    assert_eq!(
+        ctx.metrics.writes_of(Write::Status),
+        1,
+        "one change writes the status once"
+    );
+}
+
+#[tokio::test]
 async fn nothing_is_written_when_nothing_changed() {
     let (ctx, verifier) = context();
     let mock = verifier.run(Scenario::Steady(rendered_config_map()), |_: &Seen| {});
