@@ -71,8 +71,11 @@ pub struct Context {
     /// object it was computed from: until the watch delivers the patched object, a reconcile
     /// (say, triggered by the ConfigMap's own watch event) still sees the old status and
     /// would write the same one again.
-    written: Arc<Mutex<HashMap<String, (Option<String>, FleetPolicyStatus)>>>,
+    written: Arc<Mutex<HashMap<String, Written>>>,
 }
+
+/// A status this controller wrote, with the resourceVersion of the object it came from.
+type Written = (Option<String>, FleetPolicyStatus);
 
 /// Where the report token lives and how to scrape.
 #[derive(Clone, Debug, PartialEq, Eq)]
