@@ -44,6 +44,12 @@ def series(title, description, exprs, unit="short", width=12):
     return panel
 
 
+def rate_by(metric, by, prefix=""):
+    """Per-second rate of a counter summed by `by`, as an (expr, legend) pair for `series`."""
+    legend = " ".join("{{" + label + "}}" for label in by)
+    return (f"sum by ({', '.join(by)}) (rate({metric}{{{NS}}}[{RATE}]))", f"{prefix}{legend}")
+
+
 def quantiles(metric, by):
     """p50 and p95 of a histogram, per `by`, as (expr, legend) pairs for `series`."""
     grouping = ", ".join(["le", *by])
@@ -115,19 +121,19 @@ def egress():
         .with_panel(single("Log lines dropped (range)", "Decision lines lost to a full log queue.",
                            f"sum(increase(fleetgate_log_lines_dropped_total{{{NS}}}[$__range]))"))
         .with_panel(series("Gate decisions by gate and verdict", "Every gate's verdicts per second.",
-                           [(f"sum by (gate, verdict) (rate(fleetgate_gate_decisions_total{{{NS}}}[{RATE}]))", "{{gate}} {{verdict}}")], "reqps"))
+                           [rate_by("fleetgate_gate_decisions_total", ["gate", "verdict"])], "reqps"))
         .with_panel(top("Top refused reasons", "The ten most frequent refusal codes in the range.",
                         f'topk(10, sum by (reason) (increase(fleetgate_gate_decisions_total{{verdict="deny",{NS}}}[$__range])))'))
         .with_panel(series("Listener requests by verdict", "Forward proxy and transparent capture requests per second.",
-                           [(f"sum by (listener, proxy_type, verdict) (rate(fleetgate_listener_requests_total{{{NS}}}[{RATE}]))", "{{listener}} {{proxy_type}} {{verdict}}")], "reqps"))
+                           [rate_by("fleetgate_listener_requests_total", ["listener", "proxy_type", "verdict"])], "reqps"))
         .with_panel(series("Listener refusals by code", "What the egress listeners refused, by code.",
-                           [(f"sum by (listener, code) (rate(fleetgate_listener_refusals_total{{{NS}}}[{RATE}]))", "{{listener}} {{code}}")], "reqps"))
+                           [rate_by("fleetgate_listener_refusals_total", ["listener", "code"])], "reqps"))
         .with_panel(series("Extract and search latency", "The api listener's request duration, p50 and p95.",
                            quantiles("fleetgate_http_request_duration_seconds", ["route"]), "s"))
         .with_panel(series("Bytes relayed", "Bytes through the egress listeners (in: agent to upstream).",
-                           [(f"sum by (listener, direction) (rate(fleetgate_listener_bytes_total{{{NS}}}[{RATE}]))", "{{listener}} {{direction}}")], "Bps"))
+                           [rate_by("fleetgate_listener_bytes_total", ["listener", "direction"])], "Bps"))
         .with_panel(series("Cache lookups by outcome", "Hits, misses, stale entries and why a page was not cached.",
-                           [(f"sum by (outcome) (rate(fleetgate_cache_lookups_total{{{NS}}}[{RATE}]))", "{{outcome}}")], "reqps"))
+                           [rate_by("fleetgate_cache_lookups_total", ["outcome"])], "reqps"))
         .with_panel(series("Accept errors", "Failed accepts; resource means out of descriptors or memory.",
                            [(f"sum by (listener, kind) (rate(fleetgate_listener_accept_errors_total{{{NS}}}[{RATE}])) or vector(0)", "{{listener}} {{kind}}")], "short"))
     )
@@ -159,18 +165,18 @@ def llm():
              "What the agents ask their providers for and what they are served, per role.")
     return (
         d.with_panel(series("Requests by role and model", "Completion calls per second.",
-                            [(f"sum by (role, model) (rate(fleetgate_llm_requests_total{{{NS}}}[{RATE}]))", "{{role}} {{model}}")], "reqps"))
+                            [rate_by("fleetgate_llm_requests_total", ["role", "model"])], "reqps"))
         .with_panel(series("Requests by effort and requested tier", "The reasoning effort and service tier on the wire.",
-                           [(f"sum by (role, effort, tier) (rate(fleetgate_llm_requests_total{{{NS}}}[{RATE}]))", "{{role}} {{effort}} {{tier}}")], "reqps"))
+                           [rate_by("fleetgate_llm_requests_total", ["role", "effort", "tier"])], "reqps"))
         .with_panel(series("Responses by served tier", "The tier the provider says it served.",
-                           [(f"sum by (role, served_tier) (rate(fleetgate_llm_responses_total{{{NS}}}[{RATE}]))", "{{role}} {{served_tier}}")], "reqps"))
+                           [rate_by("fleetgate_llm_responses_total", ["role", "served_tier"])], "reqps"))
         .with_panel(top("Served off the pinned tier (range)", "Responses whose served tier differs from the role's pin.",
                         f"sum by (role, served_tier) (increase(fleetgate_llm_tier_mismatches_total{{{NS}}}[$__range]))"))
         .with_panel(series("Time to first byte", "From the request to the provider's response head, p50 and p95.",
                            quantiles("fleetgate_llm_time_to_first_byte_seconds", ["role"]), "s"))
         .with_panel(series("Refusals and rewrites", "Enforce decisions (or, in observe mode, what enforce would do).",
-                           [(f"sum by (role, code, action) (rate(fleetgate_llm_refusals_total{{{NS}}}[{RATE}]))", "refuse {{role}} {{code}} {{action}}"),
-                            (f"sum by (role, field, action) (rate(fleetgate_llm_rewrites_total{{{NS}}}[{RATE}]))", "rewrite {{role}} {{field}} {{action}}")], "reqps"))
+                           [rate_by("fleetgate_llm_refusals_total", ["role", "code", "action"], "refuse "),
+                            rate_by("fleetgate_llm_rewrites_total", ["role", "field", "action"], "rewrite ")], "reqps"))
     )
 
 
@@ -181,17 +187,17 @@ def controller():
         d.with_panel(series("Reconciles", "Reconcile runs per second.",
                             [(f"sum(rate(fleetgate_controller_reconcile_runs_total{{{NS}}}[{RATE}]))", "reconciles")], "ops"))
         .with_panel(series("Reconcile failures by code", "Failed reconciles by error code.",
-                           [(f"sum by (error) (rate(fleetgate_controller_reconcile_failures_total{{{NS}}}[{RATE}]))", "{{error}}")], "ops"))
+                           [rate_by("fleetgate_controller_reconcile_failures_total", ["error"])], "ops"))
         .with_panel(series("Reconcile duration", "p50 and p95 of one reconcile.",
                            quantiles("fleetgate_controller_reconcile_duration_seconds", []), "s"))
         .with_panel(series("Writes to the API server", "ConfigMap applies and status patches; a steady fleet writes nothing.",
-                           [(f"sum by (object) (rate(fleetgate_controller_writes_total{{{NS}}}[{RATE}]))", "{{object}}")], "ops"))
+                           [rate_by("fleetgate_controller_writes_total", ["object"])], "ops"))
         .with_panel(series("Gate scrape failures by reason", "Gates that did not answer the controller's report scrape.",
-                           [(f"sum by (reason) (rate(fleetgate_controller_scrape_failures_total{{{NS}}}[{RATE}]))", "{{reason}}")], "ops"))
+                           [rate_by("fleetgate_controller_scrape_failures_total", ["reason"])], "ops"))
         .with_panel(series("Pods selected, reporting and current", "Per FleetPolicy: selected pods, those whose gate reports, those on the current policy.",
                            [(f"sum by (namespace, policy, state) (fleetgate_controller_fleet_pods{{{NS}}})", "{{namespace}}/{{policy}} {{state}}")]))
         .with_panel(series("Webhook reviews by outcome", "Admission reviews answered by the injection webhook.",
-                           [(f"sum by (outcome) (rate(fleetgate_controller_webhook_reviews_total{{{NS}}}[{RATE}]))", "{{outcome}}")], "ops"))
+                           [rate_by("fleetgate_controller_webhook_reviews_total", ["outcome"])], "ops"))
     )
 
 
