@@ -29,16 +29,20 @@ def query(expr, legend="", ref="A", instant=False):
     return q.instant() if instant else q
 
 
-def series(title, description, exprs, unit="short", width=12):
-    panel = (
-        timeseries.Panel()
-        .title(title)
+def framed(panel, title, description, unit, width, height):
+    """The settings every panel shares: title, description, data source, unit, size."""
+    return (
+        panel.title(title)
         .description(description)
         .datasource(DS)
         .unit(unit)
         .span(width)
-        .height(8)
+        .height(height)
     )
+
+
+def series(title, description, exprs, unit="short", width=12):
+    panel = framed(timeseries.Panel(), title, description, unit, width, 8)
     for i, (expr, legend) in enumerate(exprs):
         panel = panel.with_target(query(expr, legend, chr(ord("A") + i)))
     return panel
@@ -62,29 +66,13 @@ def quantiles(metric, by):
 
 
 def top(title, description, expr, unit="short", width=12):
-    return (
-        table.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DS)
-        .unit(unit)
-        .span(width)
-        .height(8)
-        .with_target(query(expr, "", "A", instant=True))
-    )
+    panel = framed(table.Panel(), title, description, unit, width, 8)
+    return panel.with_target(query(expr, "", "A", instant=True))
 
 
 def single(title, description, expr, unit="short", width=6):
-    return (
-        stat.Panel()
-        .title(title)
-        .description(description)
-        .datasource(DS)
-        .unit(unit)
-        .span(width)
-        .height(4)
-        .with_target(query(expr, "", "A"))
-    )
+    panel = framed(stat.Panel(), title, description, unit, width, 4)
+    return panel.with_target(query(expr, "", "A"))
 
 
 def base(uid, title, description):
