@@ -166,6 +166,11 @@ async fn out_of_descriptors_the_listener_backs_off_quietly_and_recovers() {
         )
         .await;
     drop(idle);
+    eprintln!(
+        "3 s out of descriptors: stderr +{} bytes, {} CPU ticks",
+        log_after - log_before,
+        cpu_after - cpu_before
+    );
     assert!(
         log_after - log_before < 2048,
         "stderr grew {} bytes in 3 s of exhaustion",
