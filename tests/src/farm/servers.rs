@@ -188,43 +188,45 @@ async fn start_python(
     })
 }
 
-async fn start_go(tools: Tools) -> anyhow::Result<Server> {
+/// A server program taking `PORT LOG` as its last two arguments, after `leading`.
+async fn start_program(
+    tools: Tools,
+    name: &'static str,
+    program: PathBuf,
+    leading: Vec<PathBuf>,
+    version: String,
+) -> anyhow::Result<Server> {
     let port = free_port().await?;
-    let log = tools.work.join("go-net-http.log");
+    let log = tools.work.join(format!("{name}.log"));
     let child = spawn(
-        Command::new(&tools.go_server)
+        Command::new(&program)
+            .args(&leading)
             .arg(port.to_string())
             .arg(&log),
         &log,
     )?;
-    wait_listening("go-net-http", port, &log).await?;
+    wait_listening(name, port, &log).await?;
     Ok(Server {
-        name: "go-net-http".into(),
-        version: version_of("go", &["version"]).await,
+        name: name.into(),
+        version,
         port,
         log: Log::File(log),
         _child: child,
     })
 }
 
+async fn start_go(tools: Tools) -> anyhow::Result<Server> {
+    let (program, version) = (
+        tools.go_server.clone(),
+        version_of("go", &["version"]).await,
+    );
+    start_program(tools, "go-net-http", program, Vec::new(), version).await
+}
+
 async fn start_node(tools: Tools) -> anyhow::Result<Server> {
-    let port = free_port().await?;
-    let log = tools.work.join("node-http.log");
-    let child = spawn(
-        Command::new("node")
-            .arg(tools.scripts.join("nodefarm.js"))
-            .arg(port.to_string())
-            .arg(&log),
-        &log,
-    )?;
-    wait_listening("node-http", port, &log).await?;
-    Ok(Server {
-        name: "node-http".into(),
-        version: format!("node {}", version_of("node", &["--version"]).await),
-        port,
-        log: Log::File(log),
-        _child: child,
-    })
+    let script = tools.scripts.join("nodefarm.js");
+    let version = format!("node {}", version_of("node", &["--version"]).await);
+    start_program(tools, "node-http", "node".into(), vec![script], version).await
 }
 
 /// A reverse proxy from Debian in front of an in-process sink that records what it forwards.
