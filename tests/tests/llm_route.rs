@@ -318,13 +318,11 @@ async fn observe_mode_passes_everything_and_counts_what_enforce_would_do() {
         reply.text()
     );
     assert_eq!(stub.requests()[0].body, body, "observe mode never rewrites");
-    let text = metrics(&gate).await;
-    for want in [
+    assert_counted(&gate, &[
         r#"fleetgate_llm_refusals_total{action="would_refuse",code="llm_model_not_allowed",role="main"} 1"#,
         r#"fleetgate_llm_rewrites_total{action="would_rewrite",field="reasoning_effort",role="main"} 1"#,
-    ] {
-        assert!(text.contains(want), "{want} must be counted:\n{text}");
-    }
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -354,6 +352,14 @@ async fn unknown_roles_and_unconfigured_roles_are_answered_by_the_gate() {
         assert_eq!(reply.header("x-fleetgate-error"), Some(code), "{path} code");
     }
     assert!(stub.requests().is_empty(), "nothing reaches the provider");
+}
+
+/// Every series line in `wants` is on the gate's `/metrics`.
+async fn assert_counted(gate: &GateProcess, wants: &[&str]) {
+    let text = metrics(gate).await;
+    for want in wants {
+        assert!(text.contains(want), "{want} must be counted:\n{text}");
+    }
 }
 
 /// POST raw `body` bytes to `path` on the api listener.
@@ -413,13 +419,11 @@ async fn enforce_mode_refuses_a_completion_whose_model_cannot_be_judged() {
         "nothing the gate cannot judge reaches the provider: {:?}",
         stub.requests()
     );
-    let text = metrics(&gate).await;
-    for want in [
+    assert_counted(&gate, &[
         r#"fleetgate_llm_refusals_total{action="refused",code="llm_model_missing",role="main"} 6"#,
         r#"fleetgate_llm_refusals_total{action="refused",code="invalid_request",role="main"} 2"#,
-    ] {
-        assert!(text.contains(want), "{want} must be counted:\n{text}");
-    }
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -439,13 +443,11 @@ async fn observe_mode_forwards_an_unjudged_completion_and_counts_it() {
         Value::Null,
         "the malformed body is relayed as sent (the stub reads it as no JSON)"
     );
-    let text = metrics(&gate).await;
-    for want in [
+    assert_counted(&gate, &[
         r#"fleetgate_llm_refusals_total{action="would_refuse",code="llm_model_missing",role="main"} 3"#,
         r#"fleetgate_llm_refusals_total{action="would_refuse",code="invalid_request",role="main"} 1"#,
-    ] {
-        assert!(text.contains(want), "{want} must be counted:\n{text}");
-    }
+    ])
+    .await;
 }
 
 #[tokio::test]
