@@ -289,11 +289,17 @@ async fn enforce_mode_refuses_a_disallowed_model_and_rewrites_a_pinned_effort() 
         text.contains(r#"fleetgate_llm_rewrites_total{action="rewritten",field="reasoning_effort",role="main"} 1"#),
         "the rewrite is counted:\n{text}"
     );
-    let log = gate.stderr_log();
-    assert!(
-        log.contains("llm.rewrite") && log.contains("llm.refusal"),
-        "both are logged:\n{log}"
-    );
+    // Log lines reach the harness through the gate's writer thread and a pipe: wait for them.
+    for event in ["llm.rewrite", "llm.refusal"] {
+        let logged = gate
+            .wait_for_log(|line| line.contains(event), Duration::from_secs(5))
+            .await;
+        assert!(
+            logged.is_ok(),
+            "{event} must be logged:\n{}",
+            gate.stderr_log()
+        );
+    }
 }
 
 #[tokio::test]
