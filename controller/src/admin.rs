@@ -33,6 +33,9 @@ pub struct AdminState {
     /// When the API server last answered (Unix seconds), kept by [`probe_api_server`]; with
     /// it, `/ready` also needs an answer within [`API_FRESHNESS`].
     pub api_answered_at: Option<Arc<AtomicI64>>,
+    /// What must have synced before `/ready` (the reconciler's and the webhook's FleetPolicy
+    /// reflectors), each with the name `/ready` gives while it has not.
+    pub synced: Vec<(&'static str, Arc<AtomicBool>)>,
 }
 
 /// How recent the API server's last answer must be for `/ready`.
@@ -62,6 +65,13 @@ fn unix_now() -> i64 {
 fn not_ready(state: &AdminState) -> Option<String> {
     if !state.ready.load(Ordering::Relaxed) {
         return Some("not ready: the controller has not started\n".into());
+    }
+    if let Some((what, _)) = state
+        .synced
+        .iter()
+        .find(|(_, f)| !f.load(Ordering::Relaxed))
+    {
+        return Some(format!("not ready: {what} has not synced\n"));
     }
     let answered = state.api_answered_at.as_ref()?.load(Ordering::Relaxed);
     let quiet = unix_now().saturating_sub(answered);

@@ -12,6 +12,8 @@ use tower_test::mock::{Handle, SendResponse};
 
 use crate::crd::{FleetPolicy, FleetPolicySpec, FleetPolicyStatus};
 
+pub mod cluster;
+
 /// Namespace of the test FleetPolicy.
 pub const NS: &str = "agents";
 /// Name of the test FleetPolicy.

@@ -13,7 +13,8 @@
 //! The fleet status follows the same split: [`scrape`] fetches `/v1/status` and `/v1/report`
 //! from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`] aggregates the
 //! answers (pure). [`cli`] holds the offline subcommands (`crd`, `render`), [`admin`] the
-//! `/live` `/ready` `/metrics` listener.
+//! `/live` `/ready` `/metrics` listener, [`leader`] the election that lets one replica of
+//! several reconcile and write while every replica serves the webhook.
 
 pub mod admin;
 pub mod cli;
@@ -22,6 +23,7 @@ pub mod desired;
 #[cfg(test)]
 pub mod fixtures;
 pub mod fleet;
+pub mod leader;
 pub mod metrics;
 pub mod reconcile;
 pub mod scrape;
@@ -55,6 +57,10 @@ pub enum Error {
     /// `spec.selector` cannot be turned into a label selector.
     #[error("failed to use spec.selector: {0}")]
     Selector(String),
+    /// This replica may not write: it does not hold the lease, or cannot show it still does.
+    /// Not a failure: the reconcile ends without writing and the leader does the work.
+    #[error("failed to write: {0}")]
+    Fenced(#[from] crate::leader::Fenced),
     /// The FleetPolicy lacks a field every stored object has.
     #[error("failed to reconcile: the FleetPolicy has no {0}")]
     MissingObjectKey(&'static str),
@@ -77,6 +83,7 @@ impl Error {
             },
             Self::Serialize { .. } => "serialize",
             Self::Selector(_) => "invalid_selector",
+            Self::Fenced(_) => "fenced",
             Self::MissingObjectKey(_) => "missing_object_key",
         }
     }
@@ -89,6 +96,7 @@ impl Error {
         "api_unreachable",
         "serialize",
         "invalid_selector",
+        "fenced",
         "missing_object_key",
     ];
 }

@@ -9,11 +9,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use fleetgate_controller::admin::{self, AdminState};
 use fleetgate_controller::crd::FleetPolicy;
+use fleetgate_controller::leader::{Leadership, LeaseConfig};
 use fleetgate_controller::metrics::Metrics;
 use fleetgate_controller::reconcile::{self, Context, FleetConfig};
 use fleetgate_controller::webhook::server as webhook;
@@ -85,6 +87,28 @@ struct RunArgs {
     /// Injector configuration (YAML) the chart renders: image, uid, resources, volumes.
     #[arg(long, env = "FLEETGATE_INJECTOR_CONFIG")]
     injector_config: Option<PathBuf>,
+    /// Elect one leader through a Lease among the replicas; `false` makes this replica
+    /// reconcile unconditionally (run exactly one replica then).
+    #[arg(long, env = "FLEETGATE_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "FLEETGATE_LEASE_NAME",
+        default_value = "fleetgate-controller"
+    )]
+    lease_name: String,
+    /// Namespace of the Lease; defaults to the watched namespace.
+    #[arg(long, env = "FLEETGATE_LEASE_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// Seconds one renewal keeps the lease; a new leader takes over at most this long after
+    /// the old one stopped renewing.
+    #[arg(long, default_value_t = 15)]
+    lease_duration_seconds: u64,
+    /// Seconds before the lease runs out that the holder renews it; also the clock skew
+    /// tolerated between nodes.
+    #[arg(long, default_value_t = 5)]
+    lease_grace_seconds: u64,
 }
 
 fn main() -> ExitCode {
@@ -136,6 +160,24 @@ fn run(args: RunArgs) -> Result<(), String> {
         args.injector_config.as_deref(),
     )
     .map_err(|e| e.to_string())?;
+    let lease = match args.leader_elect {
+        false => None,
+        true => {
+            let cfg = LeaseConfig {
+                name: args.lease_name.clone(),
+                namespace: args
+                    .lease_namespace
+                    .clone()
+                    .or_else(|| args.namespace.clone())
+                    .ok_or("leader election needs --lease-namespace with --all-namespaces")?,
+                identity: args.instance.clone().unwrap_or_default(),
+                duration: Duration::from_secs(args.lease_duration_seconds),
+                grace: Duration::from_secs(args.lease_grace_seconds),
+            };
+            cfg.validate().map_err(|e| e.to_string())?;
+            Some(cfg)
+        }
+    };
     let RunArgs {
         namespace,
         admin_addr,
@@ -171,6 +213,11 @@ fn run(args: RunArgs) -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind(admin_addr)
             .await
             .map_err(|e| format!("failed to bind the admin listener {admin_addr}: {e}"))?;
+        let reconciler_synced = Arc::new(AtomicBool::new(false));
+        state.synced.push(("the reconciler's FleetPolicy reflector", reconciler_synced.clone()));
+        if let Some(setup) = &webhook {
+            state.synced.push(("the webhook's FleetPolicy reflector", setup.serving()));
+        }
         let admin = tokio::spawn(admin::serve(listener, state.clone()));
         let fps: Api<FleetPolicy> = match &namespace {
             Some(ns) => Api::namespaced(client.clone(), ns),
@@ -179,6 +226,15 @@ fn run(args: RunArgs) -> Result<(), String> {
         fps.list(&ListParams::default().limit(1)).await.map_err(|e| {
             format!("failed to list FleetPolicies ({e}); is the CRD installed? `fleetgate-controller crd | kubectl apply -f -`")
         })?;
+        let (leader, election) = match lease {
+            None => (Leadership::sole(Some(metrics.clone())), None),
+            Some(cfg) => {
+                let (leader, election) = Leadership::elect(client.clone(), cfg, Some(metrics.clone()))
+                    .await
+                    .map_err(|e| format!("failed to join the leader election: {e}"))?;
+                (leader, Some(election))
+            }
+        };
         let webhook_task = match webhook {
             Some(setup) => Some(
                 setup
@@ -193,12 +249,15 @@ fn run(args: RunArgs) -> Result<(), String> {
             None => None,
         };
         state.ready.store(true, Ordering::Relaxed);
-        let mut ctx = Context::new(client, metrics, instance);
+        let mut ctx = Context::new(client, metrics, instance).with_leader(leader);
         if let Some(fleet) = fleet {
             ctx = ctx.with_fleet(fleet);
         }
         let ctx = Arc::new(ctx);
-        reconcile::run(ctx, namespace.as_deref()).await;
+        reconcile::run(ctx, namespace.as_deref(), reconciler_synced).await;
+        if let Some(election) = election {
+            election.step_down().await;
+        }
         admin.abort();
         probe.abort();
         if let Some(task) = webhook_task {

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use prometheus::{
-    GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
 };
 
 use crate::crd::FleetPolicyStatus;
@@ -45,6 +46,16 @@ pub struct Metrics {
     /// `fleetgate_controller_fleet_pods{namespace,policy,state}`: pods `selected`, `reporting`
     /// and `current` (on the current policy and managed hashes).
     pub fleet_pods: IntGaugeVec,
+    /// `fleetgate_controller_leader`: 1 while this replica holds the reconcile lease (or runs
+    /// without election), else 0. Summed over the replicas it must be exactly 1.
+    pub leader: IntGauge,
+    /// `fleetgate_controller_lease_transitions_total{change}`: this replica `acquired` or
+    /// `lost` the lease.
+    pub lease_transitions: IntCounterVec,
+    /// `fleetgate_controller_fenced_writes_total{reason}`: writes not made because this
+    /// replica could not show it still holds the lease (`deposed`: another replica holds it;
+    /// `unconfirmed`: the lease could not be read or has run out).
+    pub fenced_writes: IntCounterVec,
     /// The `(namespace, policy)` pairs that have fleet series, so stale ones can be removed.
     fleet_series: Arc<Mutex<BTreeSet<(String, String)>>>,
 }
@@ -147,6 +158,24 @@ impl Metrics {
                 ),
                 &["namespace", "policy", "state"],
             )?,
+            leader: IntGauge::new(
+                "fleetgate_controller_leader",
+                "1 while this replica holds the reconcile lease, else 0.",
+            )?,
+            lease_transitions: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_controller_lease_transitions_total",
+                    "Times this replica acquired or lost the reconcile lease.",
+                ),
+                &["change"],
+            )?,
+            fenced_writes: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_controller_fenced_writes_total",
+                    "Writes not made because this replica could not show it holds the lease, by reason.",
+                ),
+                &["reason"],
+            )?,
             fleet_series: Arc::default(),
         };
         reg.register(Box::new(m.fleet_cost_per_day.clone()))?;
@@ -160,6 +189,12 @@ impl Metrics {
         reg.register(Box::new(m.invalid_specs.clone()))?;
         reg.register(Box::new(m.accept_errors.clone()))?;
         reg.register(Box::new(m.webhook_reviews.clone()))?;
+        reg.register(Box::new(m.leader.clone()))?;
+        reg.register(Box::new(m.lease_transitions.clone()))?;
+        reg.register(Box::new(m.fenced_writes.clone()))?;
+        for change in ["acquired", "lost"] {
+            m.lease_transitions.with_label_values(&[change]);
+        }
         // At 0 from the start, so the alert sees the first malformed review.
         m.webhook_reviews.with_label_values(&["malformed"]);
         Ok(m)
@@ -208,6 +243,12 @@ impl Metrics {
         if let Ok(mut series) = self.fleet_series.lock() {
             series.insert((namespace.to_string(), policy.to_string()));
         }
+    }
+
+    /// Remove every fleet series: a replica that stops leading stops reporting the fleet, so
+    /// summing over replicas never counts a FleetPolicy twice.
+    pub fn forget_all_fleets(&self) {
+        self.retain_fleet(&BTreeSet::new());
     }
 
     /// Remove the fleet series of every FleetPolicy not in `live` (deleted policies).

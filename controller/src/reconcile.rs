@@ -12,11 +12,17 @@
 //!    an event and server-side apply it on the `/status` subresource;
 //! 5. requeue after `spec.resyncSeconds`.
 //!
+//! Only the replica holding the lease ([`crate::leader`]) reconciles: a follower's reconcile
+//! returns at once and waits for a change, and every write (ConfigMap, status, event) first
+//! passes [`Leadership::confirm`], so a deposed leader stops before its next write. When a
+//! replica becomes the leader, every FleetPolicy is reconciled.
+//!
 //! Failures go to [`error_policy`], which counts them by [`Error::code`] and requeues with an
 //! exponential backoff per object.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,6 +43,7 @@ use tracing::{info, warn};
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
 use crate::desired::{self, Desired, MANAGED_BY};
 use crate::fleet::{self, Expected, FleetView};
+use crate::leader::Leadership;
 use crate::metrics::{Metrics, Write};
 use crate::scrape::{ScrapeConfig, ScrapeTarget, failure_code, scrape_all};
 use crate::status;
@@ -65,6 +72,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// How to scrape the fleet; `None` leaves the fleet fields of the status alone.
     pub fleet: Option<FleetConfig>,
+    /// Whether this replica may reconcile and write.
+    pub leader: Leadership,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
     /// Per object, the status this controller last wrote and the resourceVersion of the
@@ -110,11 +119,18 @@ impl Context {
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
+            leader: Leadership::sole(None),
             metrics,
             fleet: None,
             failures: Arc::default(),
             written: Arc::default(),
         }
+    }
+
+    /// The same context, reconciling only while `leader` leads.
+    pub fn with_leader(mut self, leader: Leadership) -> Self {
+        self.leader = leader;
+        self
     }
 
     /// The same context, scraping the fleet with `fleet`.
@@ -157,8 +173,18 @@ impl Context {
 }
 
 /// Reconcile one FleetPolicy: apply its ConfigMap when valid and changed, then its status when
-/// changed.
+/// changed. A follower, or a leader that cannot confirm its lease, writes nothing and waits.
 pub async fn reconcile(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action> {
+    if !ctx.leader.is_leader() {
+        return Ok(Action::await_change());
+    }
+    match reconcile_leading(fp, ctx).await {
+        Err(Error::Fenced(_)) => Ok(Action::await_change()),
+        other => other,
+    }
+}
+
+async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action> {
     ctx.metrics.runs.inc();
     let _timer = ctx.metrics.duration.start_timer();
     let ns = fp
@@ -234,6 +260,7 @@ async fn apply_config_map(ctx: &Context, fp: &FleetPolicy, ns: &str, d: &Desired
         obj.insert("apiVersion".into(), json!("v1"));
         obj.insert("kind".into(), json!("ConfigMap"));
     }
+    ctx.leader.confirm().await?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
     api.patch(&name, &params, &Patch::Apply(&body))
         .await
@@ -360,6 +387,7 @@ async fn patch_status(
         "kind": FleetPolicy::kind(&()),
         "status": status,
     });
+    ctx.leader.confirm().await?;
     let params = PatchParams::apply(FIELD_MANAGER).force();
     api.patch_status(&fp.name_any(), &params, &Patch::Apply(&body))
         .await
@@ -373,6 +401,9 @@ async fn patch_status(
 
 /// Publish an event on `fp`; a failure is logged, never fails the reconcile.
 async fn publish(ctx: &Context, fp: &FleetPolicy, type_: EventType, reason: &str, note: String) {
+    if ctx.leader.confirm().await.is_err() {
+        return;
+    }
     let event = Event {
         type_,
         reason: reason.to_string(),
@@ -391,7 +422,8 @@ fn short(sha: &str) -> &str {
 
 /// Run the controller on the FleetPolicies of `namespace` (every namespace when `None`) until
 /// a shutdown signal: owned ConfigMaps and pods matching a policy's selector requeue it.
-pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
+/// `synced` is set once the FleetPolicy reflector has listed (followers keep it warm too).
+pub async fn run(ctx: Arc<Context>, namespace: Option<&str>, synced: Arc<AtomicBool>) {
     let client = ctx.client.clone();
     let (fps, cms, pods): (Api<FleetPolicy>, Api<ConfigMap>, Api<Pod>) = match namespace {
         Some(ns) => (
@@ -409,12 +441,19 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
     let controller = Controller::new(fps, watcher::Config::default().any_semantic());
     let store = controller.store();
+    let ready = store.clone();
+    tokio::spawn(async move {
+        if ready.wait_until_ready().await.is_ok() {
+            synced.store(true, Ordering::Relaxed);
+        }
+    });
     tokio::spawn(prune_fleet_gauges(ctx.metrics.clone(), store.clone()));
     controller
         .owns(cms, owned)
         .watches(pods, watcher::Config::default(), move |pod: Pod| {
             policies_selecting(&store.state(), &pod)
         })
+        .reconcile_all_on(ctx.leader.acquisitions())
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|res| async move {

@@ -30,6 +30,7 @@ async fn admin_serves_live_ready_and_metrics() {
         ready: Arc::default(),
         accept_errors: Some(metrics.accept_errors.clone()),
         api_answered_at: None,
+        synced: Vec::new(),
     };
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -93,5 +94,48 @@ async fn ready_needs_a_recent_answer_from_the_api_server() {
         stale.starts_with("HTTP/1.1 503") && stale.contains("has not answered for 4"),
         "an API server quiet for 45 s makes it unready: {stale}"
     );
+    server.abort();
+}
+
+#[tokio::test]
+async fn ready_waits_for_every_reflector_to_sync() {
+    let (reconciler, webhook) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let state = AdminState {
+        ready: Arc::new(AtomicBool::new(true)),
+        synced: vec![
+            ("the reconciler's FleetPolicy reflector", reconciler.clone()),
+            ("the webhook's FleetPolicy reflector", webhook.clone()),
+        ],
+        ..AdminState::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port 0 must bind");
+    let addr = listener.local_addr().expect("address");
+    let server = tokio::spawn(serve(listener, state));
+    let first = get(addr, "/ready").await;
+    assert!(
+        first.starts_with("HTTP/1.1 503")
+            && first.contains("reconciler's FleetPolicy reflector has not synced"),
+        "{first}"
+    );
+    reconciler.store(true, Ordering::Relaxed);
+    let second = get(addr, "/ready").await;
+    assert!(
+        second.starts_with("HTTP/1.1 503")
+            && second.contains("webhook's FleetPolicy reflector has not synced"),
+        "{second}"
+    );
+    webhook.store(true, Ordering::Relaxed);
+    assert!(
+        get(addr, "/ready").await.starts_with("HTTP/1.1 200"),
+        "both synced makes it ready"
+    );
+    // A webhook whose reflector ended stops serving: not ready again.
+    webhook.store(false, Ordering::Relaxed);
+    assert!(get(addr, "/ready").await.starts_with("HTTP/1.1 503"));
     server.abort();
 }

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -80,6 +81,8 @@ pub struct Setup {
     addr: SocketAddr,
     certs: Arc<CertStore>,
     cfg: InjectorConfig,
+    /// Set while the FleetPolicy reflector has synced and the listener serves.
+    serving: Arc<AtomicBool>,
 }
 
 /// The serving certificate, re-read from its files when they change.
@@ -210,7 +213,18 @@ impl Setup {
         ))?;
         let cfg = InjectorConfig::load(cfg_path)?;
         let certs = Arc::new(CertStore::load(cert, key)?);
-        Ok(Some(Self { addr, certs, cfg }))
+        Ok(Some(Self {
+            addr,
+            certs,
+            cfg,
+            serving: Arc::default(),
+        }))
+    }
+
+    /// True from the moment the webhook serves (certificate loaded, FleetPolicy reflector
+    /// synced) until its reflector ends; `/ready` waits for it.
+    pub fn serving(&self) -> Arc<AtomicBool> {
+        self.serving.clone()
     }
 
     /// Bind the listener, start the FleetPolicy reflector (in `namespace`, or every namespace)
@@ -237,7 +251,8 @@ impl Setup {
             .default_backoff()
             .applied_objects()
             .for_each(|_| std::future::ready(()));
-        let (certs, cfg, addr) = (self.certs, self.cfg, self.addr);
+        let (certs, cfg, addr, serving) = (self.certs, self.cfg, self.addr, self.serving);
+        let flag = serving.clone();
         Ok(tokio::spawn(async move {
             let run = async move {
                 // Until the store has synced every pod would be refused for lack of a policy.
@@ -245,6 +260,7 @@ impl Setup {
                     return;
                 }
                 info!(%addr, "webhook.listening");
+                flag.store(true, Ordering::Relaxed);
                 tokio::spawn(certs.watch(CERT_CHECK_INTERVAL));
                 serve(listener, acceptor, cfg, Arc::new(reader), metrics).await;
             };
@@ -252,6 +268,7 @@ impl Setup {
                 () = events => warn!("webhook.reflector_ended"),
                 () = run => {}
             }
+            serving.store(false, Ordering::Relaxed);
         }))
     }
 }
