@@ -195,6 +195,9 @@ impl Metrics {
         for change in ["acquired", "lost"] {
             m.lease_transitions.with_label_values(&[change]);
         }
+        for reason in ["not_leader", "deposed", "unconfirmed"] {
+            m.fenced_writes.with_label_values(&[reason]);
+        }
         // At 0 from the start, so the alert sees the first malformed review.
         m.webhook_reviews.with_label_values(&["malformed"]);
         Ok(m)

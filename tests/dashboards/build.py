@@ -186,6 +186,11 @@ def controller():
                            [(f"sum by (namespace, policy, state) (fleetgate_controller_fleet_pods{{{NS}}})", "{{namespace}}/{{policy}} {{state}}")]))
         .with_panel(series("Webhook reviews by outcome", "Admission reviews answered by the injection webhook.",
                            [rate_by("fleetgate_controller_webhook_reviews_total", ["outcome"])], "ops"))
+        .with_panel(series("Leader", "Which replica holds the reconcile lease; the sum must be exactly 1.",
+                           [(f"max by (pod) (fleetgate_controller_leader{{{NS}}})", "{{pod}}")]))
+        .with_panel(series("Lease changes and fenced writes", "Acquired or lost leases, and writes stopped because the lease could not be confirmed.",
+                           [rate_by("fleetgate_controller_lease_transitions_total", ["change"], "lease "),
+                            rate_by("fleetgate_controller_fenced_writes_total", ["reason"], "fenced ")], "ops"))
     )
 
 

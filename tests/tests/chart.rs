@@ -163,11 +163,11 @@ fn cluster_scoped_objects_carry_the_namespace_and_two_releases_never_collide() {
 fn the_webhook_only_sees_labelled_pods_of_the_release_namespace() {
     let Some(tools) = tools::tools() else { return };
     let cases = [
-        ("agents-a", "Ignore", args(&[])),
+        ("agents-a", "Fail", args(&[])),
         (
             "agents-b",
-            "Fail",
-            args(&["--set", "webhook.failurePolicy=Fail"]),
+            "Ignore",
+            args(&["--set", "webhook.failurePolicy=Ignore"]),
         ),
     ];
     for (ns, policy, extra) in cases {
@@ -187,6 +187,10 @@ fn the_webhook_only_sees_labelled_pods_of_the_release_namespace() {
             (
                 "/objectSelector/matchLabels/fleetgate.dev~1inject",
                 "enabled".into(),
+            ),
+            (
+                "/objectSelector/matchExpressions",
+                serde_json::json!([{"key": "fleetgate.dev/component", "operator": "NotIn", "values": ["controller"]}]),
             ),
             ("/sideEffects", "None".into()),
             ("/failurePolicy", policy.into()),
@@ -249,10 +253,26 @@ fn rbac_is_a_namespaced_role_with_least_privilege() {
     let docs = documents(&render(&tools.helm, "fleetgate", "agents", &[]));
     let role = find(&docs, "Role", Some("fleetgate-controller"));
     let got = objects::rule_set(role);
-    let want = objects::expected_rules("fleetgate-report-token");
+    let want = objects::expected_rules("fleetgate-report-token", "fleetgate-controller");
     assert_eq!(
         got, want,
         "the Role must grant exactly the controller's needs"
+    );
+    let single = documents(&render(
+        &tools.helm,
+        "fleetgate",
+        "agents",
+        &args(&[
+            "--set",
+            "controller.replicas=1",
+            "--set",
+            "controller.leaderElection.enabled=false",
+        ]),
+    ));
+    let unelected = objects::rule_set(find(&single, "Role", Some("fleetgate-controller")));
+    assert!(
+        unelected.iter().all(|r| !r.contains("leases")),
+        "without election the Role must not touch leases: {unelected:?}"
     );
     let binding = find(&docs, "RoleBinding", Some("fleetgate-controller"));
     let deployment = find(&docs, "Deployment", None);
@@ -275,6 +295,12 @@ fn the_values_schema_refuses_typos_and_out_of_range_values_with_both_helms() {
         ("injector.proxyUid=0", "proxyUid"),
         ("injector.hermesHome=/data", "hermesHome"),
         ("webhook.timeoutSeconds=60", "timeoutSeconds"),
+        ("controller.replicas=0", "replicas"),
+        (
+            "controller.leaderElection.leaseDurationSeconds=1",
+            "leaseDurationSeconds",
+        ),
+        ("admissionPolicy.enable=true", "enable"),
     ];
     for helm in [&tools.helm, &tools.helm3] {
         for (set, key) in cases {
@@ -301,7 +327,7 @@ fn the_values_schema_refuses_typos_and_out_of_range_values_with_both_helms() {
             helm,
             "fleetgate",
             "agents",
-            &args(&["--set", "webhook.failurePolicy=Fail"]),
+            &args(&["--set", "webhook.failurePolicy=Ignore"]),
         );
         assert!(
             ok.status.success(),
@@ -351,15 +377,135 @@ fn the_injector_config_has_exactly_the_agreed_keys_and_matches_the_controller() 
 }
 
 #[test]
-fn the_controller_runs_one_replica_with_recreate_and_the_documented_arguments() {
+fn the_controller_runs_two_elected_replicas_that_roll_one_at_a_time() {
     let Some(tools) = tools::tools() else { return };
     let docs = documents(&render(&tools.helm, "team", "agents", &[]));
     let deployment = find(&docs, "Deployment", Some("team-controller"));
+    assert_eq!(deployment["spec"]["replicas"], 2, "two replicas by default");
     assert_eq!(
-        deployment["spec"]["replicas"], 1,
-        "no leader election: one replica"
+        deployment["spec"]["strategy"],
+        serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}),
+        "a serving replica is never removed before its successor is ready"
     );
-    assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+    let pod = &deployment["spec"]["template"];
+    assert_eq!(
+        pod["metadata"]["labels"]["fleetgate.dev/component"], "controller",
+        "the label the webhook's objectSelector excludes"
+    );
+    assert_eq!(
+        pod["spec"]["topologySpreadConstraints"][0]["topologyKey"],
+        "kubernetes.io/hostname"
+    );
+    assert_eq!(
+        pod["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"], "ScheduleAnyway",
+        "a one-node cluster must still schedule both replicas"
+    );
+    assert_eq!(
+        pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+            [0]["podAffinityTerm"]["topologyKey"],
+        "kubernetes.io/hostname"
+    );
+    let pdb = find(&docs, "PodDisruptionBudget", Some("team-controller"));
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"],
+        "the PodDisruptionBudget must select the controller pods"
+    );
+    let webhook = find(&docs, "MutatingWebhookConfiguration", None);
+    assert_eq!(webhook["webhooks"][0]["failurePolicy"], "Fail");
+
+    // One replica: no PodDisruptionBudget (it would block every drain); more replicas without
+    // election, or a grace not below the duration, or an injection label on the controller
+    // itself, are refused at render time.
+    let one = documents(&render(
+        &tools.helm,
+        "team",
+        "agents",
+        &args(&["--set", "controller.replicas=1"]),
+    ));
+    assert!(
+        !one.iter().any(|d| d["kind"] == "PodDisruptionBudget"),
+        "one replica must not get a PodDisruptionBudget"
+    );
+    for (sets, said) in [
+        (
+            vec!["controller.leaderElection.enabled=false"],
+            "needs controller.leaderElection.enabled",
+        ),
+        (
+            vec!["controller.leaderElection.graceSeconds=15"],
+            "graceSeconds must be below",
+        ),
+        (
+            vec!["controller.podLabels.fleetgate\\.dev/inject=enabled"],
+            "must not carry fleetgate.dev/inject",
+        ),
+    ] {
+        let mut extra = Vec::new();
+        for set in sets {
+            extra.extend(args(&["--set", set]));
+        }
+        let out = template(&tools.helm, "team", "agents", &extra);
+        assert!(
+            !out.status.success() && text(&out).contains(said),
+            "{extra:?} must be refused with `{said}`: {}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn the_admission_policy_and_its_binding_cover_the_release_namespace_only() {
+    let Some(tools) = tools::tools() else { return };
+    let docs = documents(&render(&tools.helm, "team", "agents", &[]));
+    let policy = find(
+        &docs,
+        "ValidatingAdmissionPolicy",
+        Some("fleetgate-injected-agents"),
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    assert_eq!(
+        policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"],
+        serde_json::json!(["pods", "pods/ephemeralcontainers"])
+    );
+    assert_eq!(
+        policy["spec"]["validations"].as_array().map(Vec::len),
+        Some(3),
+        "gate present, no capture-breaking privilege, no hostNetwork"
+    );
+    let binding = find(
+        &docs,
+        "ValidatingAdmissionPolicyBinding",
+        Some("fleetgate-injected-agents"),
+    );
+    assert_eq!(binding["spec"]["policyName"], "fleetgate-injected-agents");
+    assert_eq!(
+        binding["spec"]["validationActions"],
+        serde_json::json!(["Deny"])
+    );
+    assert_eq!(
+        binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+        "agents"
+    );
+    let off = documents(&render(
+        &tools.helm,
+        "team",
+        "agents",
+        &args(&["--set", "admissionPolicy.enabled=false"]),
+    ));
+    assert!(
+        !off.iter().any(|d| d["kind"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("ValidatingAdmissionPolicy"))),
+        "admissionPolicy.enabled=false must render neither"
+    );
+}
+
+#[test]
+fn the_controller_runs_with_the_documented_arguments() {
+    let Some(tools) = tools::tools() else { return };
+    let docs = documents(&render(&tools.helm, "team", "agents", &[]));
+    let deployment = find(&docs, "Deployment", Some("team-controller"));
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     let want = args(&[
         "run",
@@ -381,6 +527,13 @@ fn the_controller_runs_one_replica_with_recreate_and_the_documented_arguments() 
         "5000",
         "--scrape-concurrency",
         "8",
+        "--leader-elect=true",
+        "--lease-name",
+        "team-controller",
+        "--lease-duration-seconds",
+        "15",
+        "--lease-grace-seconds",
+        "5",
     ]);
     assert_eq!(
         container["args"],
@@ -470,19 +623,14 @@ fn the_notes_tell_the_user_what_to_do_next() {
     let Some(tools) = tools::tools() else { return };
     let cases = [
         (
-            args(&[]),
+            args(&["--set", "webhook.failurePolicy=Ignore"]),
             "kubectl -n agents apply -f",
-            "start WITHOUT the gate",
+            "start WITHOUT the gate (the ValidatingAdmissionPolicy fleetgate-injected-agents still refuses them)",
         ),
         (
-            args(&[
-                "--set",
-                "defaultPolicy.enabled=true",
-                "--set",
-                "webhook.failurePolicy=Fail",
-            ]),
+            args(&["--set", "defaultPolicy.enabled=true"]),
             "kubectl -n agents get fleetpolicy fleet",
-            "cannot be created",
+            "helm -n agents rollback fleetgate",
         ),
     ];
     for (extra, policy_step, failure_note) in cases {

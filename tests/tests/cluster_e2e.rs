@@ -260,3 +260,66 @@ fn two_releases_inject_the_gate_and_the_fleet_policy_becomes_ready() {
         "nothing may leak into the other namespace"
     );
 }
+
+/// Fail closed through a leader's death: agent pods are created while the leading controller
+/// pod is deleted. Every agent pod that exists afterwards carries its gate (the webhook is
+/// served by the other replica; failurePolicy Fail and the ValidatingAdmissionPolicy refuse
+/// anything else), the Lease moves to the other replica, and an un-injected pod labelled for
+/// injection is refused by the API server itself, naming the policy.
+#[test]
+fn deleting_the_leading_controller_while_agents_start_never_lets_a_pod_run_ungated() {
+    let Some(mut cluster) = cluster() else { return };
+    let ns = format!("fleetgate-e2e-ha-{}", std::process::id());
+    cluster.install(&ns);
+    cluster.apply_example(&ns, "valid-minimal.yaml");
+    let lease = cluster.json(&["-n", &ns, "get", "lease", "fleetgate-controller"]);
+    let leader = lease["spec"]["holderIdentity"]
+        .as_str()
+        .expect("a replica must hold the lease")
+        .to_string();
+    cluster.apply_example(&ns, "agent-deployment.yaml");
+    cluster.kubectl(&["-n", &ns, "scale", "deployment/hermes", "--replicas", "6"]);
+    cluster.kubectl(&["-n", &ns, "delete", "pod", &leader, "--wait=false"]);
+    cluster.kubectl(&["-n", &ns, "scale", "deployment/hermes", "--replicas", "10"]);
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "rollout",
+        "status",
+        "deployment/hermes",
+        "--timeout",
+        WAIT,
+    ]);
+    let pods = cluster.json(&["-n", &ns, "get", "pods", "-l", "app=hermes"]);
+    let items = pods["items"].as_array().expect("a pod list");
+    assert_eq!(items.len(), 10, "every agent replica must have started");
+    for pod in items {
+        let gated = pod["spec"]["containers"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["name"] == "fleetgate-proxy"));
+        assert!(
+            gated,
+            "agent pod {} started without its gate",
+            pod["metadata"]["name"]
+        );
+    }
+    let moved = cluster.json(&["-n", &ns, "get", "lease", "fleetgate-controller"]);
+    assert_ne!(
+        moved["spec"]["holderIdentity"].as_str(),
+        Some(leader.as_str()),
+        "the lease must have moved off the deleted pod"
+    );
+    // Straight to the API server, no webhook in the way: the policy refuses.
+    let bare = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n  namespace: {ns}\n  labels:\n    fleetgate.dev/inject: enabled\n  annotations:\n    fleetgate.dev/injected: bypass\nspec:\n  containers:\n    - name: agent\n      image: busybox\n"
+    );
+    let (ok, said) = cluster.run(
+        &cluster.kubectl.clone(),
+        &["apply", "-n", &ns, "-f", "-"],
+        Some(&bare),
+    );
+    assert!(
+        !ok && said.contains(&format!("fleetgate-injected-{ns}")),
+        "an un-injected labelled pod must be refused by the ValidatingAdmissionPolicy: {said}"
+    );
+}

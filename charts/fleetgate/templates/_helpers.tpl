@@ -71,3 +71,8 @@ app.kubernetes.io/name: {{ include "fleetgate.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: controller
 {{- end }}
+
+{{/* The cluster-scoped ValidatingAdmissionPolicy and its binding: one per namespace. */}}
+{{- define "fleetgate.admissionPolicyName" -}}
+{{- printf "fleetgate-injected-%s" .Release.Namespace | trunc 63 | trimSuffix "-" }}
+{{- end }}

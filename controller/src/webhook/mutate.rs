@@ -2,8 +2,9 @@
 //! configuration in; allow unchanged, allow with a JSON patch, or refuse with a message out.
 //!
 //! Rules, in order:
-//! 1. a pod already marked `fleetgate.dev/injected` (or already running `fleetgate-proxy`)
-//!    is left alone, so injection is idempotent;
+//! 1. a pod already running `fleetgate-proxy` is left alone, so injection is idempotent (the
+//!    `fleetgate.dev/injected` marker alone is not enough: written by hand on a pod template it
+//!    would be a way around the gate);
 //! 2. the annotation `fleetgate.dev/inject: disabled` opts out, whatever the label says;
 //! 3. a pod without the label `fleetgate.dev/inject: enabled` is not ours;
 //! 4. `hostNetwork: true` is refused (capture rules and loopback ports would hit the node);
@@ -30,7 +31,7 @@ use crate::desired::policy::{BLOCKLISTS_DIR, VENDOR_KEYS_DIR};
 /// Why a pod is admitted unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Skip {
-    /// The pod carries the injected annotation or the gate container already.
+    /// The pod runs the gate container already.
     AlreadyInjected,
     /// The opt-out annotation is set.
     OptedOut,
@@ -109,7 +110,7 @@ fn skip_reason(pod: &Pod) -> Option<Skip> {
         .spec
         .as_ref()
         .is_some_and(|s| s.containers.iter().any(|c| c.name == PROXY_CONTAINER));
-    if annotations.contains_key(INJECTED_ANNOTATION) || has_gate {
+    if has_gate {
         return Some(Skip::AlreadyInjected);
     }
     if annotations.get(INJECT_ANNOTATION).map(String::as_str) == Some(INJECT_DISABLED) {

@@ -36,6 +36,19 @@ fn named(name: &str, ns: &str) -> FleetPolicy {
 }
 
 #[test]
+fn the_injected_annotation_alone_does_not_skip_injection() {
+    // Written by hand on a pod template, the marker must not be a way around the gate.
+    let got = decide(
+        &pod(|p| p["metadata"]["annotations"] = json!({INJECTED_ANNOTATION: "bypass"})),
+        &[FleetPolicy::test()],
+    );
+    assert!(
+        matches!(got, Decision::Patch { .. }),
+        "a pod marked injected but without the gate must be injected: {got:?}"
+    );
+}
+
+#[test]
 fn pods_that_are_not_ours_pass_unchanged() {
     type Case = (&'static str, fn(&mut Value), Skip);
     let cases: &[Case] = &[
@@ -55,8 +68,11 @@ fn pods_that_are_not_ours_pass_unchanged() {
             Skip::OptedOut,
         ),
         (
-            "injected annotation",
-            |p| p["metadata"]["annotations"] = json!({INJECTED_ANNOTATION: "0.0.9"}),
+            "injected annotation with the gate container",
+            |p| {
+                p["metadata"]["annotations"] = json!({INJECTED_ANNOTATION: "0.0.9"});
+                p["spec"]["containers"] = json!([{"name": "hermes", "image": "h"}, {"name": PROXY_CONTAINER, "image": "x"}]);
+            },
             Skip::AlreadyInjected,
         ),
         (

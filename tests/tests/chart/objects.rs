@@ -32,6 +32,8 @@ pub fn is_cluster_scoped(kind: &str) -> bool {
         kind,
         "MutatingWebhookConfiguration"
             | "ValidatingWebhookConfiguration"
+            | "ValidatingAdmissionPolicy"
+            | "ValidatingAdmissionPolicyBinding"
             | "ClusterRole"
             | "ClusterRoleBinding"
             | "CustomResourceDefinition"
@@ -150,8 +152,10 @@ pub fn rule_set(role: &Value) -> BTreeSet<String> {
     out
 }
 
-/// What the controller needs: its own resources, its ConfigMaps, pods, events, one Secret.
-pub fn expected_rules(token_secret: &str) -> BTreeSet<String> {
+/// What the controller needs: its own resources, its ConfigMaps, pods, events, one Secret,
+/// and its election Lease (every verb but `create` on that one name: RBAC cannot name the
+/// object of a create).
+pub fn expected_rules(token_secret: &str, lease: &str) -> BTreeSet<String> {
     let table: &[(&str, &str, &[&str], &str)] = &[
         (
             "fleetgate.dev",
@@ -170,6 +174,13 @@ pub fn expected_rules(token_secret: &str) -> BTreeSet<String> {
         ("", "events", &["create", "patch"], ""),
         ("events.k8s.io", "events", &["create", "patch"], ""),
         ("", "secrets", &["get"], token_secret),
+        (
+            "coordination.k8s.io",
+            "leases",
+            &["get", "update", "patch"],
+            lease,
+        ),
+        ("coordination.k8s.io", "leases", &["create"], ""),
     ];
     table
         .iter()
