@@ -65,7 +65,7 @@ pub enum LeaseConfigError {
         grace: u64,
     },
     /// The identity is empty.
-    #[error("the lease identity must not be empty (set POD_NAME or --lease-identity)")]
+    #[error("the lease identity must not be empty (set POD_NAME or --instance)")]
     Identity,
 }
 
