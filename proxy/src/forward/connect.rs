@@ -87,14 +87,9 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
         Ok((upstream, permit, limits)) => {
             decision.upstream = upstream.peer_addr().ok();
             proxy.decide(&decision);
-            let established = conn
-                .stream
-                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .await;
-            if established.is_err() {
-                return Flow::Close;
-            }
-            // Open (and counted as such) from the 200 until it ends, whatever it carries.
+            // Open (and counted as such) from the 200 until it ends, whatever it carries:
+            // counted before the 200 is written, so a client that reads the 200 and then the
+            // metrics sees its tunnel.
             let gauge = proxy
                 .shared
                 .metrics
@@ -102,6 +97,13 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
                 .with_label_values(&[proxy.listener]);
             gauge.inc();
             let active = ActiveTunnel(gauge);
+            let established = conn
+                .stream
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await;
+            if established.is_err() {
+                return Flow::Close;
+            }
             match first_speaker(conn, &upstream, limits.idle).await {
                 Some(Speaker::ClientHttp) => {
                     // Plain HTTP inside the tunnel: each request is gated on its own Host,
