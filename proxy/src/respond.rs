@@ -107,13 +107,19 @@ pub fn api_error(err: &ApiError) -> Response<Body> {
 
 /// A gate refusal of a whole extract call, in Hermes' shape plus the code: 403.
 pub fn extract_refusal(reason: &DenyReason) -> Response<Body> {
-    let body = json!({"success": false, "error": reason.message(), "code": reason.code()});
+    let mut body = json!({"success": false, "error": reason.message(), "code": reason.code()});
+    if let Some(rule) = reason.rule() {
+        body["rule"] = rule.into();
+    }
     with_code(json(StatusCode::FORBIDDEN, &body), reason.code())
 }
 
 /// A gate refusal on an egress listener: 403 `{"error": {"code", "message"}}`.
 pub fn egress_refusal(reason: &DenyReason) -> Response<Body> {
-    let body = json!({"error": {"code": reason.code(), "message": reason.message()}});
+    let mut body = json!({"error": {"code": reason.code(), "message": reason.message()}});
+    if let Some(rule) = reason.rule() {
+        body["error"]["rule"] = rule.into();
+    }
     with_code(json(StatusCode::FORBIDDEN, &body), reason.code())
 }
 

@@ -199,18 +199,40 @@ impl Write for QueueWriter {
     }
 }
 
-/// `scheme://host[:port]/path` of a URL: what may appear in logs.
+/// `scheme://host[:port]/path` of a URL: what may appear in logs. Query and fragment are
+/// dropped, and any secret a rule of gate E1 finds in what is left is replaced by
+/// `[redacted:<rule>]` ([`crate::gates::secret_url::redact_secrets`]), so a line about a
+/// refused URL never repeats the secret it refused.
 pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
+    // The parse below lower-cases the host: a token that is a secret only in its own case
+    // (`ASIA…`) is judged on the host as written.
+    let host_secret = crate::url_form::urlsplit(url).ok().and_then(|parts| {
+        let netloc = parts.netloc();
+        let hostinfo = netloc.rsplit_once('@').map_or(netloc, |(_, h)| h);
+        let host = hostinfo.split_once(':').map_or(hostinfo, |(h, _)| h);
+        match crate::gates::secret_url::check_host_secret(host) {
+            crate::gates::Verdict::Deny(reason) => reason.rule().map(str::to_string),
+            _ => None,
+        }
+    });
+    let shown = match url::Url::parse(url) {
         Ok(u) => {
-            let host = u.host_str().unwrap_or("");
+            let redacted;
+            let host = match &host_secret {
+                Some(rule) => {
+                    redacted = format!("[redacted:{rule}]");
+                    redacted.as_str()
+                }
+                None => u.host_str().unwrap_or(""),
+            };
             match u.port() {
                 Some(p) => format!("{}://{host}:{p}{}", u.scheme(), u.path()),
                 None => format!("{}://{host}{}", u.scheme(), u.path()),
             }
         }
-        Err(_) => "<unparseable>".to_string(),
-    }
+        Err(_) => return "<unparseable>".to_string(),
+    };
+    crate::gates::secret_url::redact_secrets(&shown).into_owned()
 }
 
 #[cfg(test)]

@@ -25,8 +25,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use fleetgate_proxy::context::TargetUrl;
 use fleetgate_proxy::gates::secret_url::{
-    SecretUrlGate, find_credential_prefix, sensitive_fragment_param_name,
-    sensitive_query_param_name,
+    SecretUrlGate, find_credential_prefix, sensitive_query_param_name,
 };
 use fleetgate_proxy::gates::{DenyReason, Gate, Verdict};
 use fleetgate_proxy::url_form::{idna_encode_host, normalize_url_for_request, unquote};
@@ -166,42 +165,64 @@ fn compare_normalized(input: &str, rec: &Record, curated: bool, tally: &mut Tall
     false
 }
 
-/// The E1 decision: Hermes' outcome exactly, plus fleetgate's stricter refusals counted.
+/// The E1 decision, one-directional: every URL Hermes refuses, fleetgate refuses (a secret
+/// with some rule id, a query name with Hermes' exact key); where fleetgate refuses what Hermes
+/// lets through, the class is counted (`stricter:*`). The one deliberate looser class is `sk-`
+/// followed by hyphenated lower-case words (`sk-learn-basics`), counted and printed.
 fn compare_decision(input: &str, rec: &Record, tally: &mut Tally) {
     if rec.g == "invalid" {
         return;
     }
     let target = TargetUrl::new(input);
-    let ours = SecretUrlGate.check(&target);
-    let expected = match rec.g.as_str() {
-        "secret" => Some(Verdict::Deny(DenyReason::SecretInUrl)),
-        "allow" => None,
-        other => other.strip_prefix("query:").map(|key| {
-            Verdict::Deny(DenyReason::SensitiveQueryParam {
-                key: key.to_string(),
-            })
-        }),
-    };
-    match (&expected, &ours) {
-        (Some(want), got) if want == got => tally.count(&format!("decision:{}", ours_code(got))),
-        (None, Verdict::Allow) => tally.count("decision:allow"),
-        (None, Verdict::Deny(DenyReason::CredentialsInUserinfo)) => {
-            tally.count("stricter:credentials_in_userinfo");
+    let ours = SecretUrlGate::default().check(&target);
+    match (rec.g.as_str(), &ours) {
+        ("secret", Verdict::Deny(DenyReason::SecretInUrl { rule })) => {
+            let family = if rule.starts_with("hermes-") {
+                "hermes"
+            } else {
+                "rule"
+            };
+            tally.count(&format!("decision:secret_in_url:{family}"));
         }
-        (None, Verdict::Deny(DenyReason::SensitiveQueryParam { key }))
-            if sensitive_fragment_param_name(&target.normalized).as_ref() == Some(key) =>
+        ("secret", Verdict::Allow) if has_sk_prose(input) => {
+            tally.count("looser:sk_prose");
+            tally.excluded.push(format!("sk prose: {input:?}"));
+        }
+        ("allow", Verdict::Allow) => tally.count("decision:allow"),
+        ("allow", Verdict::Deny(reason)) => tally.count(&format!("stricter:{}", reason.code())),
+        (query, Verdict::Deny(DenyReason::SensitiveQueryParam { key }))
+            if query.strip_prefix("query:") == Some(key.as_str()) =>
         {
-            tally.count("stricter:fragment_param");
+            tally.count("decision:sensitive_query_param");
+        }
+        (query, Verdict::Deny(DenyReason::SecretInUrl { .. })) if query.starts_with("query:") => {
+            tally.count("stricter:secret_rule_before_query_name");
         }
         _ => tally.mismatch("e1_decision", input, &rec.g, &ours),
     }
 }
 
-fn ours_code(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Deny(reason) | Verdict::Report(reason) => reason.code(),
-        Verdict::Allow => "allow",
+/// Whether a form of `input` holds `sk-` followed by two or more hyphenated lower-case words.
+fn has_sk_prose(input: &str) -> bool {
+    let mut form = input.to_string();
+    for _ in 0..4 {
+        let hit = form.match_indices("sk-").any(|(i, _)| {
+            let body: String = form[i + 3..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            let words: Vec<&str> = body.split('-').collect();
+            words.len() >= 2
+                && words.iter().all(|w| {
+                    (2..=12).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_lowercase())
+                })
+        });
+        if hit {
+            return true;
+        }
+        form = unquote(&form).into_owned();
     }
+    false
 }
 
 /// Best single pass of `f` over `bench`, in nanoseconds per URL: short passes and the minimum
@@ -225,7 +246,7 @@ fn best_ns_per_url(bench: &[String], passes: usize, mut f: impl FnMut(&str) -> b
 fn compare_speed(bench: &[String], out: &support_hermes::OracleOutput) {
     let scan = best_ns_per_url(bench, 300, |u| find_credential_prefix(u).is_some());
     let e1 = best_ns_per_url(bench, 30, |u| {
-        SecretUrlGate.check(&TargetUrl::new(u)) != Verdict::Allow
+        SecretUrlGate::default().check(&TargetUrl::new(u)) != Verdict::Allow
     });
     let ratio = out.ns_spec / scan;
     println!(

@@ -80,7 +80,7 @@ pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
 pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
     let raw = head.target();
-    let mut label = raw.to_string();
+    let mut label = crate::gates::secret_url::redact_secrets(raw).into_owned();
     let opened = open(proxy, raw, &mut label).await;
     let mut decision = Decision::new("connect", &label, conn, started);
     match opened {
@@ -208,7 +208,7 @@ async fn open(
                 limit: limits.max_tunnels,
             })?;
     let target = canonical_authority(raw).map_err(ProxyRefusal::Gate)?;
-    *label = target.to_string();
+    *label = crate::gates::secret_url::redact_secrets(&target.to_string()).into_owned();
     let addrs = check_host_target(&rt, &proxy.shared.metrics, &target)
         .await
         .map_err(ProxyRefusal::Gate)?;
@@ -233,10 +233,19 @@ pub async fn check_host_target(
         count_gate(metrics, gate, Some(&reason));
         reason
     };
-    if let Verdict::Deny(reason) = secret_url::check_host_secret(&target.host) {
-        return Err(refuse("secret_url", reason));
+    match secret_url::check_host_secret_with(&target.host, Some(&rt.policy.secrets)) {
+        Verdict::Deny(reason) => return Err(refuse("secret_url", reason)),
+        // A rule of a file in report mode: counted, not refused (the line names the rule).
+        Verdict::Report(reason) => {
+            tracing::warn!(
+                target: "egress.decision",
+                gate = "secret_url", verdict = "report", reason = reason.code(),
+                rule = reason.rule().unwrap_or_default(), "egress.decision"
+            );
+            metrics.count_verdict("secret_url", &Verdict::Report(reason));
+        }
+        Verdict::Allow => count_gate(metrics, "secret_url", None),
     }
-    count_gate(metrics, "secret_url", None);
     if !rt.policy.egress.ports.contains(&target.port) {
         let port = target.port;
         return Err(refuse("port", DenyReason::PortNotAllowed { port }));

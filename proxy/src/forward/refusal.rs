@@ -199,10 +199,10 @@ fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
 /// The gate a pipeline refusal came from, by its code family.
 pub fn gate_of(reason: &DenyReason) -> &'static str {
     match reason {
-        DenyReason::SecretInUrl
+        DenyReason::SecretInUrl { .. }
         | DenyReason::SensitiveQueryParam { .. }
         | DenyReason::CredentialsInUserinfo
-        | DenyReason::SecretInHost => "secret_url",
+        | DenyReason::SecretInHost { .. } => "secret_url",
         DenyReason::BlockedByPolicy { .. } => "website_blocklist",
         DenyReason::PortNotAllowed { .. } => "port",
         _ => "ssrf",

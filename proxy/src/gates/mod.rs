@@ -64,8 +64,11 @@ pub enum DenyReason {
         /// The scheme as given, lowercased.
         scheme: String,
     },
-    /// E1: a credential-shaped token appears in one of the four URL forms.
-    SecretInUrl,
+    /// E1: a secret rule matched one of the URL's forms.
+    SecretInUrl {
+        /// The id of the rule that matched (never the matched text).
+        rule: String,
+    },
     /// E1: a credential-like query parameter name carries a non-empty value.
     SensitiveQueryParam {
         /// The decoded key, original case kept (Hermes names it in the message).
@@ -75,7 +78,10 @@ pub enum DenyReason {
     CredentialsInUserinfo,
     /// E1 (host level): a credential-shaped token in the host name itself, which would leak
     /// through the DNS query before any connection.
-    SecretInHost,
+    SecretInHost {
+        /// The id of the rule that matched.
+        rule: String,
+    },
     /// E2: a host name that is always refused before DNS (metadata and cluster-internal names).
     BlockedHostname {
         /// The canonical host.
@@ -156,10 +162,10 @@ impl DenyReason {
             Self::InvalidItem { .. } => "invalid_item",
             Self::InvalidUrl { .. } => "invalid_url",
             Self::UnsupportedScheme { .. } => "unsupported_scheme",
-            Self::SecretInUrl => "secret_in_url",
+            Self::SecretInUrl { .. } => "secret_in_url",
             Self::SensitiveQueryParam { .. } => "sensitive_query_param",
             Self::CredentialsInUserinfo => "credentials_in_userinfo",
-            Self::SecretInHost => "secret_in_host",
+            Self::SecretInHost { .. } => "secret_in_host",
             Self::BlockedHostname { .. } => "blocked_hostname",
             Self::CloudMetadata { .. } => "ip_cloud_metadata",
             Self::PrivateAddress { .. } => "ip_private_range",
@@ -173,11 +179,19 @@ impl DenyReason {
     /// Whether this refusal ends the whole extract call (Hermes' E1 semantics) or one item.
     pub fn scope(&self) -> Scope {
         match self {
-            Self::SecretInUrl
+            Self::SecretInUrl { .. }
             | Self::SensitiveQueryParam { .. }
             | Self::CredentialsInUserinfo
-            | Self::SecretInHost => Scope::Call,
+            | Self::SecretInHost { .. } => Scope::Call,
             _ => Scope::Item,
+        }
+    }
+
+    /// The id of the secret rule behind an E1 refusal (`rule` in answers and decision lines).
+    pub fn rule(&self) -> Option<&str> {
+        match self {
+            Self::SecretInUrl { rule } | Self::SecretInHost { rule } => Some(rule),
+            _ => None,
         }
     }
 
@@ -199,7 +213,7 @@ impl fmt::Display for DenyReason {
                 f,
                 "Blocked: unsupported URL scheme '{scheme}'; only http and https are fetched"
             ),
-            Self::SecretInUrl => f.write_str(SECRET_IN_URL_MESSAGE),
+            Self::SecretInUrl { .. } => f.write_str(SECRET_IN_URL_MESSAGE),
             Self::SensitiveQueryParam { key } => write!(
                 f,
                 "Blocked: URL contains a credential-like query parameter ({key}). Web extract backends are third-party readers; remove the sensitive query parameter or use a local browser session when this access is explicitly required."
@@ -207,7 +221,7 @@ impl fmt::Display for DenyReason {
             Self::CredentialsInUserinfo => f.write_str(
                 "Blocked: URL contains credentials in its user-info part (user:password@). Secrets must not be sent in URLs.",
             ),
-            Self::SecretInHost => f.write_str(
+            Self::SecretInHost { .. } => f.write_str(
                 "Blocked: host name contains what appears to be an API key or token. Secrets must not be sent in URLs.",
             ),
             Self::BlockedHostname { .. } | Self::CloudMetadata { .. } | Self::PrivateAddress { .. } => {
@@ -250,7 +264,7 @@ mod tests {
         }
         let samples = [
             DenyReason::InvalidItem { index: 0 },
-            DenyReason::SecretInUrl,
+            DenyReason::SecretInUrl { rule: "r".into() },
             DenyReason::PortNotAllowed { port: 1 },
             DenyReason::DnsNoAddresses { host: "h".into() },
         ];
@@ -265,7 +279,10 @@ mod tests {
 
     #[test]
     fn secret_refusals_end_the_whole_call() {
-        assert_eq!(DenyReason::SecretInUrl.scope(), Scope::Call);
+        assert_eq!(
+            DenyReason::SecretInUrl { rule: "r".into() }.scope(),
+            Scope::Call
+        );
         assert_eq!(
             DenyReason::SensitiveQueryParam {
                 key: "token".into()

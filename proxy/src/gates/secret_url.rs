@@ -1,8 +1,14 @@
-//! Gate E1: secret-URL refusal (credential prefixes on four URL forms, sensitive query names,
-//! userinfo). A hit refuses the whole call before any network action, DNS included.
+//! Gate E1: secret-URL refusal (credential prefixes and token formats on every URL form,
+//! sensitive query names, userinfo). A hit refuses the whole call before any network action,
+//! DNS included.
 //!
-//! The first two checks are Hermes' own, with Hermes' exact semantics; the last two are
-//! fleetgate's and stricter than Hermes (see [`SecretUrlGate`]).
+//! Hermes' own checks keep Hermes' exact semantics (its 56 prefix families, its 20 query
+//! names); everything else is fleetgate's and stricter (see [`SecretUrlGate`]): the built-in
+//! rule set ([`rules`], over 150 token formats, URL-is-credential shapes and JWTs), more URL
+//! forms (the canonical WHATWG URL, whose host is lower-cased and IDNA-mapped, and
+//! percent-decoding repeated up to [`DECODE_ROUNDS`] times), query names in other spellings,
+//! userinfo and fragment parameters. Every refusal names the rule that matched, never the
+//! secret.
 
 use std::borrow::Cow;
 
@@ -11,8 +17,12 @@ use crate::context::TargetUrl;
 use crate::url_form::{self, py_strip, unquote, unquote_plus};
 
 mod prefix;
+pub mod rules;
 
-pub use prefix::find_credential_prefix;
+pub use prefix::{family_prefix, find_credential_prefix};
+use rules::RuleSet;
+
+use crate::policy::{EnforcementMode, SecretsPolicy};
 
 #[cfg(test)]
 mod tests;
@@ -75,6 +85,326 @@ pub fn sensitive_fragment_param_name(url: &str) -> Option<String> {
     })
 }
 
+/// How many times E1 percent-decodes each URL form: a secret encoded twice (`%2573k-…` →
+/// `%73k-…` → `sk-…`) is found; a bound keeps the cost of a hostile URL fixed.
+pub const DECODE_ROUNDS: usize = 3;
+
+/// The query names fleetgate treats as credential-bearing beyond Hermes' list, compared
+/// squashed (ASCII letters and digits only, lower-cased), so `accessToken`, `access-token`,
+/// `access_token[]` and `ACCESS_TOKEN` are one name.
+const SQUASHED_SENSITIVE_NAMES: [&str; 27] = [
+    "accesstoken",
+    "apikey",
+    "authtoken",
+    "authorization",
+    "awsaccesskeyid",
+    "clientsecret",
+    "credential",
+    "credentials",
+    "jwt",
+    "password",
+    "passwd",
+    "secret",
+    "sessionid",
+    "signature",
+    "token",
+    "xamzsecuritytoken",
+    "xamzsignature",
+    "refreshtoken",
+    "idtoken",
+    "privatetoken",
+    "privatekey",
+    "xgoogsignature",
+    "apisecret",
+    "apitoken",
+    "secretkey",
+    "sessiontoken",
+    "secretaccesskey",
+];
+
+/// A secret found by E1: the rule id, and whether the rule only reports (`secrets.mode:
+/// report` for the policy's own rule files).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// The rule id.
+    pub rule: String,
+    /// `true`: log and count, do not refuse.
+    pub report: bool,
+}
+
+/// The first secret rule that matches any form of `target` (raw, Hermes' normalised form, the
+/// canonical WHATWG URL, each percent-decoded up to [`DECODE_ROUNDS`] times): Hermes' prefix
+/// families (always enforced), the built-in rules and JWTs, then the policy's rule files; the
+/// policy's `secrets.allow` exempts rule ids and URL prefixes from all but Hermes' families.
+pub fn find_secret(target: &TargetUrl, secrets: Option<&SecretsPolicy>) -> Option<Found> {
+    let forms = url_forms(target);
+    let exempt = secrets.is_some_and(|s| {
+        s.allow_prefixes.iter().any(|prefix| {
+            forms.iter().any(|f| {
+                f.len() >= prefix.len()
+                    && f.is_char_boundary(prefix.len())
+                    && f[..prefix.len()].eq_ignore_ascii_case(prefix)
+            })
+        })
+    });
+    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
+    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
+    let extra: Vec<&RuleSet> = secrets
+        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
+        .unwrap_or_default();
+    let enforced: &[&RuleSet] = if report { &[] } else { &extra };
+    let scan = Scan {
+        exempt,
+        skip,
+        extra: enforced,
+    };
+    if let Some(rule) = forms.iter().find_map(|f| scan.text(f)) {
+        return Some(Found {
+            rule,
+            report: false,
+        });
+    }
+    if report && !exempt {
+        return forms
+            .iter()
+            .find_map(|f| extra.iter().find_map(|set| set.find_except(f, skip)))
+            .map(|hit| Found {
+                rule: hit.rule,
+                report: true,
+            });
+    }
+    None
+}
+
+/// The distinct forms of a URL E1 judges, in order.
+fn url_forms(target: &TargetUrl) -> Vec<Cow<'_, str>> {
+    let canonical = target.parsed.as_ref().map(url::Url::as_str);
+    let bases = [
+        Some(target.raw.as_str()),
+        Some(target.normalized.as_str()),
+        canonical,
+    ];
+    let mut forms: Vec<Cow<'_, str>> = Vec::with_capacity(4);
+    for base in bases.into_iter().flatten() {
+        // The three forms are often the same string: each distinct one is scanned once.
+        if forms.iter().any(|f| f.as_ref() == base) {
+            continue;
+        }
+        forms.push(Cow::Borrowed(base));
+        let mut current = Cow::Borrowed(base);
+        for _ in 0..DECODE_ROUNDS {
+            let next = match unquote(&current) {
+                Cow::Owned(d) => d,
+                Cow::Borrowed(_) => break,
+            };
+            forms.push(Cow::Owned(next.clone()));
+            current = Cow::Owned(next);
+        }
+    }
+    forms
+}
+
+/// One scan configuration: which layers run on a text.
+struct Scan<'a> {
+    /// The URL is under an allowed prefix: only Hermes' families judge it.
+    exempt: bool,
+    /// Rule ids the policy exempts.
+    skip: &'a [String],
+    /// The policy's enforced rule sets.
+    extra: &'a [&'a RuleSet],
+}
+
+impl Scan<'_> {
+    fn text(&self, text: &str) -> Option<String> {
+        if let Some(rule) = hermes_in_text(text) {
+            return Some(rule);
+        }
+        if self.exempt {
+            return None;
+        }
+        if let Some(hit) = RuleSet::builtin().find_except(text, self.skip) {
+            return Some(hit.rule);
+        }
+        if !self.skip.iter().any(|id| id == rules::JWT_RULE)
+            && let Some(hit) = rules::find_jwt(text)
+        {
+            return Some(hit.rule);
+        }
+        self.extra
+            .iter()
+            .find_map(|set| set.find_except(text, self.skip))
+            .map(|hit| hit.rule)
+    }
+}
+
+/// The id of the first Hermes prefix family in `text` (`hermes-<prefix>`), skipping `sk-`
+/// prose.
+fn hermes_in_text(text: &str) -> Option<String> {
+    let mut offset = 0;
+    while let Some(found) = text.get(offset..).and_then(find_credential_prefix) {
+        let matched = &text[offset + found.start..offset + found.end];
+        if !is_prose_after_sk(matched) {
+            return Some(hermes_rule_id(family_prefix(matched)));
+        }
+        offset += found.end;
+    }
+    None
+}
+
+/// The id of the first rule matching `text`: Hermes' prefix families (`hermes-<prefix>`),
+/// then the built-in rules, JWTs, then `extra`; no exemption applies.
+pub fn secret_in_text(text: &str, extra: &[&RuleSet]) -> Option<String> {
+    Scan {
+        exempt: false,
+        skip: &[],
+        extra,
+    }
+    .text(text)
+}
+
+/// Where in `text` a secret rule matches, and which: the span to redact in a log line.
+pub fn secret_span(text: &str) -> Option<(std::ops::Range<usize>, String)> {
+    let mut offset = 0;
+    while let Some(found) = text.get(offset..).and_then(find_credential_prefix) {
+        let span = offset + found.start..offset + found.end;
+        let matched = &text[span.clone()];
+        if !is_prose_after_sk(matched) {
+            return Some((span, hermes_rule_id(family_prefix(matched))));
+        }
+        offset += found.end;
+    }
+    RuleSet::builtin()
+        .find(text)
+        .or_else(|| rules::find_jwt(text))
+        .map(|hit| (hit.span, hit.rule))
+}
+
+/// `text` fit for a log line: every span a secret rule matches replaced by
+/// `[redacted:<rule>]`; when a secret shows only once `text` is percent-decoded, nothing after
+/// the scheme is kept. Text without a secret comes back unchanged.
+pub fn redact_secrets(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    for _ in 0..16 {
+        let Some((span, rule)) = secret_span(&out) else {
+            break;
+        };
+        let mut owned = out.into_owned();
+        owned.replace_range(span, &format!("[redacted:{rule}]"));
+        out = Cow::Owned(owned);
+    }
+    let mut decoded = out.to_string();
+    for round in 0..=DECODE_ROUNDS {
+        if let Some(rule) = secret_in_text(&decoded, &[]) {
+            let scheme = text.split_once("://").map_or("", |(s, _)| s);
+            let shown = if scheme.is_empty() || scheme.len() > 10 {
+                format!("[redacted:{rule}]")
+            } else {
+                format!("{scheme}://[redacted:{rule}]")
+            };
+            return Cow::Owned(shown);
+        }
+        if round == DECODE_ROUNDS {
+            break;
+        }
+        match unquote(&decoded) {
+            Cow::Owned(d) => decoded = d,
+            Cow::Borrowed(_) => break,
+        }
+    }
+    out
+}
+
+/// `hermes-<prefix>`: the rule id of one of Hermes' prefix families (`hermes-sk`,
+/// `hermes-github-pat`, `hermes-xoxb`).
+fn hermes_rule_id(prefix: &str) -> String {
+    let name: String = prefix
+        .trim_end_matches(['-', '_', '.'])
+        .chars()
+        .map(|c| match c {
+            '_' | '.' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    format!("hermes-{name}")
+}
+
+/// `sk-` followed by hyphenated lower-case words (`sk-learn-basics`, the scikit-learn
+/// nickname in a docs path): words, not a key. Hermes' `sk-` family matches them; no
+/// provider issues keys of that shape (they carry digits or capitals), so fleetgate lets
+/// them through. A single word (`sk-abcdefghij`) is still refused.
+fn is_prose_after_sk(matched: &str) -> bool {
+    let Some(body) = matched.strip_prefix("sk-") else {
+        return false;
+    };
+    let words: Vec<&str> = body.split('-').collect();
+    words.len() >= 2
+        && words
+            .iter()
+            .all(|w| (2..=12).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_lowercase()))
+}
+
+/// fleetgate's query-name check (stricter than Hermes): every `&`- or `;`-separated pair of
+/// the query and the fragment whose name, percent-decoded up to [`DECODE_ROUNDS`] times,
+/// without `[]` suffixes and squashed to lower-case letters and digits, is a sensitive name,
+/// and whose value is not empty. Returns the name as written.
+pub fn sensitive_param_any_spelling(url: &str) -> Option<String> {
+    if !url.contains('=') {
+        return None;
+    }
+    let parts = url_form::urlsplit(py_strip(url)).ok()?;
+    if !parts.is_http_or_https() {
+        return None;
+    }
+    [parts.query(), parts.fragment()]
+        .into_iter()
+        .flat_map(|section| section.split(['&', ';', '?']))
+        .find_map(|pair| {
+            let (raw_key, raw_value) = pair.split_once('=')?;
+            if raw_value.is_empty() || raw_key.len() > 3 * 64 {
+                return None;
+            }
+            let plain = !raw_key.contains(['%', '+']);
+            let sensitive = if plain {
+                is_sensitive_squashed(raw_key)
+            } else {
+                let mut key = unquote_plus(raw_key).into_owned();
+                for _ in 0..DECODE_ROUNDS {
+                    match unquote(&key) {
+                        Cow::Owned(decoded) => key = decoded,
+                        Cow::Borrowed(_) => break,
+                    }
+                }
+                is_sensitive_squashed(&key)
+            };
+            sensitive.then(|| unquote_plus(raw_key).into_owned())
+        })
+}
+
+/// Whether `name`, without `[…]` suffixes and squashed to lower-case ASCII letters and
+/// digits, is one of [`SQUASHED_SENSITIVE_NAMES`]. No allocation.
+fn is_sensitive_squashed(name: &str) -> bool {
+    let mut name = name;
+    while let Some(stripped) = name
+        .strip_suffix(']')
+        .and_then(|n| n.rfind('[').map(|i| &n[..i]))
+    {
+        name = stripped;
+    }
+    let mut buf = [0u8; 32];
+    let mut len = 0;
+    for b in name.bytes().filter(u8::is_ascii_alphanumeric) {
+        if len == buf.len() {
+            return false;
+        }
+        buf[len] = b.to_ascii_lowercase();
+        len += 1;
+    }
+    let squashed = &buf[..len];
+    SQUASHED_SENSITIVE_NAMES
+        .iter()
+        .any(|n| n.as_bytes() == squashed)
+}
+
 /// Whether Hermes' four forms of a URL (raw, `unquote(raw)`, normalised,
 /// `unquote(normalised)`) hold a credential-shaped token.
 pub fn secret_in_url_forms(raw: &str, normalized: &str) -> bool {
@@ -121,25 +451,37 @@ fn is_sensitive_name(name: &str) -> bool {
 }
 
 /// The E1 gate. Checks, in order:
-/// 1. Hermes: a credential prefix in any of the four forms → [`DenyReason::SecretInUrl`];
+/// 1. a secret rule on any form of the URL ([`find_secret`]: Hermes' prefix families, the
+///    built-in rules, JWTs, the policy's rule files) → [`DenyReason::SecretInUrl`] naming the
+///    rule;
 /// 2. Hermes: a sensitive query name with a value, on the normalised URL →
 ///    [`DenyReason::SensitiveQueryParam`];
 /// 3. stricter than Hermes: userinfo in the WHATWG parse (non-empty user name or password) →
 ///    [`DenyReason::CredentialsInUserinfo`] (vendors are third-party readers of the URL);
 /// 4. stricter than Hermes: a sensitive name in a `k=v&…` fragment
-///    ([`sensitive_fragment_param_name`]) → [`DenyReason::SensitiveQueryParam`].
+///    ([`sensitive_fragment_param_name`]), or in another spelling or after a `;`
+///    ([`sensitive_param_any_spelling`]) → [`DenyReason::SensitiveQueryParam`].
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SecretUrlGate;
+pub struct SecretUrlGate<'a> {
+    /// The policy's `secrets:` (extra rule files, their mode, exemptions); `None`: the
+    /// built-in rules only.
+    pub secrets: Option<&'a SecretsPolicy>,
+}
 
-impl Gate for SecretUrlGate {
+impl Gate for SecretUrlGate<'_> {
     fn name(&self) -> &'static str {
         "secret_url"
     }
 
     fn check(&self, target: &TargetUrl) -> Verdict {
-        if secret_in_url_forms(&target.raw, &target.normalized) {
-            return Verdict::Deny(DenyReason::SecretInUrl);
-        }
+        let reported = match find_secret(target, self.secrets) {
+            Some(Found {
+                rule,
+                report: false,
+            }) => return Verdict::Deny(DenyReason::SecretInUrl { rule }),
+            Some(Found { rule, report: true }) => Some(rule),
+            None => None,
+        };
         if let Some(key) = sensitive_query_param_name(&target.normalized) {
             return Verdict::Deny(DenyReason::SensitiveQueryParam { key });
         }
@@ -149,19 +491,68 @@ impl Gate for SecretUrlGate {
         if userinfo {
             return Verdict::Deny(DenyReason::CredentialsInUserinfo);
         }
-        if let Some(key) = sensitive_fragment_param_name(&target.normalized) {
+        if let Some(key) = sensitive_fragment_param_name(&target.normalized)
+            .or_else(|| sensitive_param_any_spelling(&target.normalized))
+        {
             return Verdict::Deny(DenyReason::SensitiveQueryParam { key });
         }
-        Verdict::Allow
+        match reported {
+            Some(rule) => Verdict::Report(DenyReason::SecretInUrl { rule }),
+            None => Verdict::Allow,
+        }
     }
 }
 
-/// Host-level secret check (CONNECT and transparent capture see only a host name): the prefix
-/// search on the host and on its `unquote` → [`DenyReason::SecretInHost`].
+/// Host-level secret check (CONNECT and transparent capture see only a host name): the secret
+/// rules on the host as sent, its percent-decodings, and its canonical form (lower-cased and
+/// IDNA-mapped, fullwidth letters folded, as the resolver would query it) →
+/// [`DenyReason::SecretInHost`]. Runs before any DNS query.
 pub fn check_host_secret(host: &str) -> Verdict {
-    if has_prefix_decoded(host) {
-        Verdict::Deny(DenyReason::SecretInHost)
-    } else {
-        Verdict::Allow
+    check_host_secret_with(host, None)
+}
+
+/// [`check_host_secret`] with the policy's `secrets:`; a rule of a file in report mode gives
+/// [`Verdict::Report`].
+pub fn check_host_secret_with(host: &str, secrets: Option<&SecretsPolicy>) -> Verdict {
+    let mut forms = vec![host.to_string()];
+    let mut form = host.to_string();
+    for _ in 0..DECODE_ROUNDS {
+        match unquote(&form) {
+            Cow::Owned(decoded) => {
+                form = decoded;
+                forms.push(form.clone());
+            }
+            Cow::Borrowed(_) => break,
+        }
     }
+    let canonical: Vec<String> = forms
+        .iter()
+        .filter_map(|f| match url::Host::parse(f) {
+            Ok(url::Host::Domain(d)) => Some(d),
+            _ => None,
+        })
+        .chain(forms.iter().map(|f| f.to_lowercase()))
+        .collect();
+    forms.extend(canonical);
+    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
+    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
+    let extra: Vec<&RuleSet> = secrets
+        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
+        .unwrap_or_default();
+    let scan = Scan {
+        exempt: false,
+        skip,
+        extra: if report { &[] } else { &extra },
+    };
+    if let Some(rule) = forms.iter().find_map(|f| scan.text(f)) {
+        return Verdict::Deny(DenyReason::SecretInHost { rule });
+    }
+    if report
+        && let Some(hit) = forms
+            .iter()
+            .find_map(|f| extra.iter().find_map(|set| set.find_except(f, skip)))
+    {
+        return Verdict::Report(DenyReason::SecretInHost { rule: hit.rule });
+    }
+    Verdict::Allow
 }

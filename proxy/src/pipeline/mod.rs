@@ -130,11 +130,29 @@ impl<'a> Pipeline<'a> {
         }
     }
 
+    /// Gate E1 with this policy's `secrets:`.
+    fn secret_url(&self) -> secret_url::SecretUrlGate<'_> {
+        secret_url::SecretUrlGate {
+            secrets: Some(&self.rt.policy.secrets),
+        }
+    }
+
     /// E1 over every valid item, in order: the first hit refuses the call.
     fn secret_gate(&self, items: &[Result<TargetUrl, DenyReason>]) -> Option<DenyReason> {
         for target in items.iter().flatten() {
-            let verdict = secret_url::SecretUrlGate.check(target);
+            let verdict = self.secret_url().check(target);
             self.record("secret_url", &verdict);
+            if let Verdict::Report(reason) = &verdict {
+                self.log_item(
+                    target,
+                    "secret_url",
+                    "report",
+                    reason.code(),
+                    None,
+                    None,
+                    Instant::now(),
+                );
+            }
             if let Verdict::Deny(reason) = verdict {
                 self.log_item(
                     target,
@@ -207,7 +225,7 @@ impl<'a> Pipeline<'a> {
     /// E1 (item scope), E2 and E4: what every redirect hop, vendor final URL and `check-url`
     /// go through.
     async fn admit_target(&self, target: &TargetUrl) -> Result<Vec<IpAddr>, DenyReason> {
-        let verdict = secret_url::SecretUrlGate.check(target);
+        let verdict = self.secret_url().check(target);
         self.record("secret_url", &verdict);
         if let Verdict::Deny(reason) = verdict {
             return Err(reason);

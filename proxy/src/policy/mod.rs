@@ -53,6 +53,8 @@ pub struct Policy {
     pub watches: Vec<watch::WatchSpec>,
     /// The LLM route.
     pub llm: llm::LlmPolicy,
+    /// Extra secret rules of gate E1.
+    pub secrets: SecretsPolicy,
     /// sha256 of the policy file bytes (hex), shown in `/v1/status`.
     pub sha256: String,
 }
@@ -119,9 +121,10 @@ pub struct CachePolicy {
 }
 
 /// Whether a gate refuses or only reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EnforcementMode {
     /// Refuse matching requests.
+    #[default]
     Enforce,
     /// Let them pass; log and count what would have been refused.
     Report,
@@ -139,6 +142,26 @@ pub struct BlocklistPolicy {
     pub domains: Vec<String>,
     /// Shared rule files, absolute.
     pub shared_files: Vec<PathBuf>,
+}
+
+/// `secrets:`: what gate E1 adds to its built-in rules.
+///
+/// Hermes' prefix families and query names and the built-in rule set always enforce; the
+/// policy can add rules (`rulesFiles`, in the gitleaks rule-file format), run the added rules
+/// in shadow (`mode: report`: logged and counted as `report`, not refused) and exempt rule
+/// ids or URL prefixes (`allow`). No setting here can lower Hermes' floor.
+#[derive(Clone, Debug, Default)]
+pub struct SecretsPolicy {
+    /// Enforce (default) or report the rules of `rules_files`.
+    pub mode: EnforcementMode,
+    /// The rule files, absolute.
+    pub rules_files: Vec<PathBuf>,
+    /// Their compiled rules, one set per file.
+    pub rules: Vec<std::sync::Arc<crate::gates::secret_url::rules::RuleSet>>,
+    /// Rule ids (built-in or from the files) that never refuse.
+    pub allow_rules: Vec<String>,
+    /// URL prefixes (`https://docs.example.com/`) the rule sets do not judge.
+    pub allow_prefixes: Vec<String>,
 }
 
 /// `egress:`.
@@ -343,6 +366,7 @@ impl<'a> Validator<'a> {
         let report = self.report(raw.report);
         let watches = watch::validate(&raw.watch, &raw.watches, &mut self.errors);
         let llm = llm::validate(raw.llm, self.base_dir, &mut self.errors);
+        let secrets = self.secrets(raw.secrets);
         if !self.errors.is_empty() {
             return Err(PolicyError {
                 errors: self.errors,
@@ -358,8 +382,81 @@ impl<'a> Validator<'a> {
             report,
             watches,
             llm,
+            secrets,
             sha256: String::new(),
         })
+    }
+
+    fn secrets(&mut self, raw: raw::RawSecrets) -> SecretsPolicy {
+        use crate::gates::secret_url::rules::RuleSet;
+        let mode = match raw.mode.as_deref().map(str::trim) {
+            None | Some("enforce") => EnforcementMode::Enforce,
+            Some("report") => EnforcementMode::Report,
+            Some(other) => {
+                self.err(
+                    "secrets.mode",
+                    format!("unknown mode '{other}'; use `enforce` or `report`"),
+                );
+                EnforcementMode::Enforce
+            }
+        };
+        let mut rules = Vec::new();
+        let mut rules_files = Vec::new();
+        for (i, file) in raw.rules_files.iter().enumerate() {
+            let path = self.path(file);
+            let field = format!("secrets.rulesFiles[{i}]");
+            match std::fs::read_to_string(&path) {
+                Ok(text) => match RuleSet::parse(&text, &path.display().to_string()) {
+                    Ok(set) => rules.push(std::sync::Arc::new(set)),
+                    Err(e) => self.err(field, e.to_string()),
+                },
+                Err(e) => self.err(field, format!("failed to read {}: {e}", path.display())),
+            }
+            rules_files.push(path);
+        }
+        let known: std::collections::HashSet<String> = RuleSet::builtin()
+            .ids()
+            .chain(rules.iter().flat_map(|s| s.ids()))
+            .map(str::to_string)
+            .chain([crate::gates::secret_url::rules::JWT_RULE.to_string()])
+            .collect();
+        let mut allow_rules = Vec::new();
+        let mut allow_prefixes = Vec::new();
+        for (i, entry) in raw.allow.iter().enumerate() {
+            let entry = entry.trim();
+            let field = format!("secrets.allow[{i}]");
+            if entry.contains("://") {
+                let lower = entry.to_ascii_lowercase();
+                if !(lower.starts_with("http://") || lower.starts_with("https://"))
+                    || entry
+                        .split_once("://")
+                        .is_some_and(|(_, rest)| rest.is_empty())
+                {
+                    self.err(field, format!("'{entry}' is not an http(s) URL prefix"));
+                } else {
+                    allow_prefixes.push(entry.to_string());
+                }
+            } else if entry.starts_with("hermes-") {
+                self.err(
+                    field,
+                    format!("'{entry}' is one of Hermes' own checks, which no policy can exempt"),
+                );
+            } else if known.contains(entry) {
+                allow_rules.push(entry.to_string());
+            } else {
+                self.err(
+                    field,
+                    format!("no secret rule has the id '{entry}' (built-in or in secrets.rulesFiles); an URL prefix needs its scheme"),
+                );
+            }
+        }
+        SecretsPolicy {
+            mode,
+            rules_files,
+            rules,
+            allow_rules,
+            allow_prefixes,
+        }
     }
 
     fn web(&mut self, raw: raw::RawWeb) -> WebPolicy {

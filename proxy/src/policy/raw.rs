@@ -41,6 +41,23 @@ pub struct RawPolicy {
     /// The LLM route: providers, roles, enforcement.
     #[serde(default)]
     pub llm: super::llm::RawLlm,
+    /// Extra secret rules of gate E1 (gitleaks rule files), their mode and exemptions.
+    #[serde(default)]
+    pub secrets: RawSecrets,
+}
+
+/// `secrets:`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSecrets {
+    /// `enforce` or `report` (the rule files' rules only).
+    pub mode: Option<String>,
+    /// gitleaks TOML rule files.
+    #[serde(default)]
+    pub rules_files: Vec<String>,
+    /// Rule ids or URL prefixes exempt from the rule sets.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// `web:`.

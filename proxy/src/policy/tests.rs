@@ -187,3 +187,62 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn secret_rule_files_load_and_a_bad_file_or_exemption_is_refused_with_the_rule_id() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(
+        dir.path().join("corp.toml"),
+        "[[rules]]\nid = \"corp-token\"\nregex = '''corp_[a-z0-9]{24}'''\nkeywords = [\"corp_\"]\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("broken.toml"),
+        "[[rules]]\nid = \"corp-broken\"\nregex = '''corp_([a-z'''\n",
+    )
+    .expect("write");
+    let ok = Policy::parse(
+        b"version: v1\nsecrets:\n  mode: report\n  rulesFiles: [corp.toml]\n  allow: [corp-token, twilio-api-key, 'https://docs.example.com/']\n",
+        dir.path(),
+    )
+    .expect("a good rule file must load");
+    assert_eq!(ok.secrets.mode, EnforcementMode::Report);
+    assert_eq!(ok.secrets.rules.len(), 1);
+    assert_eq!(ok.secrets.rules_files, vec![dir.path().join("corp.toml")]);
+    assert_eq!(ok.secrets.allow_rules, vec!["corp-token", "twilio-api-key"]);
+    assert_eq!(ok.secrets.allow_prefixes, vec!["https://docs.example.com/"]);
+
+    for (yaml, field, says) in [
+        (
+            "secrets:\n  rulesFiles: [broken.toml]\n",
+            "secrets.rulesFiles[0]",
+            "\"corp-broken\"",
+        ),
+        (
+            "secrets:\n  rulesFiles: [missing.toml]\n",
+            "secrets.rulesFiles[0]",
+            "failed to read",
+        ),
+        ("secrets:\n  mode: shadow\n", "secrets.mode", "unknown mode"),
+        (
+            "secrets:\n  allow: [hermes-sk]\n",
+            "secrets.allow[0]",
+            "no policy can exempt",
+        ),
+        (
+            "secrets:\n  allow: [no-such-rule]\n",
+            "secrets.allow[0]",
+            "no secret rule has the id",
+        ),
+        (
+            "secrets:\n  allow: ['ftp://x/']\n",
+            "secrets.allow[0]",
+            "not an http(s) URL prefix",
+        ),
+    ] {
+        let text = format!("version: v1\n{yaml}");
+        let err = Policy::parse(text.as_bytes(), dir.path()).expect_err(yaml);
+        assert!(fields(&err).contains(&field), "{yaml}: {err}");
+        assert!(err.to_string().contains(says), "{yaml}: {err}");
+    }
+}

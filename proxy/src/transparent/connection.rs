@@ -344,8 +344,10 @@ fn log_url(seen: Seen<'_>, admission: Option<&Admission>) -> String {
         (Some(Protocol::Http), Some(path)) => {
             crate::telemetry::redact_url(&format!("http://{host}{port}{path}"))
         }
-        (Some(Protocol::Http), None) => format!("http://{host}{port}"),
-        _ => format!("tls://{host}{port}"),
+        (Some(Protocol::Http), None) => {
+            crate::gates::secret_url::redact_secrets(&format!("http://{host}{port}")).into_owned()
+        }
+        _ => crate::gates::secret_url::redact_secrets(&format!("tls://{host}{port}")).into_owned(),
     }
 }
 

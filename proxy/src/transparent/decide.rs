@@ -47,7 +47,7 @@ pub async fn admit(
     match &sniffed.name {
         Some(TargetName::Domain(host)) => {
             let raw = sniffed.raw_name.as_deref().unwrap_or(host);
-            check_first_request(metrics, host, sniffed.path.as_deref())?;
+            check_first_request(rt, metrics, host, sniffed.path.as_deref())?;
             admit_name(rt, metrics, raw, host, original).await
         }
         None | Some(TargetName::Ip(_)) if allow_raw_ip => admit_raw_ip(rt, metrics, original).await,
@@ -63,9 +63,13 @@ async fn admit_name(
     original: SocketAddr,
 ) -> Result<Admission, Refusal> {
     // The raw form keeps its case: DNS is case-insensitive, a secret's prefix is not.
-    let secret = match secret_url::check_host_secret(raw) {
-        Verdict::Allow => secret_url::check_host_secret(host),
-        deny => deny,
+    let secrets = Some(&rt.policy.secrets);
+    let secret = match secret_url::check_host_secret_with(raw, secrets) {
+        Verdict::Deny(reason) => Verdict::Deny(reason),
+        first => match secret_url::check_host_secret_with(host, secrets) {
+            Verdict::Allow => first,
+            second => second,
+        },
     };
     metrics.count_verdict("secret_url", &secret);
     if let Verdict::Deny(reason) = secret {
@@ -121,6 +125,7 @@ async fn admit_raw_ip(
 /// forward proxy's relay, which gates every request of the connection; this covers a caller
 /// that decides one sniffed head.
 fn check_first_request(
+    rt: &Runtime,
     metrics: &ProxyMetrics,
     host: &str,
     path: Option<&str>,
@@ -129,7 +134,10 @@ fn check_first_request(
         return Ok(());
     };
     let target = crate::context::TargetUrl::new(&format!("http://{host}{path}"));
-    let verdict = crate::gates::Gate::check(&secret_url::SecretUrlGate, &target);
+    let gate = secret_url::SecretUrlGate {
+        secrets: Some(&rt.policy.secrets),
+    };
+    let verdict = crate::gates::Gate::check(&gate, &target);
     metrics.count_verdict("secret_url", &verdict);
     match verdict {
         Verdict::Deny(reason) => Err(Refusal::Gate(reason)),

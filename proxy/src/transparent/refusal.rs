@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn only_http_is_answered_in_band() {
-        let gate = Refusal::Gate(DenyReason::SecretInHost);
+        let gate = Refusal::Gate(DenyReason::SecretInHost { rule: "r".into() });
         assert!(
             gate.answers(Some(Protocol::Http)),
             "HTTP refusals must be answered"

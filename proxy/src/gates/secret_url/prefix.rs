@@ -212,6 +212,18 @@ static INDEX: Index = {
     index
 };
 
+/// The literal prefix of the Hermes family a match of [`find_credential_prefix`] starts with
+/// (the longest one when several fit), e.g. `sk-` or `glpat-`.
+pub fn family_prefix(matched: &str) -> &'static str {
+    FAMILIES
+        .iter()
+        .map(|f| f.prefix)
+        .filter(|p| matched.as_bytes().starts_with(p))
+        .max_by_key(|p| p.len())
+        .and_then(|p| std::str::from_utf8(p).ok())
+        .unwrap_or("")
+}
+
 /// Find a credential-shaped token with Hermes' `_PREFIX_RE` semantics; the byte range of the
 /// leftmost match.
 ///

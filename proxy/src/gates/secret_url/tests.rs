@@ -336,7 +336,7 @@ fn sensitive_query_names_follow_the_spec_vectors() {
 }
 
 fn gate(url: &str) -> Verdict {
-    SecretUrlGate.check(&TargetUrl::new(url))
+    SecretUrlGate::default().check(&TargetUrl::new(url))
 }
 
 #[test]
@@ -344,11 +344,15 @@ fn the_gate_refuses_the_conformance_seeds() {
     let cases = [
         (
             "https://e.com/?q=sk-abcdefghij",
-            Verdict::Deny(DenyReason::SecretInUrl),
+            Verdict::Deny(DenyReason::SecretInUrl {
+                rule: "hermes-sk".into(),
+            }),
         ),
         (
             "https://e.com/%73k-abcdefghij",
-            Verdict::Deny(DenyReason::SecretInUrl),
+            Verdict::Deny(DenyReason::SecretInUrl {
+                rule: "hermes-sk".into(),
+            }),
         ),
         (
             "https://e.com/?token=x",
@@ -363,7 +367,7 @@ fn the_gate_refuses_the_conformance_seeds() {
         assert_eq!(gate(url), want, "{url}");
     }
     assert_eq!(
-        SecretUrlGate.name(),
+        SecretUrlGate::default().name(),
         "secret_url",
         "the gate name is the metric label"
     );
@@ -406,15 +410,21 @@ fn host_checks_find_tokens_in_labels_and_escapes() {
     let cases = [
         (
             "sk-abcdefghij.evil.example",
-            Verdict::Deny(DenyReason::SecretInHost),
+            Verdict::Deny(DenyReason::SecretInHost {
+                rule: "hermes-sk".into(),
+            }),
         ),
         (
             "%73k-abcdefghij.evil.example",
-            Verdict::Deny(DenyReason::SecretInHost),
+            Verdict::Deny(DenyReason::SecretInHost {
+                rule: "hermes-sk".into(),
+            }),
         ),
         (
             "ghp_abcdefghij.example",
-            Verdict::Deny(DenyReason::SecretInHost),
+            Verdict::Deny(DenyReason::SecretInHost {
+                rule: "hermes-ghp".into(),
+            }),
         ),
         ("task-abcdefghij.example", Verdict::Allow),
         ("example.com", Verdict::Allow),
