@@ -122,7 +122,6 @@ fn main() {
         }
         (best, sink)
     };
-    parts(&corpus, &policy.egress, &list);
     let (before_ns, _) = time(E1::HermesOnly);
     let (rust_ns, sink) = time(E1::Rules);
     let secret_rules = fleetgate_proxy::gates::secret_url::rules::RuleSet::builtin().len();
@@ -137,6 +136,8 @@ fn main() {
         "  fleetgate, E1 as Hermes' 56 prefixes only {before_ns:>6.0} ns/URL   (after/before {:.2}x)",
         rust_ns / before_ns
     );
+
+    components(&corpus, &policy.egress, &list);
 
     let Some(venv) = std::env::var_os("FLEETGATE_VENV") else {
         println!(
@@ -175,94 +176,50 @@ fn main() {
     );
 }
 
-#[allow(dead_code)]
-fn parts(corpus: &[String], egress: &EgressPolicy, list: &Blocklist) {
-    let t = |name: &str, f: &dyn Fn(&str) -> bool| {
+/// Where one decision's time goes, each part timed alone over the corpus.
+fn components(corpus: &[String], egress: &EgressPolicy, list: &Blocklist) {
+    use fleetgate_proxy::gates::secret_url as su;
+    const ROUNDS: usize = 40;
+    let targets: Vec<TargetUrl> = corpus.iter().map(|u| TargetUrl::new(u)).collect();
+    let per_url =
+        |start: Instant| start.elapsed().as_nanos() as f64 / (ROUNDS * corpus.len()) as f64;
+    let mut rows: Vec<(&str, f64)> = Vec::new();
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        for u in corpus {
+            std::hint::black_box(TargetUrl::new(u));
+        }
+    }
+    rows.push(("TargetUrl::new (both parses)", per_url(start)));
+    let mut time = |name: &'static str, f: &dyn Fn(&TargetUrl)| {
         let start = Instant::now();
-        let mut n = 0;
-        for _ in 0..40 {
-            for u in corpus {
-                n += f(u) as usize;
+        for _ in 0..ROUNDS {
+            for t in &targets {
+                f(std::hint::black_box(t));
             }
         }
-        println!(
-            "  part {name:<28} {:>8.0} ns/URL ({n})",
-            start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-        );
+        rows.push((name, per_url(start)));
     };
-    t("TargetUrl::new", &|u| TargetUrl::new(u).parsed.is_some());
-    let targets: Vec<TargetUrl> = corpus.iter().map(|u| TargetUrl::new(u)).collect();
-    let idx = |u: &str| corpus.iter().position(|c| c == u).unwrap();
-    let _ = idx;
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(SecretUrlGate::default().check(tg));
-        }
+    time("E1 with the rule set", &|t| {
+        std::hint::black_box(SecretUrlGate::default().check(t));
+    });
+    time("  of which: secret rules", &|t| {
+        std::hint::black_box(su::find_secret(t, None));
+    });
+    time("  of which: names in any spelling", &|t| {
+        std::hint::black_box(su::sensitive_param_any_spelling(&t.normalized));
+    });
+    time("E1 as Hermes' 56 prefixes only", &|t| {
+        std::hint::black_box(hermes_only_refuses(t));
+    });
+    time("E2 literal precheck", &|t| {
+        std::hint::black_box(precheck_url(t, egress).is_ok());
+    });
+    time("E4 blocklist", &|t| {
+        std::hint::black_box(WebsiteBlocklistGate { list }.check(t));
+    });
+    println!("components (each alone, ns/URL):");
+    for (name, ns) in rows {
+        println!("  {name:<36} {ns:>8.0}");
     }
-    println!(
-        "  part E1 rules                {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
-    use fleetgate_proxy::gates::secret_url as su;
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(su::rules::RuleSet::builtin().find(&tg.normalized));
-        }
-    }
-    println!(
-        "  part ruleset find normalized {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(su::find_secret(tg, &[]));
-        }
-    }
-    println!(
-        "  part find_secret             {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(su::sensitive_param_any_spelling(&tg.normalized));
-        }
-    }
-    println!(
-        "  part any spelling            {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(hermes_only_refuses(tg));
-        }
-    }
-    println!(
-        "  part E1 hermes only          {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(precheck_url(tg, egress).is_ok());
-        }
-    }
-    println!(
-        "  part E2 precheck             {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
-    let start = Instant::now();
-    for _ in 0..40 {
-        for tg in &targets {
-            std::hint::black_box(WebsiteBlocklistGate { list }.check(tg));
-        }
-    }
-    println!(
-        "  part E4                      {:>8.0}",
-        start.elapsed().as_nanos() as f64 / (40 * corpus.len()) as f64
-    );
 }
