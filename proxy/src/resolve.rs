@@ -39,6 +39,8 @@ pub struct BuildError(String);
 #[derive(Clone)]
 pub struct GateResolver {
     inner: TokioResolver,
+    /// The most one lookup may take: `timeout × attempts`, whatever the resolver does inside.
+    deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for GateResolver {
@@ -73,20 +75,27 @@ impl GateResolver {
         };
         let opts: &mut ResolverOpts = builder.options_mut();
         opts.timeout = policy.timeout;
-        opts.attempts = policy.attempts;
+        // `attempts` in the policy counts every try, the first included; the resolver's
+        // option counts the retries after the first.
+        opts.attempts = policy.attempts.saturating_sub(1);
         // Names come from agents; /etc/hosts of the gate container is not a policy input.
         opts.use_hosts_file = ResolveHosts::Never;
         opts.ndots = 0;
+        let tries = u32::try_from(policy.attempts.max(1)).unwrap_or(u32::MAX);
+        let deadline = policy.timeout.saturating_mul(tries);
         builder
             .build()
-            .map(|inner| Self { inner })
+            .map(|inner| Self { inner, deadline })
             .map_err(|e| BuildError(e.to_string()))
     }
 
     /// Resolve `host` (a canonical name, not an IP literal) to every A and AAAA answer.
     pub async fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, LookupError> {
         let absolute = format!("{}.", host.trim_end_matches('.'));
-        match self.inner.lookup_ip(absolute.as_str()).await {
+        let answered = tokio::time::timeout(self.deadline, self.inner.lookup_ip(absolute.as_str()))
+            .await
+            .map_err(|_| LookupError::Timeout)?;
+        match answered {
             Ok(answers) => {
                 let addrs: Vec<IpAddr> = answers.iter().collect();
                 if addrs.is_empty() {

@@ -100,6 +100,8 @@ pub enum DenyReason {
         /// Its class code (`loopback`, `private`, `cgnat`, ...).
         class: &'static str,
     },
+    /// E2: a host name with `_` in a label, refused before DNS (no web host name has one).
+    UnderscoreInHostname,
     /// E2: the name did not resolve. Reported as a DNS failure, never as a private address.
     DnsFailure {
         /// The name that failed.
@@ -150,6 +152,7 @@ impl DenyReason {
         "blocked_hostname",
         "ip_cloud_metadata",
         "ip_private_range",
+        "hostname_underscore",
         "dns_failure",
         "dns_no_addresses",
         "blocked_by_policy",
@@ -169,6 +172,7 @@ impl DenyReason {
             Self::BlockedHostname { .. } => "blocked_hostname",
             Self::CloudMetadata { .. } => "ip_cloud_metadata",
             Self::PrivateAddress { .. } => "ip_private_range",
+            Self::UnderscoreInHostname => "hostname_underscore",
             Self::DnsFailure { .. } => "dns_failure",
             Self::DnsNoAddresses { .. } => "dns_no_addresses",
             Self::BlockedByPolicy { .. } => "blocked_by_policy",
@@ -227,6 +231,9 @@ impl fmt::Display for DenyReason {
             Self::BlockedHostname { .. } | Self::CloudMetadata { .. } | Self::PrivateAddress { .. } => {
                 f.write_str(PRIVATE_ADDRESS_MESSAGE)
             }
+            Self::UnderscoreInHostname => f.write_str(
+                "Blocked: the host name has a label with '_', which no web host name has; it was not resolved",
+            ),
             Self::DnsFailure { host, detail } => {
                 write!(f, "Blocked: DNS resolution failed for {host}: {detail}")
             }

@@ -74,6 +74,11 @@ fn precheck_host(host: &str, egress: &EgressPolicy) -> Result<Precheck, DenyReas
     if let Ok(ip) = host.parse::<IpAddr>() {
         return check_addrs(vec![ip], egress).map(Precheck::Literal);
     }
+    // No web host name has `_` (RFC 952/1123 host names); DNS would still be asked, and the
+    // name sent to it. Refused before any query, with a code of its own.
+    if host.contains('_') {
+        return Err(DenyReason::UnderscoreInHostname);
+    }
     egress.addrs.check_hostname(host)?;
     Ok(Precheck::Name(host.to_string()))
 }

@@ -186,9 +186,10 @@ pub struct EgressPolicy {
 pub struct ResolverPolicy {
     /// Name servers; empty means the system resolver (`/etc/resolv.conf`).
     pub nameservers: Vec<SocketAddr>,
-    /// Per-query timeout. Default 5 s.
+    /// How long one try waits for an answer. Default 2.5 s.
     pub timeout: Duration,
-    /// Attempts per query. Default 2.
+    /// Tries per lookup, the first included (1..=5). Default 2, so a name whose server never
+    /// answers is refused as `dns_failure` after `timeout × attempts` = 5 s at the most.
     pub attempts: usize,
 }
 
@@ -709,11 +710,11 @@ impl<'a> Validator<'a> {
                 ),
             }
         }
-        let timeout_ms = raw.timeout_ms.unwrap_or(5000);
+        let timeout_ms = raw.timeout_ms.unwrap_or(2500);
         if !(100..=60_000).contains(&timeout_ms) {
             self.err(
                 "egress.resolver.timeoutMs",
-                "must be between 100 and 60000 ms (default 5000)",
+                "must be between 100 and 60000 ms (default 2500)",
             );
         }
         ResolverPolicy {

@@ -340,5 +340,33 @@ fn is_floor_v6(addr: u128) -> bool {
         // The low 32 bits are the embedded IPv4 address; truncation is the point.
         return is_floor_v4(addr as u32);
     }
+    // The metadata floor is the same in every embedded-IPv4 form: IPv4-compatible
+    // (`::169.254.169.254`), IPv4-translated (`::ffff:0:a.b.c.d`), 6to4 and Teredo.
+    if embedded_v4(addr).into_iter().flatten().any(is_floor_v4) {
+        return true;
+    }
     FLOOR_V6.iter().any(|row| row.contains(addr))
+}
+
+/// The IPv4 addresses an IPv6 transition form embeds (truncations are the point).
+fn embedded_v4(addr: u128) -> [Option<u32>; 2] {
+    let high96 = addr >> 32;
+    let low = addr as u32;
+    if high96 == 0 && low > 1 {
+        // IPv4-compatible `::a.b.c.d` (deprecated, still parsed by every stack).
+        return [Some(low), None];
+    }
+    if high96 == 0xffff_0000 {
+        // IPv4-translated `::ffff:0:a.b.c.d`.
+        return [Some(low), None];
+    }
+    if addr >> 112 == 0x2002 {
+        // 6to4 `2002:AABB:CCDD::/48`.
+        return [Some((addr >> 80) as u32), None];
+    }
+    if addr >> 96 == 0x2001_0000 {
+        // Teredo `2001:0:SSSS:SSSS:flags:port:CCCC:CCCC`: server, and the client obfuscated.
+        return [Some((addr >> 64) as u32), Some(!low)];
+    }
+    [None, None]
 }

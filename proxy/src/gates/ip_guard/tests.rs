@@ -30,6 +30,24 @@ const REF_FLOOR: &[&str] = &[
     "64:ff9b::6464:64c8/128",
     "64:ff9b::a83f:8110/128",
     "64:ff9b::c000:c0/128",
+    // The same floor in the other embedded-IPv4 forms: IPv4-compatible, IPv4-translated,
+    // 6to4 and the Teredo server (the Teredo client is obfuscated; see `reference_class`).
+    "::a9fe:0/112",
+    "::6464:64c8/128",
+    "::a83f:8110/128",
+    "::c000:c0/128",
+    "::ffff:0:a9fe:0/112",
+    "::ffff:0:6464:64c8/128",
+    "::ffff:0:a83f:8110/128",
+    "::ffff:0:c000:c0/128",
+    "2002:a9fe::/32",
+    "2002:6464:64c8::/48",
+    "2002:a83f:8110::/48",
+    "2002:c000:c0::/48",
+    "2001:0:a9fe::/48",
+    "2001:0:6464:64c8::/64",
+    "2001:0:a83f:8110::/64",
+    "2001:0:c000:c0::/64",
 ];
 
 /// §3.2 special blocks, most specific first.
@@ -91,6 +109,15 @@ fn reference_class(addr: IpAddr) -> &'static str {
     let (floor, specials) = &*REF_TABLE;
     if floor.iter().any(|n| n.contains(&addr)) {
         return "metadata";
+    }
+    // Teredo's client address is the bitwise NOT of the last 32 bits.
+    if let IpAddr::V6(v6) = addr
+        && net("2001::/32").contains(&addr)
+    {
+        let client = IpAddr::V4(std::net::Ipv4Addr::from(!(u128::from(v6) as u32)));
+        if floor.iter().any(|n| n.contains(&client)) {
+            return "metadata";
+        }
     }
     if let Some((_, code)) = specials.iter().find(|(n, _)| n.contains(&addr)) {
         return code;
@@ -351,7 +378,13 @@ const EDGES: &[(&str, &str)] = &[
     ("2002:c000:201::1", "six_to_four"),
     ("2002:a00:1::1", "six_to_four"),
     ("2002:808:808::1", "six_to_four"),
-    ("2002:a9fe:a9fe::1", "six_to_four"),
+    // The metadata floor is coded the same in every embedded-IPv4 form.
+    ("2002:a9fe:a9fe::1", "metadata"),
+    ("2002:808:808::1", "six_to_four"),
+    ("::169.254.169.254", "metadata"),
+    ("::ffff:0:169.254.169.254", "metadata"),
+    ("2001:0:a9fe:a9fe::1", "metadata"),
+    ("2001:0:4136:e378:8000:63bf:5601:5601", "metadata"),
     ("2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "six_to_four"),
     ("2003::", "public"),
     ("2001:4860:4860::8888", "public"),
@@ -566,7 +599,9 @@ fn check_applies_floor_then_allow_list_then_class() {
         ("192.168.2.7", Err("ip_private_range")),
         ("64:ff9b::808:808", Ok(())),
         ("172.16.0.1", Err("ip_private_range")),
-        ("2002:a9fe:a9fe::1", Err("ip_private_range")),
+        ("2002:a9fe:a9fe::1", Err("ip_cloud_metadata")),
+        ("2002:0a01:0203::1", Err("ip_private_range")),
+        ("::169.254.169.254", Err("ip_cloud_metadata")),
         ("8.8.8.8", Ok(())),
         ("2606:4700:4700::1111", Ok(())),
     ];
