@@ -85,6 +85,10 @@ pub struct FleetPolicySpec {
     /// The website blocklist the gate enforces.
     #[serde(default)]
     pub website_blocklist: BlocklistSpec,
+    /// Extra secret rules of gate E1 (gitleaks rule files in ConfigMaps), their mode and
+    /// exemptions. Hermes' own checks and the built-in rules always apply.
+    #[serde(default, skip_serializing_if = "SecretsSpec::is_empty")]
+    pub secrets: SecretsSpec,
     /// Egress interception and its exceptions.
     #[serde(default)]
     pub egress: EgressSpec,
@@ -256,6 +260,36 @@ pub struct BlocklistSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub shared_lists: Vec<SharedListRef>,
+}
+
+/// `spec.secrets`: what gate E1 adds to its built-in secret rules.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretsSpec {
+    /// `enforce` (refuse) or `report` (log and count what the ConfigMaps' rules would refuse).
+    /// Applies to the ConfigMaps' rules only. Default `enforce`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<BlocklistMode>,
+    /// gitleaks rule files (TOML: `[[rules]]` with `id`, `regex`, `keywords`, `entropy`,
+    /// `allowlists`) kept in ConfigMaps of the namespace. A bad file is refused by the gate,
+    /// which keeps its last good policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub rules_config_maps: Vec<SharedListRef>,
+    /// Rule ids (built-in or from the ConfigMaps) or `http(s)://` URL prefixes exempt from
+    /// every rule set but Hermes' own checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256), inner(length(min = 1, max = 2048)))]
+    pub allow: Vec<String>,
+}
+
+// === impl SecretsSpec ===
+
+impl SecretsSpec {
+    /// Whether nothing is set (the field is then left out of the object).
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// Whether the blocklist refuses or only reports.

@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = secret_url::sensitive_query_param_name(s);
     let target = TargetUrl::new(s);
-    let _ = SecretUrlGate.check(&target);
+    let _ = SecretUrlGate::default().check(&target);
     let _ = precheck_url(&target, &policy.egress);
     let _ = WebsiteBlocklistGate { list }.check(&target);
     if let Some(host) = &target.host {

@@ -38,6 +38,8 @@ pub const REPORT_TOKEN_FILE: &str = "/etc/fleetgate/report-token/token";
 pub const VENDOR_KEYS_DIR: &str = "/etc/fleetgate/vendor-keys";
 /// Where blocklist ConfigMaps are mounted in the gate: `<dir>/<configMap>/<key>`.
 pub const BLOCKLISTS_DIR: &str = "/etc/fleetgate/blocklists";
+/// Where secret-rule ConfigMaps (gitleaks rule files) are mounted: `<dir>/<configMap>/<key>`.
+pub const SECRET_RULES_DIR: &str = "/etc/fleetgate/secret-rules";
 
 /// The rendered gate policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +66,18 @@ struct WirePolicy {
     watches: Vec<crate::crd::watch::WatchSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     llm: Option<super::llm::WireLlm>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secrets: Option<WireSecrets>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireSecrets {
+    mode: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rules_files: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    allow: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -167,13 +181,15 @@ pub fn render_named(
         watch: spec.watch.clone(),
         watches: spec.watches.clone(),
         llm: spec.llm.as_ref().map(|l| super::llm::wire(l, name)),
+        secrets: secrets(spec),
     };
     let body = serde_yaml::to_string(&wire).map_err(|e| RenderError::Serialize {
         file: super::POLICY_KEY,
         message: e.to_string(),
     })?;
     let yaml = format!("{HEADER}{body}");
-    let parsed = Policy::parse(yaml.as_bytes(), Path::new("/")).map_err(spec_problems)?;
+    let parsed =
+        Policy::parse_without_rule_files(yaml.as_bytes(), Path::new("/")).map_err(spec_problems)?;
     Ok(RenderedPolicy {
         yaml,
         sha256: parsed.sha256,
@@ -247,6 +263,25 @@ fn blocklist(spec: &FleetPolicySpec) -> WireBlocklist {
     }
 }
 
+fn secrets(spec: &FleetPolicySpec) -> Option<WireSecrets> {
+    let s = &spec.secrets;
+    if s.mode.is_none() && s.rules_config_maps.is_empty() && s.allow.is_empty() {
+        return None;
+    }
+    Some(WireSecrets {
+        mode: match s.mode.unwrap_or(BlocklistMode::Enforce) {
+            BlocklistMode::Enforce => "enforce",
+            BlocklistMode::Report => "report",
+        },
+        rules_files: s
+            .rules_config_maps
+            .iter()
+            .map(|l| format!("{SECRET_RULES_DIR}/{}/{}", l.config_map, l.key))
+            .collect(),
+        allow: s.allow.clone(),
+    })
+}
+
 fn listen(mode: EgressMode) -> BTreeMap<&'static str, &'static str> {
     let mut listen = BTreeMap::from([("api", LISTEN_API), ("admin", LISTEN_ADMIN)]);
     if mode != EgressMode::Off {
@@ -275,6 +310,8 @@ const FIELD_MAP: &[(&str, &str)] = &[
     ("watches", "spec.watches"),
     ("watch.", "spec.watch."),
     ("llm.", "spec.llm."),
+    ("secrets.rulesFiles", "spec.secrets.rulesConfigMaps"),
+    ("secrets.", "spec.secrets."),
 ];
 
 /// The FleetPolicy path of a gate policy field; fields the controller sets itself keep a

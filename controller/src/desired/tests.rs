@@ -170,6 +170,21 @@ fn every_spec_field_lands_in_the_gate_policy() {
             json!(["/etc/fleetgate/blocklists/corp-lists/ads.txt"]),
         ),
         (
+            "secret rule ConfigMaps become mounted rule files",
+            |s| {
+                s.secrets.rules_config_maps = vec![SharedListRef {
+                    config_map: "corp-secret-rules".into(),
+                    key: "gitleaks.toml".into(),
+                }];
+                s.secrets.mode = Some(crate::crd::BlocklistMode::Report);
+                s.secrets.allow = vec!["corp-token".into(), "https://docs.example.com/".into()];
+            },
+            "/secrets",
+            json!({"mode": "report",
+                   "rulesFiles": ["/etc/fleetgate/secret-rules/corp-secret-rules/gitleaks.toml"],
+                   "allow": ["corp-token", "https://docs.example.com/"]}),
+        ),
+        (
             "allow cidrs",
             |s| s.egress.allow_cidrs = vec!["10.20.0.0/16".into(), "fd00:1::/64".into()],
             "/egress/allowCIDRs",

@@ -26,7 +26,7 @@ use super::{
 };
 use crate::crd::{EgressMode, FleetPolicy};
 use crate::desired::llm::LLM_KEYS_DIR;
-use crate::desired::policy::{BLOCKLISTS_DIR, VENDOR_KEYS_DIR};
+use crate::desired::policy::{BLOCKLISTS_DIR, SECRET_RULES_DIR, VENDOR_KEYS_DIR};
 
 /// Why a pod is admitted unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +179,7 @@ fn build(
     let GateFiles {
         vendor_keys,
         blocklists,
+        secret_rules,
         llm_keys,
     } = gate_files(fp)?;
     let plan = Plan {
@@ -192,6 +193,7 @@ fn build(
             .clone()
             .and_then(|s| (!vendor_keys.is_empty()).then_some((s, vendor_keys))),
         blocklists,
+        secret_rules,
         llm_keys,
         hermes_home: agent
             .volume_mounts
@@ -310,6 +312,8 @@ struct GateFiles {
     vendor_keys: Vec<String>,
     /// Shared blocklists: (ConfigMap, key).
     blocklists: Vec<(String, String)>,
+    /// Secret-rule files: (ConfigMap, key).
+    secret_rules: Vec<(String, String)>,
     /// LLM provider keys: (Secret, key).
     llm_keys: Vec<(String, String)>,
 }
@@ -341,18 +345,22 @@ fn gate_files(fp: &FleetPolicy) -> Result<GateFiles, String> {
         .collect();
     keys.sort();
     keys.dedup();
-    let lists = policy
-        .pointer("/websiteBlocklist/sharedFiles")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter_map(|p| under(p, BLOCKLISTS_DIR))
-        .filter_map(|rel| {
-            let (cm, key) = rel.split_once('/')?;
-            Some((cm.to_string(), key.to_string()))
-        })
-        .collect();
+    let config_map_files = |pointer: &str, dir: &str| -> Vec<(String, String)> {
+        policy
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|p| under(p, dir))
+            .filter_map(|rel| {
+                let (cm, key) = rel.split_once('/')?;
+                Some((cm.to_string(), key.to_string()))
+            })
+            .collect()
+    };
+    let lists = config_map_files("/websiteBlocklist/sharedFiles", BLOCKLISTS_DIR);
+    let secret_rules = config_map_files("/secrets/rulesFiles", SECRET_RULES_DIR);
     let mut llm_keys: Vec<(String, String)> = policy
         .pointer("/llm/providers")
         .and_then(Value::as_object)
@@ -370,6 +378,7 @@ fn gate_files(fp: &FleetPolicy) -> Result<GateFiles, String> {
     Ok(GateFiles {
         vendor_keys: keys,
         blocklists: lists,
+        secret_rules,
         llm_keys,
     })
 }

@@ -12,7 +12,8 @@ use super::{INIT_CONTAINER, PROXY_CONTAINER};
 use crate::crd::EgressMode;
 use crate::desired::llm::LLM_KEYS_DIR;
 use crate::desired::policy::{
-    BLOCKLISTS_DIR, HERMES_HOME, MANAGED_DIR, REPORT_TOKEN_FILE, STORE_ROOT, VENDOR_KEYS_DIR,
+    BLOCKLISTS_DIR, HERMES_HOME, MANAGED_DIR, REPORT_TOKEN_FILE, SECRET_RULES_DIR, STORE_ROOT,
+    VENDOR_KEYS_DIR,
 };
 use crate::desired::{CONFIG_KEY, POLICY_KEY, config_map_name};
 
@@ -54,6 +55,8 @@ pub struct Plan<'a> {
     pub vendor_keys: Option<(String, Vec<String>)>,
     /// Shared blocklists the gate policy reads: (ConfigMap, key).
     pub blocklists: Vec<(String, String)>,
+    /// Secret-rule files the gate policy reads: (ConfigMap, key).
+    pub secret_rules: Vec<(String, String)>,
     /// LLM provider keys the gate policy reads: (Secret, key), sorted.
     pub llm_keys: Vec<(String, String)>,
     /// The agent's mount at `hermesHomePath`, shared read-only with the gate.
@@ -114,6 +117,12 @@ impl Plan<'_> {
         for (cm, key) in &self.blocklists {
             sources.push(json!({"configMap": {"name": cm, "optional": true,
                 "items": [{"key": key, "path": format!("{}/{cm}/{key}", rel(BLOCKLISTS_DIR))}]}}));
+        }
+        // Not optional: a pod whose secret rules are missing waits for them rather than start
+        // a gate without them.
+        for (cm, key) in &self.secret_rules {
+            sources.push(json!({"configMap": {"name": cm,
+                "items": [{"key": key, "path": format!("{}/{cm}/{key}", rel(SECRET_RULES_DIR))}]}}));
         }
         // One projected source per Secret: a Secret listed twice in one projection would be
         // two sources writing the same directory.

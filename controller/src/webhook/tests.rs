@@ -223,6 +223,10 @@ fn every_file_the_rendered_gate_policy_reads_is_mounted_in_the_gate() {
             config_map: "lists".into(),
             key: "ads.txt".into(),
         }];
+        s.secrets.rules_config_maps = vec![SharedListRef {
+            config_map: "secret-rules".into(),
+            key: "corp.toml".into(),
+        }];
         s.llm = Some(
             serde_json::from_value(json!({
                 "providers": {
@@ -253,6 +257,10 @@ fn every_file_the_rendered_gate_policy_reads_is_mounted_in_the_gate() {
             .and_then(Value::as_str)
             .expect("a shared file"),
         policy
+            .pointer("/secrets/rulesFiles/0")
+            .and_then(Value::as_str)
+            .expect("a secret rule file"),
+        policy
             .pointer("/report/tokenFile")
             .and_then(Value::as_str)
             .expect("a token file"),
@@ -268,7 +276,7 @@ fn every_file_the_rendered_gate_policy_reads_is_mounted_in_the_gate() {
             .pointer(&format!("/llm/providers/{p}/keyFile"))?
             .as_str()
     }));
-    assert_eq!(files.len(), 9, "every path must be in the rendered policy");
+    assert_eq!(files.len(), 10, "every path must be in the rendered policy");
     for file in files {
         let mount = gate["volumeMounts"]
             .as_array()

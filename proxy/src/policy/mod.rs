@@ -309,6 +309,24 @@ impl Policy {
         Ok(policy)
     }
 
+    /// [`Policy::parse`] without reading `secrets.rulesFiles` (their paths only exist where the
+    /// gate runs): what the controller checks before it writes a policy. The gate still reads
+    /// and compiles every file when it loads the policy, and keeps its last good policy when
+    /// one is bad. Exempted rule ids are then checked against the built-in rules only when no
+    /// rule file is named.
+    pub fn parse_without_rule_files(bytes: &[u8], base_dir: &Path) -> Result<Self, PolicyError> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| PolicyError::one("policy", format!("the file is not UTF-8 ({e})")))?;
+        let raw: raw::RawPolicy = serde_yaml::from_str(text).map_err(|e| {
+            PolicyError::one("policy", format!("invalid YAML or unknown field: {e}"))
+        })?;
+        let mut validator = Validator::new(base_dir);
+        validator.read_rule_files = false;
+        let mut policy = validator.validate(raw)?;
+        policy.sha256 = hex::encode(Sha256::digest(bytes));
+        Ok(policy)
+    }
+
     /// Read, parse and validate a policy file.
     pub fn load(path: &Path) -> Result<Self, PolicyError> {
         let bytes = std::fs::read(path).map_err(|e| {
@@ -327,6 +345,8 @@ impl Policy {
 struct Validator<'a> {
     base_dir: &'a Path,
     errors: Vec<FieldError>,
+    /// Whether `secrets.rulesFiles` are read and compiled (the gate) or only named.
+    read_rule_files: bool,
 }
 
 impl<'a> Validator<'a> {
@@ -334,6 +354,7 @@ impl<'a> Validator<'a> {
         Self {
             base_dir,
             errors: Vec::new(),
+            read_rule_files: true,
         }
     }
 
@@ -406,6 +427,10 @@ impl<'a> Validator<'a> {
         for (i, file) in raw.rules_files.iter().enumerate() {
             let path = self.path(file);
             let field = format!("secrets.rulesFiles[{i}]");
+            if !self.read_rule_files {
+                rules_files.push(path);
+                continue;
+            }
             match std::fs::read_to_string(&path) {
                 Ok(text) => match RuleSet::parse(&text, &path.display().to_string()) {
                     Ok(set) => rules.push(std::sync::Arc::new(set)),
@@ -442,7 +467,7 @@ impl<'a> Validator<'a> {
                     field,
                     format!("'{entry}' is one of Hermes' own checks, which no policy can exempt"),
                 );
-            } else if known.contains(entry) {
+            } else if known.contains(entry) || (!self.read_rule_files && !rules_files.is_empty()) {
                 allow_rules.push(entry.to_string());
             } else {
                 self.err(
