@@ -190,7 +190,12 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
     let ns = fp
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    let rendered = desired::render(&fp);
+    let mut rendered = desired::render(&fp);
+    if rendered.is_ok()
+        && let Err(problem) = check_secret_rules(&ctx, &fp, &ns).await?
+    {
+        rendered = Err(problem);
+    }
     match &rendered {
         Ok(d) => apply_config_map(&ctx, &fp, &ns, d).await?,
         Err(e) => {
@@ -277,6 +282,51 @@ async fn apply_config_map(ctx: &Context, fp: &FleetPolicy, ns: &str, d: &Desired
     );
     publish(ctx, fp, EventType::Normal, "Applied", note).await;
     Ok(())
+}
+
+/// Compile the gitleaks rule files `spec.secrets.rulesConfigMaps` names, as the gate will: a
+/// missing ConfigMap or key, or a rule that does not compile, makes the spec invalid (the
+/// `Valid` condition names the ConfigMap, the rule id and the reason) and the last good
+/// ConfigMap stays. The outer error is an API failure; the inner one a spec problem.
+async fn check_secret_rules(
+    ctx: &Context,
+    fp: &FleetPolicy,
+    ns: &str,
+) -> Result<std::result::Result<(), desired::RenderError>> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+    let mut problems = Vec::new();
+    for (i, r) in fp.spec.secrets.rules_config_maps.iter().enumerate() {
+        let field = format!("spec.secrets.rulesConfigMaps[{i}]");
+        let found = api
+            .get_opt(&r.config_map)
+            .await
+            .map_err(|source| Error::Kube {
+                action: "read a secret-rules ConfigMap",
+                source,
+            })?;
+        let text = found.and_then(|cm| cm.data.and_then(|d| d.get(&r.key).cloned()));
+        let Some(text) = text else {
+            problems.push(desired::SpecProblem {
+                field,
+                message: format!(
+                    "ConfigMap {} has no key {:?} in namespace {ns}; agent pods would wait for it",
+                    r.config_map, r.key
+                ),
+            });
+            continue;
+        };
+        let origin = format!("ConfigMap {}/{}", r.config_map, r.key);
+        if let Err(e) = fleetgate_proxy::gates::secret_url::rules::RuleSet::parse(&text, &origin) {
+            problems.push(desired::SpecProblem {
+                field,
+                message: e.to_string(),
+            });
+        }
+    }
+    Ok(match problems.is_empty() {
+        true => Ok(()),
+        false => Err(desired::RenderError::InvalidSpec(problems)),
+    })
 }
 
 /// List the selected pods, read the report token, scrape every gate and aggregate.

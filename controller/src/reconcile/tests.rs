@@ -431,3 +431,95 @@ async fn fleet_scraping_writes_pod_counts_and_propagation() {
         "the fleet gauges must show the selected pod"
     );
 }
+
+mod secret_rules {
+    use super::*;
+    use crate::crd::SharedListRef;
+    use crate::fixtures::cluster::FakeCluster;
+
+    fn with_rules() -> FleetPolicy {
+        FleetPolicy::test().with_spec(|s| {
+            s.secrets.rules_config_maps = vec![SharedListRef {
+                config_map: "corp-rules".into(),
+                key: "rules.toml".into(),
+            }];
+        })
+    }
+
+    fn valid_condition(cluster: &FakeCluster) -> Value {
+        let status = cluster.last_status().expect("a status must be written");
+        status["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Valid").cloned())
+            .expect("the status must carry Valid")
+    }
+
+    fn writes_of(cluster: &FakeCluster, what: &str) -> usize {
+        cluster.writes().iter().filter(|(_, w)| *w == what).count()
+    }
+
+    #[tokio::test]
+    async fn a_secret_rules_config_map_that_does_not_compile_keeps_the_last_good_config_map() {
+        let cluster = FakeCluster::default();
+        cluster.put_config_map(
+            "corp-rules",
+            &[(
+                "rules.toml",
+                "[[rules]]\nid = \"corp-broken\"\nregex = '''corp_([a-z'''\n",
+            )],
+        );
+        let metrics = Metrics::unregistered().expect("metrics");
+        let ctx = Arc::new(Context::new(cluster.client("c"), metrics, None));
+        reconcile(Arc::new(with_rules()), ctx.clone())
+            .await
+            .expect("an invalid spec is not a failure");
+        assert_eq!(
+            writes_of(&cluster, "config_map"),
+            0,
+            "nothing may be applied"
+        );
+        let valid = valid_condition(&cluster);
+        assert_eq!(valid["status"], "False");
+        let message = valid["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("spec.secrets.rulesConfigMaps[0]")
+                && message.contains("corp-broken")
+                && message.contains("invalid regex"),
+            "Valid must name the field, the rule and the reason: {message}"
+        );
+
+        // Fixed: the next reconcile applies the ConfigMap.
+        cluster.put_config_map(
+            "corp-rules",
+            &[(
+                "rules.toml",
+                "[[rules]]\nid = \"corp-token\"\nregex = '''corp_[a-z0-9]{24}'''\n",
+            )],
+        );
+        reconcile(Arc::new(with_rules()), ctx)
+            .await
+            .expect("the reconcile must succeed");
+        assert_eq!(
+            writes_of(&cluster, "config_map"),
+            1,
+            "the fixed rules apply"
+        );
+        assert_eq!(valid_condition(&cluster)["status"], "True");
+    }
+
+    #[tokio::test]
+    async fn a_missing_secret_rules_config_map_is_an_invalid_spec() {
+        let cluster = FakeCluster::default();
+        let metrics = Metrics::unregistered().expect("metrics");
+        let ctx = Arc::new(Context::new(cluster.client("c"), metrics, None));
+        reconcile(Arc::new(with_rules()), ctx)
+            .await
+            .expect("an invalid spec is not a failure");
+        assert_eq!(writes_of(&cluster, "config_map"), 0);
+        let message = valid_condition(&cluster)["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(message.contains("has no key \"rules.toml\""), "{message}");
+    }
+}
