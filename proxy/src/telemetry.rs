@@ -210,6 +210,14 @@ pub fn redact_url(url: &str) -> String {
         let netloc = parts.netloc();
         let hostinfo = netloc.rsplit_once('@').map_or(netloc, |(_, h)| h);
         let host = hostinfo.split_once(':').map_or(hostinfo, |(h, _)| h);
+        // A host already in its canonical form (lower-case ASCII, no escapes) is shown as
+        // written, and the redaction below judges it there.
+        let canonical = host
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
+        if canonical {
+            return None;
+        }
         match crate::gates::secret_url::check_host_secret(host) {
             crate::gates::Verdict::Deny(reason) => reason.rule().map(str::to_string),
             _ => None,

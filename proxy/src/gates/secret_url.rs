@@ -292,6 +292,10 @@ pub fn redact_secrets(text: &str) -> Cow<'_, str> {
         owned.replace_range(span, &format!("[redacted:{rule}]"));
         out = Cow::Owned(owned);
     }
+    if !out.contains('%') {
+        // Nothing to decode: the span search above has seen every form there is.
+        return out;
+    }
     let mut decoded = out.to_string();
     for round in 0..=DECODE_ROUNDS {
         if let Some(rule) = secret_in_text(&decoded, &[]) {
