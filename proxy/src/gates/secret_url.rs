@@ -89,27 +89,11 @@ pub fn sensitive_fragment_param_name(url: &str) -> Option<String> {
 /// `%73k-…` → `sk-…`) is found; a bound keeps the cost of a hostile URL fixed.
 pub const DECODE_ROUNDS: usize = 3;
 
-/// The query names fleetgate treats as credential-bearing beyond Hermes' list, compared
-/// squashed (ASCII letters and digits only, lower-cased), so `accessToken`, `access-token`,
-/// `access_token[]` and `ACCESS_TOKEN` are one name.
-const SQUASHED_SENSITIVE_NAMES: [&str; 27] = [
-    "accesstoken",
-    "apikey",
-    "authtoken",
-    "authorization",
-    "awsaccesskeyid",
-    "clientsecret",
-    "credential",
-    "credentials",
-    "jwt",
-    "password",
-    "passwd",
-    "secret",
-    "sessionid",
-    "signature",
-    "token",
-    "xamzsecuritytoken",
-    "xamzsignature",
+/// The query names fleetgate treats as credential-bearing beyond Hermes' list
+/// ([`SENSITIVE_QUERY_NAMES`]), written squashed. Both lists are compared squashed (ASCII
+/// letters and digits only, lower-cased), so `accessToken`, `access-token`, `access_token[]`
+/// and `ACCESS_TOKEN` are one name.
+const MORE_SENSITIVE_NAMES: [&str; 10] = [
     "refreshtoken",
     "idtoken",
     "privatetoken",
@@ -147,18 +131,28 @@ pub fn find_secret(target: &TargetUrl, secrets: Option<&SecretsPolicy>) -> Optio
             })
         })
     });
+    judge(&forms, secrets, exempt)
+}
+
+/// The layers of E1 over `forms`, with the policy's `secrets:`: Hermes' families, the
+/// built-in rules and JWTs, the rule files (enforced, or in report mode judged last and
+/// reported); `exempt` leaves only Hermes' families.
+fn judge<S: AsRef<str>>(
+    forms: &[S],
+    secrets: Option<&SecretsPolicy>,
+    exempt: bool,
+) -> Option<Found> {
     let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
     let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
     let extra: Vec<&RuleSet> = secrets
         .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
         .unwrap_or_default();
-    let enforced: &[&RuleSet] = if report { &[] } else { &extra };
     let scan = Scan {
         exempt,
         skip,
-        extra: enforced,
+        extra: if report { &[] } else { &extra },
     };
-    if let Some(rule) = forms.iter().find_map(|f| scan.text(f)) {
+    if let Some(rule) = forms.iter().find_map(|f| scan.text(f.as_ref())) {
         return Some(Found {
             rule,
             report: false,
@@ -167,7 +161,11 @@ pub fn find_secret(target: &TargetUrl, secrets: Option<&SecretsPolicy>) -> Optio
     if report && !exempt {
         return forms
             .iter()
-            .find_map(|f| extra.iter().find_map(|set| set.find_except(f, skip)))
+            .find_map(|f| {
+                extra
+                    .iter()
+                    .find_map(|set| set.find_except(f.as_ref(), skip))
+            })
             .map(|hit| Found {
                 rule: hit.rule,
                 report: true,
@@ -215,36 +213,44 @@ struct Scan<'a> {
 }
 
 impl Scan<'_> {
+    /// The id of the first rule of the layers that matches `text`.
     fn text(&self, text: &str) -> Option<String> {
-        if let Some(rule) = hermes_in_text(text) {
-            return Some(rule);
+        self.hit(text).map(|(_, rule)| rule)
+    }
+
+    /// The first rule of the layers that matches `text`, with the span it matched.
+    fn hit(&self, text: &str) -> Option<(std::ops::Range<usize>, String)> {
+        if let Some(found) = hermes_hit(text) {
+            return Some(found);
         }
         if self.exempt {
             return None;
         }
-        if let Some(hit) = RuleSet::builtin().find_except(text, self.skip) {
-            return Some(hit.rule);
-        }
-        if !self.skip.iter().any(|id| id == rules::JWT_RULE)
-            && let Some(hit) = rules::find_jwt(text)
-        {
-            return Some(hit.rule);
-        }
-        self.extra
-            .iter()
-            .find_map(|set| set.find_except(text, self.skip))
-            .map(|hit| hit.rule)
+        let hit = RuleSet::builtin()
+            .find_except(text, self.skip)
+            .or_else(|| {
+                (!self.skip.iter().any(|id| id == rules::JWT_RULE))
+                    .then(|| rules::find_jwt(text))
+                    .flatten()
+            })
+            .or_else(|| {
+                self.extra
+                    .iter()
+                    .find_map(|set| set.find_except(text, self.skip))
+            });
+        hit.map(|h| (h.span, h.rule))
     }
 }
 
-/// The id of the first Hermes prefix family in `text` (`hermes-<prefix>`), skipping `sk-`
-/// prose.
-fn hermes_in_text(text: &str) -> Option<String> {
+/// The first Hermes prefix family in `text` (rule id `hermes-<prefix>`) with its span,
+/// skipping `sk-` prose.
+fn hermes_hit(text: &str) -> Option<(std::ops::Range<usize>, String)> {
     let mut offset = 0;
     while let Some(found) = text.get(offset..).and_then(find_credential_prefix) {
-        let matched = &text[offset + found.start..offset + found.end];
+        let span = offset + found.start..offset + found.end;
+        let matched = &text[span.clone()];
         if !is_prose_after_sk(matched) {
-            return Some(hermes_rule_id(family_prefix(matched)));
+            return Some((span, hermes_rule_id(family_prefix(matched))));
         }
         offset += found.end;
     }
@@ -264,19 +270,12 @@ pub fn secret_in_text(text: &str, extra: &[&RuleSet]) -> Option<String> {
 
 /// Where in `text` a secret rule matches, and which: the span to redact in a log line.
 pub fn secret_span(text: &str) -> Option<(std::ops::Range<usize>, String)> {
-    let mut offset = 0;
-    while let Some(found) = text.get(offset..).and_then(find_credential_prefix) {
-        let span = offset + found.start..offset + found.end;
-        let matched = &text[span.clone()];
-        if !is_prose_after_sk(matched) {
-            return Some((span, hermes_rule_id(family_prefix(matched))));
-        }
-        offset += found.end;
+    Scan {
+        exempt: false,
+        skip: &[],
+        extra: &[],
     }
-    RuleSet::builtin()
-        .find(text)
-        .or_else(|| rules::find_jwt(text))
-        .map(|hit| (hit.span, hit.rule))
+    .hit(text)
 }
 
 /// `text` fit for a log line: every span a secret rule matches replaced by
@@ -385,7 +384,7 @@ pub fn sensitive_param_any_spelling(url: &str) -> Option<String> {
 }
 
 /// Whether `name`, without `[…]` suffixes and squashed to lower-case ASCII letters and
-/// digits, is one of [`SQUASHED_SENSITIVE_NAMES`]. No allocation.
+/// digits, is a sensitive name of Hermes' list or [`MORE_SENSITIVE_NAMES`]. No allocation.
 fn is_sensitive_squashed(name: &str) -> bool {
     let mut name = name;
     while let Some(stripped) = name
@@ -404,9 +403,11 @@ fn is_sensitive_squashed(name: &str) -> bool {
         len += 1;
     }
     let squashed = &buf[..len];
-    SQUASHED_SENSITIVE_NAMES
+    let squash = |n: &'static str| n.bytes().filter(u8::is_ascii_alphanumeric);
+    SENSITIVE_QUERY_NAMES
         .iter()
-        .any(|n| n.as_bytes() == squashed)
+        .chain(&MORE_SENSITIVE_NAMES)
+        .any(|n| squash(n).eq(squashed.iter().copied()))
 }
 
 /// Whether Hermes' four forms of a URL (raw, `unquote(raw)`, normalised,
@@ -538,25 +539,12 @@ pub fn check_host_secret_with(host: &str, secrets: Option<&SecretsPolicy>) -> Ve
         .chain(forms.iter().map(|f| f.to_lowercase()))
         .collect();
     forms.extend(canonical);
-    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
-    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
-    let extra: Vec<&RuleSet> = secrets
-        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
-        .unwrap_or_default();
-    let scan = Scan {
-        exempt: false,
-        skip,
-        extra: if report { &[] } else { &extra },
-    };
-    if let Some(rule) = forms.iter().find_map(|f| scan.text(f)) {
-        return Verdict::Deny(DenyReason::SecretInHost { rule });
+    match judge(&forms, secrets, false) {
+        Some(Found {
+            rule,
+            report: false,
+        }) => Verdict::Deny(DenyReason::SecretInHost { rule }),
+        Some(Found { rule, report: true }) => Verdict::Report(DenyReason::SecretInHost { rule }),
+        None => Verdict::Allow,
     }
-    if report
-        && let Some(hit) = forms
-            .iter()
-            .find_map(|f| extra.iter().find_map(|set| set.find_except(f, skip)))
-    {
-        return Verdict::Report(DenyReason::SecretInHost { rule: hit.rule });
-    }
-    Verdict::Allow
 }
