@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod baseline;
 pub mod llm;
 #[cfg(test)]
 mod tests;
@@ -281,6 +282,11 @@ pub struct SecretsSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 256), inner(length(min = 1, max = 2048)))]
     pub allow: Vec<String>,
+    /// gitleaks rule files written inline, each one TOML text (a ClusterFleetPolicy's rules
+    /// land here). They travel inside the gate policy, so no ConfigMap has to be mounted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16), inner(length(min = 1, max = 262144)))]
+    pub inline_rules: Vec<String>,
 }
 
 // === impl SecretsSpec ===
@@ -377,6 +383,11 @@ pub struct CronSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 366))]
     pub window_days: Option<u32>,
+    /// USD per job per day above which a cron job is flagged (`over_cost_ceiling`); flagged,
+    /// never stopped. Unset: no ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub max_cost_per_job_per_day: Option<f64>,
 }
 
 /// What the controller last rendered and what the fleet really does.

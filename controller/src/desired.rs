@@ -22,7 +22,9 @@ use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::crd::FleetPolicy;
+use crate::crd::baseline::ClusterFleetPolicy;
 
+pub mod baseline;
 pub mod llm;
 pub mod managed;
 pub mod policy;
@@ -53,6 +55,22 @@ pub struct Desired {
     pub policy_sha256: String,
     /// Number of dotted leaf keys `config.yaml` pins (Hermes' count).
     pub pinned_keys: usize,
+    /// What the cluster baselines did to the spec; `None` when the controller does not read
+    /// baselines.
+    pub baseline: Option<BaselineApplied>,
+    /// The effective `spec.cron` (after the baselines), which the fleet status flags against.
+    pub cron: crate::crd::CronSpec,
+}
+
+/// The baselines a rendered spec went through and what they changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BaselineApplied {
+    /// The ClusterFleetPolicies applied, by name, with their generation.
+    pub baselines: Vec<(String, Option<i64>)>,
+    /// Each field a baseline changed.
+    pub changes: Vec<SpecProblem>,
+    /// Baseline rules with nothing to bind in this spec.
+    pub notes: Vec<String>,
 }
 
 /// One problem of a spec, naming the field (`spec.web.charLimit`) and the fix.
@@ -73,6 +91,9 @@ pub enum RenderError {
     /// The spec is invalid; every problem names its field.
     #[error("failed to render an invalid spec: {}", Problems(.0))]
     InvalidSpec(Vec<SpecProblem>),
+    /// The cluster baselines refuse the spec: a field they bound would be left empty.
+    #[error("failed to render under the cluster baseline: {}", Problems(&.0.problems))]
+    Baseline(baseline::Conflict),
     /// A rendered file could not be serialized (a bug, not a user error).
     #[error("failed to serialize {file}: {message}")]
     Serialize {
@@ -84,7 +105,8 @@ pub enum RenderError {
 }
 
 /// Display helper: `field: message; field: message`.
-struct Problems<'a>(&'a [SpecProblem]);
+#[derive(Debug)]
+pub struct Problems<'a>(pub &'a [SpecProblem]);
 
 // === impl RenderError ===
 
@@ -93,6 +115,7 @@ impl RenderError {
     pub fn fields(&self) -> Vec<&str> {
         match self {
             Self::InvalidSpec(problems) => problems.iter().map(|p| p.field.as_str()).collect(),
+            Self::Baseline(c) => c.problems.iter().map(|p| p.field.as_str()).collect(),
             Self::MissingName => vec!["metadata.name"],
             Self::Serialize { .. } => Vec::new(),
         }
@@ -103,6 +126,7 @@ impl RenderError {
         match self {
             Self::MissingName => "MissingName",
             Self::InvalidSpec(_) => "InvalidSpec",
+            Self::Baseline(_) => "BaselineConflict",
             Self::Serialize { .. } => "RenderFailed",
         }
     }
@@ -137,11 +161,32 @@ pub fn config_map_name(policy_name: &str) -> String {
 /// The owner reference (controller, pointing at `fp`) is set when `fp` carries a uid, which
 /// every object read from the API server does; offline renders of a file leave it out.
 pub fn render(fp: &FleetPolicy) -> Result<Desired, RenderError> {
+    render_with(fp, None)
+}
+
+/// [`render`] under the cluster baselines: `Some` (even empty) when the controller reads
+/// ClusterFleetPolicies, and the spec is then first tightened by [`baseline::merge`].
+pub fn render_with(
+    fp: &FleetPolicy,
+    baselines: Option<&[ClusterFleetPolicy]>,
+) -> Result<Desired, RenderError> {
     let name = fp.metadata.name.clone().ok_or(RenderError::MissingName)?;
     check_spec(fp)?;
-    let managed_in = llm::with_pins(fp.spec.managed.as_ref(), fp.spec.llm.as_ref())?;
+    let (spec, applied) = match baselines {
+        None => (std::borrow::Cow::Borrowed(&fp.spec), None),
+        Some(baselines) => {
+            let merged = baseline::merge(baselines, &fp.spec).map_err(RenderError::Baseline)?;
+            let applied = BaselineApplied {
+                baselines: merged.baselines,
+                changes: merged.changes,
+                notes: merged.notes,
+            };
+            (std::borrow::Cow::Owned(merged.spec), Some(applied))
+        }
+    };
+    let managed_in = llm::with_pins(spec.managed.as_ref(), spec.llm.as_ref())?;
     let managed = managed::render(managed_in.as_ref())?;
-    let policy = policy::render_named(&fp.spec, Some(name.as_str()))?;
+    let policy = policy::render_named(&spec, Some(name.as_str()))?;
     let labels = BTreeMap::from([
         (
             "app.kubernetes.io/managed-by".to_string(),
@@ -177,6 +222,8 @@ pub fn render(fp: &FleetPolicy) -> Result<Desired, RenderError> {
         managed_sha256: managed.sha256,
         policy_sha256: policy.sha256,
         pinned_keys: managed.pinned_keys,
+        baseline: applied,
+        cron: spec.cron.clone(),
     })
 }
 

@@ -151,7 +151,7 @@ pub struct RolePins {
 }
 
 /// What the fleet should run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Expected {
     /// sha256 of the rendered `policy.yaml`.
     pub policy_sha256: String,
@@ -161,6 +161,8 @@ pub struct Expected {
     pub pins: BTreeMap<String, RolePins>,
     /// `spec.cron.allowedModels`; empty allows any.
     pub allowed_models: Vec<String>,
+    /// `spec.cron.maxCostPerJobPerDay`: a job costing more per day is flagged.
+    pub max_cost_per_job_per_day: Option<f64>,
 }
 
 /// A verdict for one condition.
@@ -195,6 +197,8 @@ pub struct FleetView {
 
 /// Flag added to a cron job whose model is outside `spec.cron.allowedModels`.
 pub const MODEL_NOT_ALLOWED: &str = "model_not_allowed";
+/// Flag added to a cron job costing more per day than `spec.cron.maxCostPerJobPerDay`.
+pub const OVER_COST_CEILING: &str = "over_cost_ceiling";
 
 /// The pins of a managed config: `main` from `model.default`, `agent.reasoning_effort` and
 /// `agent.service_tier`; `delegation` from `delegation.model` and
@@ -257,7 +261,7 @@ pub fn aggregate(selected: usize, scrapes: &[PodScrape], expected: &Expected) ->
         current: count(answered.len() - behind.len()),
     };
     let observed_tiers = observed_tiers(&answered, &expected.pins);
-    let cron_jobs = cron_jobs(&answered, &expected.allowed_models);
+    let cron_jobs = cron_jobs(&answered, expected);
     let total: f64 = cron_jobs.iter().map(|j| j.cost_per_day).sum();
     FleetView {
         flagged: count(cron_jobs.iter().filter(|j| !j.flags.is_empty()).count()),
@@ -388,7 +392,8 @@ fn drift(tiers: &[ObservedTier]) -> Verdict {
     }
 }
 
-fn cron_jobs(answered: &[(&str, &GateSnapshot)], allowed: &[String]) -> Vec<CronJobCost> {
+fn cron_jobs(answered: &[(&str, &GateSnapshot)], expected: &Expected) -> Vec<CronJobCost> {
+    let allowed = &expected.allowed_models;
     let mut jobs = Vec::new();
     for (pod, g) in answered {
         let models: BTreeMap<&str, Option<&String>> = g
@@ -403,6 +408,12 @@ fn cron_jobs(answered: &[(&str, &GateSnapshot)], allowed: &[String]) -> Vec<Cron
             let model = models.get(job.id.as_str()).copied().flatten();
             if !allowed.is_empty() && model.is_some_and(|m| !allowed.contains(m)) {
                 flags.push(MODEL_NOT_ALLOWED.to_string());
+            }
+            if expected
+                .max_cost_per_job_per_day
+                .is_some_and(|ceiling| job.cost_per_day_usd > ceiling)
+            {
+                flags.push(OVER_COST_CEILING.to_string());
             }
             jobs.push(CronJobCost {
                 pod: pod.to_string(),

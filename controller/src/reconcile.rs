@@ -381,7 +381,8 @@ async fn observe_fleet(
         policy_sha256: d.policy_sha256.clone(),
         managed_sha256: d.managed_sha256.clone(),
         pins: fleet::pins_from_managed(fp.spec.managed.as_ref()),
-        allowed_models: fp.spec.cron.allowed_models.clone(),
+        allowed_models: d.cron.allowed_models.clone(),
+        max_cost_per_job_per_day: d.cron.max_cost_per_job_per_day,
     };
     Ok(fleet::aggregate(targets.len(), &scrapes, &expected))
 }

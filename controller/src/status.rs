@@ -9,7 +9,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
-use crate::desired::{Desired, RenderError};
+use crate::desired::{Desired, Problems, RenderError};
 use crate::fleet::{FleetView, Verdict};
 
 #[cfg(test)]
@@ -27,6 +27,9 @@ pub enum ConditionType {
     Propagated,
     /// An observed model / effort / tier differs from a pin (fleet scrape).
     Drift,
+    /// The cluster baselines (ClusterFleetPolicies) tightened the spec, or refuse it. Only
+    /// written when the controller reads baselines.
+    Baseline,
 }
 
 /// Why a condition has its status; stable CamelCase codes.
@@ -44,6 +47,12 @@ pub enum Reason {
     Applied,
     /// The last good ConfigMap stays; the current spec is not applied.
     KeptLastGood,
+    /// A cluster baseline refuses the spec: a field it bounds would be left empty.
+    BaselineConflict,
+    /// No ClusterFleetPolicy exists; the spec renders as written.
+    NoBaseline,
+    /// A field a baseline bounds would be left empty (the `Baseline` condition's reason).
+    Conflict,
 }
 
 // === impl ConditionType ===
@@ -56,6 +65,7 @@ impl ConditionType {
             Self::Ready => "Ready",
             Self::Propagated => "Propagated",
             Self::Drift => "Drift",
+            Self::Baseline => "Baseline",
         }
     }
 }
@@ -72,6 +82,9 @@ impl Reason {
             Self::RenderFailed => "RenderFailed",
             Self::Applied => "Applied",
             Self::KeptLastGood => "KeptLastGood",
+            Self::BaselineConflict => "BaselineConflict",
+            Self::NoBaseline => "NoBaseline",
+            Self::Conflict => "Conflict",
         }
     }
 
@@ -79,6 +92,7 @@ impl Reason {
         match err {
             RenderError::MissingName => Self::MissingName,
             RenderError::InvalidSpec(_) => Self::InvalidSpec,
+            RenderError::Baseline(_) => Self::BaselineConflict,
             RenderError::Serialize { .. } => Self::RenderFailed,
         }
     }
@@ -149,6 +163,9 @@ pub fn compute(
             ));
         }
     }
+    if let Some(v) = baseline_verdict(rendered) {
+        verdicts.push((ConditionType::Baseline, v));
+    }
     if let Some(f) = fleet {
         status.pods = Some(f.pods.clone());
         status.observed_tiers = f.observed_tiers.clone();
@@ -178,6 +195,59 @@ pub fn compute(
     );
     status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
     status
+}
+
+/// The `Baseline` condition: applied (naming each baseline with its generation and each field
+/// it changed) or refused; `None` when baselines are not read or the render failed otherwise.
+fn baseline_verdict(rendered: &Result<Desired, RenderError>) -> Option<Verdict> {
+    let named = |list: &[(String, Option<i64>)]| {
+        list.iter()
+            .map(|(n, g)| match g {
+                Some(g) => format!("{n} (generation {g})"),
+                None => n.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match rendered {
+        Ok(Desired {
+            baseline: Some(b), ..
+        }) if b.baselines.is_empty() => Some(verdict(
+            true,
+            Reason::NoBaseline.as_str(),
+            "no ClusterFleetPolicy exists; the spec renders as written",
+        )),
+        Ok(Desired {
+            baseline: Some(b), ..
+        }) => {
+            let mut message = format!("applied {}", named(&b.baselines));
+            if b.changes.is_empty() {
+                message.push_str("; nothing tightened");
+            } else {
+                message.push_str("; tightened ");
+                message.push_str(&Problems(&b.changes).to_string());
+            }
+            for note in &b.notes {
+                message.push_str("; ");
+                message.push_str(note);
+            }
+            Some(Verdict {
+                ok: true,
+                reason: Reason::Applied.as_str(),
+                message,
+            })
+        }
+        Err(RenderError::Baseline(c)) => Some(Verdict {
+            ok: false,
+            reason: Reason::Conflict.as_str(),
+            message: format!(
+                "{} refuse this spec, the last good ConfigMap stays: {}",
+                named(&c.baselines),
+                Problems(&c.problems)
+            ),
+        }),
+        _ => None,
+    }
 }
 
 fn verdict(ok: bool, reason: &'static str, message: &str) -> Verdict {

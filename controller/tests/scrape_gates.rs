@@ -128,6 +128,7 @@ async fn scraping_real_gates_completes_despite_a_hanging_pod() {
                 .as_object(),
         ),
         allowed_models: vec!["grok-4.6-mini".into()],
+        max_cost_per_job_per_day: None,
     };
     let view = fleet::aggregate(targets.len(), &scrapes, &expected);
     assert_eq!(

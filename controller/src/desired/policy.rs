@@ -77,6 +77,8 @@ struct WireSecrets {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     rules_files: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    inline_rules: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     allow: Vec<String>,
 }
 
@@ -265,7 +267,7 @@ fn blocklist(spec: &FleetPolicySpec) -> WireBlocklist {
 
 fn secrets(spec: &FleetPolicySpec) -> Option<WireSecrets> {
     let s = &spec.secrets;
-    if s.mode.is_none() && s.rules_config_maps.is_empty() && s.allow.is_empty() {
+    if s.is_empty() {
         return None;
     }
     Some(WireSecrets {
@@ -278,6 +280,7 @@ fn secrets(spec: &FleetPolicySpec) -> Option<WireSecrets> {
             .iter()
             .map(|l| format!("{SECRET_RULES_DIR}/{}/{}", l.config_map, l.key))
             .collect(),
+        inline_rules: s.inline_rules.clone(),
         allow: s.allow.clone(),
     })
 }

@@ -14,6 +14,7 @@ fn expected() -> Expected {
                 .as_object(),
         ),
         allowed_models: Vec::new(),
+        max_cost_per_job_per_day: None,
     }
 }
 
@@ -317,4 +318,36 @@ fn pins_come_from_the_managed_config() {
         Some("d1"),
         "delegation.model must pin the delegation role"
     );
+}
+
+#[test]
+fn a_job_over_the_cost_ceiling_is_flagged_and_one_at_it_is_not() {
+    let mut e = expected();
+    e.max_cost_per_job_per_day = Some(2.0);
+    let a = gate(
+        POLICY,
+        MANAGED,
+        ("grok-4.6", "high"),
+        &[
+            ("costly", "grok-4.6", 2.01, &[]),
+            ("at-ceiling", "grok-4.6", 2.0, &[]),
+            ("cheap", "grok-4.6", 0.1, &["mostly_empty"]),
+        ],
+    );
+    let view = aggregate(1, &[ok("agent-a", a)], &e);
+    let flags: Vec<(&str, Vec<&str>)> = view
+        .cron_jobs
+        .iter()
+        .map(|j| (j.job.as_str(), j.flags.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        flags,
+        vec![
+            ("at-ceiling", vec![]),
+            ("cheap", vec!["mostly_empty"]),
+            ("costly", vec![OVER_COST_CEILING]),
+        ],
+        "only the job above the ceiling gains the flag"
+    );
+    assert_eq!(view.flagged, 2, "the flagged count includes the ceiling flag");
 }

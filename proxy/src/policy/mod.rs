@@ -152,7 +152,7 @@ pub struct BlocklistPolicy {
 /// ids or URL prefixes (`allow`). No setting here can lower Hermes' floor.
 #[derive(Clone, Debug, Default)]
 pub struct SecretsPolicy {
-    /// Enforce (default) or report the rules of `rules_files`.
+    /// Enforce (default) or report the rules of `rules_files` and `inlineRules`.
     pub mode: EnforcementMode,
     /// The rule files, absolute.
     pub rules_files: Vec<PathBuf>,
@@ -439,6 +439,13 @@ impl<'a> Validator<'a> {
                 Err(e) => self.err(field, format!("failed to read {}: {e}", path.display())),
             }
             rules_files.push(path);
+        }
+        for (i, text) in raw.inline_rules.iter().enumerate() {
+            let field = format!("secrets.inlineRules[{i}]");
+            match RuleSet::parse(text, &field) {
+                Ok(set) => rules.push(std::sync::Arc::new(set)),
+                Err(e) => self.err(field, e.to_string()),
+            }
         }
         let known: std::collections::HashSet<String> = RuleSet::builtin()
             .ids()

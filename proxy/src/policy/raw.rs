@@ -55,6 +55,10 @@ pub struct RawSecrets {
     /// gitleaks TOML rule files.
     #[serde(default)]
     pub rules_files: Vec<String>,
+    /// gitleaks TOML rule files written inline (a cluster baseline's rules, rendered by the
+    /// controller into the policy so they travel with it).
+    #[serde(default)]
+    pub inline_rules: Vec<String>,
     /// Rule ids or URL prefixes exempt from the rule sets.
     #[serde(default)]
     pub allow: Vec<String>,
