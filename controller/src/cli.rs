@@ -5,7 +5,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::crd::FleetPolicy;
-use crate::desired::{RenderError, render};
+use crate::crd::baseline::ClusterFleetPolicy;
+use crate::desired::{RenderError, render_with};
 
 #[cfg(test)]
 mod tests;
@@ -48,6 +49,16 @@ pub enum CliError {
 /// Render every FleetPolicy of a YAML text (one or more `---` documents) into ConfigMap YAML
 /// documents. Documents of other kinds are skipped; `path` only labels errors.
 pub fn render_text(path: &str, text: &str) -> Result<Vec<String>, CliError> {
+    render_text_with(path, text, None)
+}
+
+/// [`render_text`] under the cluster baselines `baselines` (`None`: baselines not read, as a
+/// controller without `--cluster-baseline`).
+pub fn render_text_with(
+    path: &str,
+    text: &str,
+    baselines: Option<&[ClusterFleetPolicy]>,
+) -> Result<Vec<String>, CliError> {
     let mut out = Vec::new();
     for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = serde_yaml::Value::deserialize(doc).map_err(|e| CliError::Parse {
@@ -63,7 +74,7 @@ pub fn render_text(path: &str, text: &str) -> Result<Vec<String>, CliError> {
             index,
             message: e.to_string(),
         })?;
-        let desired = render(&fp).map_err(|source| CliError::Render {
+        let desired = render_with(&fp, baselines).map_err(|source| CliError::Render {
             path: path.into(),
             index,
             source,
@@ -85,13 +96,52 @@ pub fn render_text(path: &str, text: &str) -> Result<Vec<String>, CliError> {
             index,
             message: e.to_string(),
         })?;
-        out.push(yaml);
+        out.push(format!("{}{yaml}", baseline_comment(&desired)));
+    }
+    Ok(out)
+}
+
+/// Every ClusterFleetPolicy of a YAML text; documents of other kinds are skipped.
+pub fn baselines_of(path: &str, text: &str) -> Result<Vec<ClusterFleetPolicy>, CliError> {
+    let mut out = Vec::new();
+    for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let parse = |message: String| CliError::Parse {
+            path: path.into(),
+            index,
+            message,
+        };
+        let value = serde_yaml::Value::deserialize(doc).map_err(|e| parse(e.to_string()))?;
+        if value.get("kind").and_then(|k| k.as_str()) != Some("ClusterFleetPolicy") {
+            continue;
+        }
+        out.push(serde_yaml::from_value(value).map_err(|e| parse(e.to_string()))?);
     }
     Ok(out)
 }
 
 /// Render every FleetPolicy of the given files, in order, as one multi-document YAML stream.
 pub fn render_files(paths: &[impl AsRef<Path>]) -> Result<String, CliError> {
+    render_files_with(paths, &[] as &[&Path])
+}
+
+/// [`render_files`] under the ClusterFleetPolicies of `baseline_files`; with none given, the
+/// baselines are not read at all (no `Baseline` outcome), as a controller without them.
+pub fn render_files_with(
+    paths: &[impl AsRef<Path>],
+    baseline_files: &[impl AsRef<Path>],
+) -> Result<String, CliError> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| CliError::Read {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let mut baselines = Vec::new();
+    for path in baseline_files {
+        let path = path.as_ref();
+        baselines.extend(baselines_of(&path.display().to_string(), &read(path)?)?);
+    }
+    let under = (!baseline_files.is_empty()).then_some(baselines.as_slice());
     let mut docs = Vec::new();
     for path in paths {
         let path = path.as_ref();
@@ -100,7 +150,28 @@ pub fn render_files(paths: &[impl AsRef<Path>]) -> Result<String, CliError> {
             path: shown.clone(),
             source,
         })?;
-        docs.extend(render_text(&shown, &text)?);
+        docs.extend(render_text_with(&shown, &text, under)?);
     }
     Ok(docs.iter().map(|d| format!("---\n{d}")).collect())
+}
+
+/// What the baselines did, as `#` lines ahead of the ConfigMap (empty without baselines).
+fn baseline_comment(d: &crate::desired::Desired) -> String {
+    let Some(b) = &d.baseline else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let names: Vec<&str> = b.baselines.iter().map(|(n, _)| n.as_str()).collect();
+    if names.is_empty() {
+        out.push_str("# baseline: no ClusterFleetPolicy given\n");
+    } else {
+        out.push_str(&format!("# baseline: {}\n", names.join(", ")));
+    }
+    for c in &b.changes {
+        out.push_str(&format!("#   tightened {}: {}\n", c.field, c.message));
+    }
+    for n in &b.notes {
+        out.push_str(&format!("#   note: {n}\n"));
+    }
+    out
 }

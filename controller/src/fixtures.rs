@@ -13,6 +13,7 @@ use tower_test::mock::{Handle, SendResponse};
 use crate::crd::{FleetPolicy, FleetPolicySpec, FleetPolicyStatus};
 
 pub mod cluster;
+pub mod fleet;
 
 /// Namespace of the test FleetPolicy.
 pub const NS: &str = "agents";

@@ -14,9 +14,11 @@
 //! from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`] aggregates the
 //! answers (pure). [`cli`] holds the offline subcommands (`crd`, `render`), [`admin`] the
 //! `/live` `/ready` `/metrics` listener, [`leader`] the election that lets one replica of
-//! several reconcile and write while every replica serves the webhook.
+//! several reconcile and write while every replica serves the webhook, [`baselines`] the
+//! cluster-wide `ClusterFleetPolicy` objects every FleetPolicy is tightened by.
 
 pub mod admin;
+pub mod baselines;
 pub mod cli;
 pub mod crd;
 pub mod desired;
@@ -61,6 +63,12 @@ pub enum Error {
     /// Not a failure: the reconcile ends without writing and the leader does the work.
     #[error("failed to write: {0}")]
     Fenced(#[from] crate::leader::Fenced),
+    /// The controller reads cluster baselines but has not listed them yet (or cannot): it
+    /// renders nothing rather than a policy the baselines may forbid.
+    #[error(
+        "failed to render: the ClusterFleetPolicies are not listed yet (is the ClusterFleetPolicy CRD installed and readable?)"
+    )]
+    BaselineUnavailable,
     /// The FleetPolicy lacks a field every stored object has.
     #[error("failed to reconcile: the FleetPolicy has no {0}")]
     MissingObjectKey(&'static str),
@@ -84,6 +92,7 @@ impl Error {
             Self::Serialize { .. } => "serialize",
             Self::Selector(_) => "invalid_selector",
             Self::Fenced(_) => "fenced",
+            Self::BaselineUnavailable => "baseline_unavailable",
             Self::MissingObjectKey(_) => "missing_object_key",
         }
     }
@@ -97,6 +106,7 @@ impl Error {
         "serialize",
         "invalid_selector",
         "fenced",
+        "baseline_unavailable",
         "missing_object_key",
     ];
 }

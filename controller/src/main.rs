@@ -14,11 +14,14 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use fleetgate_controller::admin::{self, AdminState};
+use fleetgate_controller::baselines::Baselines;
 use fleetgate_controller::crd::FleetPolicy;
+use fleetgate_controller::crd::baseline::ClusterFleetPolicy;
 use fleetgate_controller::leader::{Leadership, LeaseConfig};
 use fleetgate_controller::metrics::Metrics;
 use fleetgate_controller::reconcile::{self, Context, FleetConfig};
 use fleetgate_controller::webhook::server as webhook;
+use futures_util::StreamExt;
 use kube::api::{Api, ListParams};
 
 /// The fleetgate controller.
@@ -33,14 +36,31 @@ struct Cli {
 enum Command {
     /// Run the controller: reconcile FleetPolicies, serve /live /ready /metrics.
     Run(Box<RunArgs>),
-    /// Print the FleetPolicy CRD as YAML.
-    Crd,
+    /// Print a CRD as YAML: the FleetPolicy's (default) or the ClusterFleetPolicy's.
+    Crd {
+        /// Which CRD.
+        #[arg(value_enum, default_value = "fleet-policy")]
+        kind: CrdKind,
+    },
     /// Render the ConfigMaps of FleetPolicy files offline and print them as YAML.
     Render {
         /// FleetPolicy YAML files (several documents per file are fine).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// ClusterFleetPolicy YAML files: render each FleetPolicy under these baselines, as a
+        /// controller with `--cluster-baseline` would (repeat the flag for several files).
+        #[arg(long = "baseline", value_name = "FILE")]
+        baselines: Vec<PathBuf>,
     },
+}
+
+/// The CRDs the controller defines.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum CrdKind {
+    /// `fleetpolicies.fleetgate.dev` (namespaced).
+    FleetPolicy,
+    /// `clusterfleetpolicies.fleetgate.dev` (cluster-scoped).
+    ClusterFleetPolicy,
 }
 
 /// `run` options.
@@ -87,6 +107,10 @@ struct RunArgs {
     /// Injector configuration (YAML) the chart renders: image, uid, resources, volumes.
     #[arg(long, env = "FLEETGATE_INJECTOR_CONFIG")]
     injector_config: Option<PathBuf>,
+    /// Render every FleetPolicy under the cluster's ClusterFleetPolicies (needs their CRD and
+    /// get/list/watch on them): nothing is rendered until they are listed.
+    #[arg(long, env = "FLEETGATE_CLUSTER_BASELINE", default_value_t = false, action = clap::ArgAction::Set)]
+    cluster_baseline: bool,
     /// Elect one leader through a Lease among the replicas; `false` makes this replica
     /// reconcile unconditionally (run exactly one replica then).
     #[arg(long, env = "FLEETGATE_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
@@ -133,10 +157,14 @@ fn main() -> ExitCode {
             }
             run(*args).map(|()| String::new())
         }
-        Command::Crd => fleetgate_controller::crd::crd_yaml()
-            .map_err(|e| format!("failed to print the CRD: {e}")),
-        Command::Render { files } => {
-            fleetgate_controller::cli::render_files(&files).map_err(|e| e.to_string())
+        Command::Crd { kind } => match kind {
+            CrdKind::FleetPolicy => fleetgate_controller::crd::crd_yaml(),
+            CrdKind::ClusterFleetPolicy => fleetgate_controller::crd::baseline::crd_yaml(),
+        }
+        .map_err(|e| format!("failed to print the CRD: {e}")),
+        Command::Render { files, baselines } => {
+            fleetgate_controller::cli::render_files_with(&files, &baselines)
+                .map_err(|e| e.to_string())
         }
     };
     match output {
@@ -182,6 +210,7 @@ fn run(args: RunArgs) -> Result<(), String> {
         namespace,
         admin_addr,
         instance,
+        cluster_baseline,
         ..
     } = args;
     let fleet = args.report_token_secret.map(|token_secret| FleetConfig {
@@ -226,6 +255,18 @@ fn run(args: RunArgs) -> Result<(), String> {
         fps.list(&ListParams::default().limit(1)).await.map_err(|e| {
             format!("failed to list FleetPolicies ({e}); is the CRD installed? `fleetgate-controller crd | kubectl apply -f -`")
         })?;
+        let (baselines, baseline_changes, baseline_task) = match cluster_baseline {
+            false => (None, None, None),
+            true => {
+                let cfps: Api<ClusterFleetPolicy> = Api::all(client.clone());
+                cfps.list(&ListParams::default().limit(1)).await.map_err(|e| {
+                    format!("failed to list ClusterFleetPolicies ({e}); install the cluster part (charts/fleetgate-baseline) or turn clusterBaseline off")
+                })?;
+                let (view, changes, task) = Baselines::watch(client.clone());
+                state.synced.push(("the ClusterFleetPolicy reflector", view.synced()));
+                (Some(view), Some(changes), Some(task))
+            }
+        };
         let (leader, election) = match lease {
             None => (Leadership::sole(Some(metrics.clone())), None),
             Some(cfg) => {
@@ -242,6 +283,7 @@ fn run(args: RunArgs) -> Result<(), String> {
                         client.clone(),
                         namespace.as_deref(),
                         Some(metrics.clone()),
+                        baselines.clone(),
                     )
                     .await
                     .map_err(|e| e.to_string())?,
@@ -253,8 +295,18 @@ fn run(args: RunArgs) -> Result<(), String> {
         if let Some(fleet) = fleet {
             ctx = ctx.with_fleet(fleet);
         }
+        if let Some(baselines) = baselines {
+            ctx = ctx.with_baselines(baselines);
+        }
         let ctx = Arc::new(ctx);
-        reconcile::run(ctx, namespace.as_deref(), reconciler_synced).await;
+        let changes = match baseline_changes {
+            Some(changes) => changes.left_stream(),
+            None => futures_util::stream::pending().right_stream(),
+        };
+        reconcile::run(ctx, namespace.as_deref(), reconciler_synced, changes).await;
+        if let Some(task) = baseline_task {
+            task.abort();
+        }
         if let Some(election) = election {
             election.step_down().await;
         }

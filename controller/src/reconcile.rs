@@ -40,6 +40,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, warn};
 
+use crate::baselines::Baselines;
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
 use crate::desired::{self, Desired, MANAGED_BY};
 use crate::fleet::{self, Expected, FleetView};
@@ -58,6 +59,8 @@ pub const FIELD_MANAGER: &str = "fleetgate-controller";
 pub const BACKOFF_BASE: Duration = Duration::from_secs(5);
 /// Longest retry delay.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// How long a reconcile waits for the first list of the cluster baselines before it fails.
+const BASELINE_WAIT: Duration = Duration::from_secs(5);
 /// How often the fleet gauges of deleted FleetPolicies are removed.
 const GAUGE_PRUNE_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -74,6 +77,9 @@ pub struct Context {
     pub fleet: Option<FleetConfig>,
     /// Whether this replica may reconcile and write.
     pub leader: Leadership,
+    /// The cluster baselines every FleetPolicy is rendered under; `None` when the controller
+    /// does not read them (the cluster part is not installed).
+    pub baselines: Option<Baselines>,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
     /// Per object, the status this controller last wrote and the resourceVersion of the
@@ -120,6 +126,7 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             leader: Leadership::sole(None),
+            baselines: None,
             metrics,
             fleet: None,
             failures: Arc::default(),
@@ -130,6 +137,12 @@ impl Context {
     /// The same context, reconciling only while `leader` leads.
     pub fn with_leader(mut self, leader: Leadership) -> Self {
         self.leader = leader;
+        self
+    }
+
+    /// The same context, rendering every FleetPolicy under `baselines`.
+    pub fn with_baselines(mut self, baselines: Baselines) -> Self {
+        self.baselines = Some(baselines);
         self
     }
 
@@ -190,7 +203,15 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
     let ns = fp
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    let mut rendered = desired::render(&fp);
+    let baselines = match &ctx.baselines {
+        None => None,
+        Some(b) => Some(
+            b.current_within(BASELINE_WAIT)
+                .await
+                .ok_or(Error::BaselineUnavailable)?,
+        ),
+    };
+    let mut rendered = desired::render_with(&fp, baselines.as_deref());
     if rendered.is_ok()
         && let Err(problem) = check_secret_rules(&ctx, &fp, &ns).await?
     {
@@ -472,9 +493,15 @@ fn short(sha: &str) -> &str {
 }
 
 /// Run the controller on the FleetPolicies of `namespace` (every namespace when `None`) until
-/// a shutdown signal: owned ConfigMaps and pods matching a policy's selector requeue it.
-/// `synced` is set once the FleetPolicy reflector has listed (followers keep it warm too).
-pub async fn run(ctx: Arc<Context>, namespace: Option<&str>, synced: Arc<AtomicBool>) {
+/// a shutdown signal: owned ConfigMaps and pods matching a policy's selector requeue it, and
+/// each item of `baseline_changes` reconciles every FleetPolicy. `synced` is set once the
+/// FleetPolicy reflector has listed (followers keep it warm too).
+pub async fn run(
+    ctx: Arc<Context>,
+    namespace: Option<&str>,
+    synced: Arc<AtomicBool>,
+    baseline_changes: impl futures_util::Stream<Item = ()> + Send + 'static,
+) {
     let client = ctx.client.clone();
     let (fps, cms, pods): (Api<FleetPolicy>, Api<ConfigMap>, Api<Pod>) = match namespace {
         Some(ns) => (
@@ -505,6 +532,7 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<&str>, synced: Arc<AtomicB
             policies_selecting(&store.state(), &pod)
         })
         .reconcile_all_on(ctx.leader.acquisitions())
+        .reconcile_all_on(baseline_changes)
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|res| async move {

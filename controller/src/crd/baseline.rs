@@ -106,7 +106,9 @@ pub struct BaselineEgress {
 const CIDR_PATTERN: &str = r"^([0-9]{1,3}(\.[0-9]{1,3}){3}(/([0-9]|[12][0-9]|3[0-2]))?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(/([0-9]|[1-9][0-9]|1[01][0-9]|12[0-8]))?)$";
 
 /// The least egress capture of a namespace.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum MinimumMode {
     /// At least the forward proxy (`HTTP(S)_PROXY`).

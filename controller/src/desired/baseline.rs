@@ -50,10 +50,7 @@ pub struct Conflict {
 }
 
 /// Tighten `spec` by every baseline, in name order.
-pub fn merge(
-    baselines: &[ClusterFleetPolicy],
-    spec: &FleetPolicySpec,
-) -> Result<Merged, Conflict> {
+pub fn merge(baselines: &[ClusterFleetPolicy], spec: &FleetPolicySpec) -> Result<Merged, Conflict> {
     let mut sorted: Vec<&ClusterFleetPolicy> = baselines.iter().collect();
     sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut m = Merger {
@@ -190,10 +187,7 @@ impl Merger {
                 };
                 self.changed(
                     "spec.egress.ports",
-                    format!(
-                        "{was} bound to {} by the baseline's ports",
-                        list(&kept)
-                    ),
+                    format!("{was} bound to {} by the baseline's ports", list(&kept)),
                 );
                 self.spec.egress.ports = Some(kept);
             }
@@ -242,14 +236,14 @@ impl Merger {
             };
             let shown: Vec<String> = kept.iter().map(ToString::to_string).collect();
             if shown.is_empty() {
-                self.changed(&field, format!("{text} removed: the baseline's {why} close it"));
+                self.changed(
+                    &field,
+                    format!("{text} removed: the baseline's {why} close it"),
+                );
             } else {
                 self.changed(
                     &field,
-                    format!(
-                        "{text} cut to {} by the baseline's {why}",
-                        shown.join(", ")
-                    ),
+                    format!("{text} cut to {} by the baseline's {why}", shown.join(", ")),
                 );
             }
             out.extend(shown);
@@ -408,7 +402,10 @@ impl Merger {
                 mine.service_tier = Some(tier.clone());
             }
             if !moved.is_empty() {
-                self.changed(&field, format!("{} by the baseline's pin", moved.join(", ")));
+                self.changed(
+                    &field,
+                    format!("{} by the baseline's pin", moved.join(", ")),
+                );
             }
         }
         self.spec.llm = Some(llm);

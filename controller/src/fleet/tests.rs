@@ -349,5 +349,8 @@ fn a_job_over_the_cost_ceiling_is_flagged_and_one_at_it_is_not() {
         ],
         "only the job above the ceiling gains the flag"
     );
-    assert_eq!(view.flagged, 2, "the flagged count includes the ceiling flag");
+    assert_eq!(
+        view.flagged, 2,
+        "the flagged count includes the ceiling flag"
+    );
 }

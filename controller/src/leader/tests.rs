@@ -438,7 +438,7 @@ async fn every_replica_answers_the_webhook_whatever_the_lease_state() {
         .expect("a certificate turns the webhook on");
         let serving = setup.serving();
         let task = setup
-            .spawn(cluster.client(identity), Some("agents"), None)
+            .spawn(cluster.client(identity), Some("agents"), None, None)
             .await
             .expect("the webhook must start");
         until(

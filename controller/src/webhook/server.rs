@@ -234,6 +234,7 @@ impl Setup {
         client: kube::Client,
         namespace: Option<&str>,
         metrics: Option<Metrics>,
+        baselines: Option<crate::baselines::Baselines>,
     ) -> Result<JoinHandle<()>, ServerError> {
         let acceptor = self.certs.acceptor()?;
         let listener = TcpListener::bind(self.addr)
@@ -259,10 +260,23 @@ impl Setup {
                 if reader.wait_until_ready().await.is_err() {
                     return;
                 }
+                // Nor before the baselines are known: a pod would miss their egress floor.
+                let source: Arc<dyn PolicySource> = match baselines {
+                    None => Arc::new(reader),
+                    Some(baselines) => {
+                        while baselines.current().is_none() {
+                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        }
+                        Arc::new(crate::baselines::Baselined {
+                            policies: reader,
+                            baselines,
+                        })
+                    }
+                };
                 info!(%addr, "webhook.listening");
                 flag.store(true, Ordering::Relaxed);
                 tokio::spawn(certs.watch(CERT_CHECK_INTERVAL));
-                serve(listener, acceptor, cfg, Arc::new(reader), metrics).await;
+                serve(listener, acceptor, cfg, source, metrics).await;
             };
             tokio::select! {
                 () = events => warn!("webhook.reflector_ended"),

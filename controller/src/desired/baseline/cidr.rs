@@ -216,7 +216,10 @@ mod tests {
     #[test]
     fn intersecting_keeps_only_the_parts_inside_the_ceiling() {
         assert_eq!(
-            shown(&intersect(p("10.0.0.0/8"), &[p("10.1.0.0/16"), p("10.2.3.0/24")])),
+            shown(&intersect(
+                p("10.0.0.0/8"),
+                &[p("10.1.0.0/16"), p("10.2.3.0/24")]
+            )),
             ["10.1.0.0/16", "10.2.3.0/24"]
         );
         assert!(intersect(p("172.16.0.0/12"), &[p("10.0.0.0/8")]).is_empty());

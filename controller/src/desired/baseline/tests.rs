@@ -7,9 +7,7 @@ use super::*;
 use crate::crd::baseline::{
     BaselineBlocklist, BaselineCron, BaselineEgress, BaselineLlm, BaselineSecrets,
 };
-use crate::crd::llm::{
-    LlmEffort, LlmPinSpec, LlmProviderKind, LlmProviderSpec, LlmSecretRef,
-};
+use crate::crd::llm::{LlmEffort, LlmPinSpec, LlmProviderKind, LlmProviderSpec, LlmSecretRef};
 use crate::crd::{BlocklistSpec, CronSpec, EgressSpec, SharedListRef};
 
 fn baseline(name: &str, edit: impl FnOnce(&mut ClusterFleetPolicySpec)) -> ClusterFleetPolicy {
@@ -84,20 +82,53 @@ type ModeCase = (
 #[test]
 fn the_minimum_mode_raises_a_weaker_namespace_and_keeps_a_stronger_one() {
     let cases: &[ModeCase] = &[
-        ("off under proxy", Some(MinimumMode::Proxy), Some(EgressMode::Off), EgressMode::Proxy),
-        ("unset under transparent", Some(MinimumMode::Transparent), None, EgressMode::Transparent),
-        ("proxy under transparent", Some(MinimumMode::Transparent), Some(EgressMode::Proxy), EgressMode::Transparent),
-        ("transparent under proxy", Some(MinimumMode::Proxy), Some(EgressMode::Transparent), EgressMode::Transparent),
-        ("off without a floor", None, Some(EgressMode::Off), EgressMode::Off),
+        (
+            "off under proxy",
+            Some(MinimumMode::Proxy),
+            Some(EgressMode::Off),
+            EgressMode::Proxy,
+        ),
+        (
+            "unset under transparent",
+            Some(MinimumMode::Transparent),
+            None,
+            EgressMode::Transparent,
+        ),
+        (
+            "proxy under transparent",
+            Some(MinimumMode::Transparent),
+            Some(EgressMode::Proxy),
+            EgressMode::Transparent,
+        ),
+        (
+            "transparent under proxy",
+            Some(MinimumMode::Proxy),
+            Some(EgressMode::Transparent),
+            EgressMode::Transparent,
+        ),
+        (
+            "off without a floor",
+            None,
+            Some(EgressMode::Off),
+            EgressMode::Off,
+        ),
     ];
     for (case, floor, mine, want) in cases {
         let b = baseline("floor", |b| b.egress.minimum_mode = *floor);
         let s = spec(|s| s.egress.mode = *mine);
         let m = merged(std::slice::from_ref(&b), &s);
-        assert_eq!(m.spec.egress.mode.unwrap_or(EgressMode::Proxy), *want, "{case}");
+        assert_eq!(
+            m.spec.egress.mode.unwrap_or(EgressMode::Proxy),
+            *want,
+            "{case}"
+        );
         assert_eq!(egress_mode(&[b], &s), *want, "{case}: the webhook's mode");
         let raised = m.changes.iter().any(|c| c.field == "spec.egress.mode");
-        assert_eq!(raised, mine.unwrap_or(EgressMode::Proxy) != *want, "{case}: the change is reported");
+        assert_eq!(
+            raised,
+            mine.unwrap_or(EgressMode::Proxy) != *want,
+            "{case}: the change is reported"
+        );
     }
 }
 
@@ -143,7 +174,11 @@ fn allow_cidrs_lose_the_denied_ranges_and_what_lies_outside_the_ceiling() {
         ],
         "untouched entries are kept as written and not reported"
     );
-    assert!(m.changes[2].message.contains("172.16.0.0/12 removed"), "{:?}", m.changes[2]);
+    assert!(
+        m.changes[2].message.contains("172.16.0.0/12 removed"),
+        "{:?}",
+        m.changes[2]
+    );
 }
 
 #[test]
@@ -163,21 +198,42 @@ fn an_empty_ceiling_closes_every_range_and_a_denied_ipv4_range_stays_closed_in_i
         ]
     });
     let m = merged(&[b], &s);
-    assert_eq!(m.spec.egress.allow_cidrs, vec!["2001:db8::/32"], "only the unrelated range stays");
+    assert_eq!(
+        m.spec.egress.allow_cidrs,
+        vec!["2001:db8::/32"],
+        "only the unrelated range stays"
+    );
 }
 
 #[test]
 fn ports_are_intersected_and_an_empty_intersection_is_a_conflict() {
     let b = baseline("ports", |b| b.egress.ports = Some(vec![443, 8443]));
     let m = merged(std::slice::from_ref(&b), &spec(|_| {}));
-    assert_eq!(m.spec.egress.ports, Some(vec![443]), "the default 80, 443 is bound too");
-    let m = merged(std::slice::from_ref(&b), &spec(|s| s.egress.ports = Some(vec![8443, 22])));
+    assert_eq!(
+        m.spec.egress.ports,
+        Some(vec![443]),
+        "the default 80, 443 is bound too"
+    );
+    let m = merged(
+        std::slice::from_ref(&b),
+        &spec(|s| s.egress.ports = Some(vec![8443, 22])),
+    );
     assert_eq!(m.spec.egress.ports, Some(vec![8443]));
-    let m = merged(std::slice::from_ref(&b), &spec(|s| s.egress.ports = Some(vec![443])));
-    assert!(m.changes.is_empty(), "a list already inside the baseline's is not a change");
+    let m = merged(
+        std::slice::from_ref(&b),
+        &spec(|s| s.egress.ports = Some(vec![443])),
+    );
+    assert!(
+        m.changes.is_empty(),
+        "a list already inside the baseline's is not a change"
+    );
     let c = conflict(&[b], &spec(|s| s.egress.ports = Some(vec![22])));
     assert_eq!(c.problems[0].field, "spec.egress.ports");
-    assert!(c.problems[0].message.contains("ClusterFleetPolicy ports"), "{:?}", c.problems);
+    assert!(
+        c.problems[0].message.contains("ClusterFleetPolicy ports"),
+        "{:?}",
+        c.problems
+    );
 }
 
 #[test]
@@ -223,14 +279,17 @@ fn blocklist_rules_are_united_and_enforce_cannot_be_lowered() {
     assert!(m.spec.website_blocklist.shared_lists.is_empty());
 
     // A baseline in report mode does not lower a namespace that enforces.
-    let trial = baseline("trial", |b| b.website_blocklist.mode = Some(BlocklistMode::Report));
+    let trial = baseline("trial", |b| {
+        b.website_blocklist.mode = Some(BlocklistMode::Report)
+    });
     let m = merged(&[trial], &spec(|_| {}));
     assert_eq!(m.spec.website_blocklist.mode, None);
 }
 
 #[test]
 fn secret_rules_are_united_and_no_namespace_exempts_a_baseline_rule() {
-    let rules = "[[rules]]\nid = \"corp-token\"\nregex = '''corp_[a-z0-9]{24}'''\nkeywords = [\"corp_\"]\n";
+    let rules =
+        "[[rules]]\nid = \"corp-token\"\nregex = '''corp_[a-z0-9]{24}'''\nkeywords = [\"corp_\"]\n";
     let b = baseline("secrets", |b| {
         b.secrets = BaselineSecrets {
             mode: None,
@@ -253,11 +312,20 @@ fn secret_rules_are_united_and_no_namespace_exempts_a_baseline_rule() {
 
     let locked = baseline("locked", |b| b.secrets.namespace_allow = Some(false));
     let m = merged(&[locked], &s);
-    assert!(m.spec.secrets.allow.is_empty(), "no namespace exemption stays");
+    assert!(
+        m.spec.secrets.allow.is_empty(),
+        "no namespace exemption stays"
+    );
 
-    let broken = baseline("broken", |b| b.secrets.rules = Some("[[rules]]\nid = \"x\"\nregex = '''(['''\n".into()));
+    let broken = baseline("broken", |b| {
+        b.secrets.rules = Some("[[rules]]\nid = \"x\"\nregex = '''(['''\n".into())
+    });
     let c = conflict(&[broken], &s);
-    assert!(c.problems[0].message.contains("ClusterFleetPolicy broken"), "{:?}", c.problems);
+    assert!(
+        c.problems[0].message.contains("ClusterFleetPolicy broken"),
+        "{:?}",
+        c.problems
+    );
 }
 
 #[test]
@@ -293,7 +361,11 @@ fn llm_models_are_intersected_pins_win_and_enforce_cannot_be_lowered() {
     assert_eq!(llm.allowed_models, vec!["gpt-5-mini", "gpt-5*"]);
     assert_eq!(llm.mode, Some(LlmModeSpec::Enforce));
     assert_eq!(llm.pins["main"].effort, Some(LlmEffort::Medium));
-    assert_eq!(llm.pins["main"].service_tier.as_deref(), Some("priority"), "the baseline pins effort only");
+    assert_eq!(
+        llm.pins["main"].service_tier.as_deref(),
+        Some("priority"),
+        "the baseline pins effort only"
+    );
 
     let c = conflict(
         std::slice::from_ref(&b),
@@ -327,7 +399,10 @@ fn the_first_baseline_by_name_wins_a_pin_two_baselines_set() {
     let m = merged(&[z, a], &s);
     let llm = m.spec.llm.as_ref().expect("the route stays");
     assert_eq!(llm.pins["main"].effort, Some(LlmEffort::Low));
-    assert_eq!(m.baselines[0].0, "a-platform", "baselines apply in name order");
+    assert_eq!(
+        m.baselines[0].0, "a-platform",
+        "baselines apply in name order"
+    );
 }
 
 #[test]
@@ -339,7 +414,10 @@ fn cron_models_are_intersected_and_the_lower_cost_ceiling_stays() {
         }
     });
     let m = merged(std::slice::from_ref(&b), &spec(|_| {}));
-    assert_eq!(m.spec.cron.allowed_models, vec!["grok-4.6-mini", "gpt-5-mini"]);
+    assert_eq!(
+        m.spec.cron.allowed_models,
+        vec!["grok-4.6-mini", "gpt-5-mini"]
+    );
     assert_eq!(m.spec.cron.max_cost_per_job_per_day, Some(5.0));
     let s = spec(|s| {
         s.cron = CronSpec {
