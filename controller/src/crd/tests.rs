@@ -213,3 +213,36 @@ fn spec_and_status_round_trip_in_camel_case() {
     let back: FleetPolicy = serde_json::from_value(value).expect("a FleetPolicy must deserialize");
     assert_eq!(back, fp, "serialization must round-trip");
 }
+
+#[test]
+fn committed_cluster_baseline_crd_copies_match_the_code() {
+    let generated = baseline::crd_yaml().expect("the CRD must print as YAML");
+    for rel in [
+        "deploy/crd/clusterfleetpolicy.yaml",
+        "charts/fleetgate/crds/clusterfleetpolicy.yaml",
+        "charts/fleetgate-baseline/crds/clusterfleetpolicy.yaml",
+    ] {
+        let committed = std::fs::read_to_string(workspace_root().join(rel)).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{rel} is out of date with the ClusterFleetPolicy types; regenerate it with:\n  {}",
+            baseline::REGENERATE_HINT
+        );
+    }
+}
+
+#[test]
+fn the_cluster_baseline_crd_is_cluster_scoped_with_its_short_name() {
+    let crd = serde_json::to_value(baseline::ClusterFleetPolicy::crd()).expect("serializes");
+    let cases: &[(&str, Value)] = &[
+        ("/metadata/name", json!("clusterfleetpolicies.fleetgate.dev")),
+        ("/spec/group", json!("fleetgate.dev")),
+        ("/spec/scope", json!("Cluster")),
+        ("/spec/names/kind", json!("ClusterFleetPolicy")),
+        ("/spec/names/shortNames", json!(["cfp"])),
+        ("/spec/versions/0/name", json!("v1alpha1")),
+    ];
+    for (pointer, want) in cases {
+        assert_eq!(crd.pointer(pointer), Some(want), "{pointer} must be {want}");
+    }
+}

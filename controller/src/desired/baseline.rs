@@ -317,7 +317,7 @@ impl Merger {
                         self.spec.secrets.inline_rules.push(text.clone());
                         self.changed(
                             "spec.secrets.inlineRules",
-                            format!("{} secret rules of the baseline added", ids.len()),
+                            format!("the baseline's secret rules added ({})", ids.len()),
                         );
                     }
                 }

@@ -246,3 +246,33 @@ fn secret_rule_files_load_and_a_bad_file_or_exemption_is_refused_with_the_rule_i
         assert!(err.to_string().contains(says), "{yaml}: {err}");
     }
 }
+
+#[test]
+fn inline_secret_rules_compile_with_the_policy_and_a_bad_one_is_refused_naming_it() {
+    let good = "version: v1\nsecrets:\n  inlineRules:\n  - |\n    [[rules]]\n    id = \"corp-api-token\"\n    regex = '''corp_live_[a-z0-9]{32}'''\n    keywords = [\"corp_live_\"]\n  allow: [corp-api-token]\n";
+    let ok = Policy::parse(good.as_bytes(), Path::new("/")).expect("an inline rule must compile");
+    assert_eq!(ok.secrets.rules.len(), 1);
+    assert_eq!(
+        ok.secrets.allow_rules,
+        vec!["corp-api-token"],
+        "its id is known"
+    );
+    let target = crate::context::TargetUrl::new(&format!(
+        "https://api.example.com/?x=corp_live_{}",
+        "a1".repeat(16)
+    ));
+    let found = crate::gates::secret_url::find_secret(&target, Some(&ok.secrets));
+    assert!(found.is_none(), "the exempted rule refuses nothing");
+    let enforced = Policy::parse(
+        good.replace("  allow: [corp-api-token]\n", "").as_bytes(),
+        Path::new("/"),
+    )
+    .expect("an inline rule must compile");
+    let found = crate::gates::secret_url::find_secret(&target, Some(&enforced.secrets));
+    assert_eq!(found.map(|f| f.rule), Some("corp-api-token".to_string()));
+
+    let bad =
+        "version: v1\nsecrets:\n  inlineRules:\n  - \"[[rules]]\\nid = 'x'\\nregex = '(['\\n\"\n";
+    let err = Policy::parse(bad.as_bytes(), Path::new("/")).expect_err("a broken rule");
+    assert!(fields(&err).contains(&"secrets.inlineRules[0]"), "{err}");
+}
