@@ -133,7 +133,7 @@ fn cluster_scoped_objects_carry_the_namespace_and_two_releases_never_collide() {
             let name = doc["metadata"]["name"].as_str().unwrap_or_default();
             assert!(
                 !matches!(kind, "ClusterRole" | "ClusterRoleBinding"),
-                "the chart must not create a {kind} ({name})"
+                "the chart must not create a {kind} ({name}) unless clusterBaseline is on"
             );
             if objects::is_cluster_scoped(kind) && kind != "CustomResourceDefinition" {
                 assert!(
@@ -528,6 +528,7 @@ fn the_controller_runs_with_the_documented_arguments() {
         "--scrape-concurrency",
         "8",
         "--leader-elect=true",
+        "--cluster-baseline=false",
         "--lease-name",
         "team-controller",
         "--lease-duration-seconds",
@@ -692,6 +693,122 @@ async fn the_helm_generated_certificate_serves_the_webhook_service_name_to_a_cli
             result.is_ok(),
             accepted,
             "a client trusting the caBundle asking for {name}: {result:?}"
+        );
+    }
+}
+
+#[test]
+fn with_the_cluster_baseline_on_a_release_only_binds_its_controller_to_the_reader_role() {
+    let Some(tools) = tools::tools() else { return };
+    let on = args(&["--set", "clusterBaseline.enabled=true"]);
+    let a = documents(&render(&tools.helm, "fleetgate", "agents-a", &on));
+    let b = documents(&render(&tools.helm, "fleetgate", "agents-b", &on));
+    for (ns, docs) in [("agents-a", &a), ("agents-b", &b)] {
+        assert!(
+            docs.iter().all(|d| d["kind"] != "ClusterRole"),
+            "the ClusterRole belongs to the cluster part"
+        );
+        let binding = find(docs, "ClusterRoleBinding", None);
+        assert_eq!(
+            binding["metadata"]["name"],
+            format!("fleetgate-baseline-reader-{ns}")
+        );
+        assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+        assert_eq!(binding["roleRef"]["name"], "fleetgate-baseline-reader");
+        let deployment = find(docs, "Deployment", None);
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "namespace": ns,
+                "name": deployment["spec"]["template"]["spec"]["serviceAccountName"]}]),
+            "only this release's controller is bound"
+        );
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        assert!(
+            container["args"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|x| x == "--cluster-baseline=true")),
+            "the controller reads the baselines"
+        );
+    }
+    let shared: Vec<String> = objects::cluster_scoped_names(&a)
+        .intersection(&objects::cluster_scoped_names(&b))
+        .filter(|n| !n.starts_with("CustomResourceDefinition/"))
+        .cloned()
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "no shared cluster-scoped object: {shared:?}"
+    );
+    let crds = tools::workspace().join("charts/fleetgate/crds/clusterfleetpolicy.yaml");
+    assert!(
+        crds.exists(),
+        "the namespace chart carries the CRD it watches"
+    );
+}
+
+#[test]
+fn the_cluster_part_grants_read_only_access_to_baselines_and_renders_its_default() {
+    let Some(tools) = tools::tools() else { return };
+    let chart = tools::workspace().join("charts/fleetgate-baseline");
+    let mut list = args(&["template", "baseline"]);
+    list.push(chart.display().to_string());
+    let out = tools::run(&tools.helm, &list, None);
+    assert!(
+        out.status.success(),
+        "helm template must pass: {}",
+        text(&out)
+    );
+    let docs = documents(&String::from_utf8_lossy(&out.stdout));
+    let role = find(&docs, "ClusterRole", Some("fleetgate-baseline-reader"));
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": ["fleetgate.dev"], "resources": ["clusterfleetpolicies"],
+            "verbs": ["get", "list", "watch"]}]),
+        "the reader role grants reading baselines and nothing else"
+    );
+    let baseline = find(&docs, "ClusterFleetPolicy", Some("platform"));
+    assert_eq!(baseline["spec"]["egress"]["minimumMode"], "proxy");
+    let parsed: fleetgate_controller::crd::baseline::ClusterFleetPolicy =
+        serde_json::from_value(baseline.clone()).expect("the default baseline must parse");
+    assert!(
+        parsed.metadata.namespace.is_none(),
+        "a baseline is cluster-scoped"
+    );
+    let rbac: String = docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole")
+        .map(|d| format!("---\n{}", serde_yaml::to_string(d).expect("yaml")))
+        .collect();
+    for version in tools::KUBE_VERSIONS {
+        let out = validate(&tools, &rbac, version);
+        assert!(
+            out.status.success(),
+            "the ClusterRole must validate on {version}: {}",
+            text(&out)
+        );
+    }
+    for helm in [&tools.helm, &tools.helm3] {
+        let mut list = args(&["lint", "--strict"]);
+        list.push(chart.display().to_string());
+        let out = tools::run(helm, &list, None);
+        assert!(
+            out.status.success(),
+            "{} lint --strict must pass: {}",
+            helm.display(),
+            text(&out)
+        );
+        let mut off = args(&["template", "baseline"]);
+        off.push(chart.display().to_string());
+        off.extend(args(&[
+            "--set",
+            "baseline.enabled=false",
+            "--set",
+            "baseline.nmae=x",
+        ]));
+        let out = tools::run(helm, &off, None);
+        assert!(
+            !out.status.success(),
+            "the values schema must refuse a typo"
         );
     }
 }

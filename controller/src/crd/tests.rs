@@ -235,7 +235,10 @@ fn committed_cluster_baseline_crd_copies_match_the_code() {
 fn the_cluster_baseline_crd_is_cluster_scoped_with_its_short_name() {
     let crd = serde_json::to_value(baseline::ClusterFleetPolicy::crd()).expect("serializes");
     let cases: &[(&str, Value)] = &[
-        ("/metadata/name", json!("clusterfleetpolicies.fleetgate.dev")),
+        (
+            "/metadata/name",
+            json!("clusterfleetpolicies.fleetgate.dev"),
+        ),
         ("/spec/group", json!("fleetgate.dev")),
         ("/spec/scope", json!("Cluster")),
         ("/spec/names/kind", json!("ClusterFleetPolicy")),
