@@ -371,6 +371,35 @@ pub enum EgressMode {
     Off,
 }
 
+// === impl EgressMode ===
+
+impl EgressMode {
+    /// The name as written in a FleetPolicy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Proxy => "proxy",
+            Self::Transparent => "transparent",
+            Self::Off => "off",
+        }
+    }
+
+    /// The mode named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Proxy, Self::Transparent, Self::Off]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+
+    /// How much traffic the mode captures: `off` < `proxy` < `transparent`.
+    pub fn strength(self) -> u8 {
+        match self {
+            Self::Off => 0,
+            Self::Proxy => 1,
+            Self::Transparent => 2,
+        }
+    }
+}
+
 /// `spec.cron`: cron cost accounting.
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]

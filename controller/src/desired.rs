@@ -60,6 +60,8 @@ pub struct Desired {
     pub baseline: Option<BaselineApplied>,
     /// The effective `spec.cron` (after the baselines), which the fleet status flags against.
     pub cron: crate::crd::CronSpec,
+    /// The effective egress mode (after the baselines) the selected pods should be injected with.
+    pub egress_mode: crate::crd::EgressMode,
 }
 
 /// The baselines a rendered spec went through and what they changed.
@@ -224,6 +226,7 @@ pub fn render_with(
         pinned_keys: managed.pinned_keys,
         baseline: applied,
         cron: spec.cron.clone(),
+        egress_mode: spec.egress.mode.unwrap_or(crate::crd::EgressMode::Proxy),
     })
 }
 

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::crd::{CronJobCost, ObservedTier, PodCounts};
+use crate::crd::{CronJobCost, EgressMode, ObservedTier, PodCounts};
 
 #[cfg(test)]
 mod tests;
@@ -294,6 +294,40 @@ fn name_pods(pods: &[&str]) -> String {
         0 => shown.join(", "),
         more => format!("{} and {more} more", shown.join(", ")),
     }
+}
+
+/// The pods, of `(name, egress-mode annotation)`, injected with less capture than `want`.
+/// Capture is fixed when a pod is created, so raising a FleetPolicy's mode (or a baseline's
+/// floor) reaches a running pod only when it restarts. Pods without the annotation were not
+/// injected by this controller version and are not judged.
+pub fn injected_below(pods: &[(String, Option<String>)], want: EgressMode) -> Vec<String> {
+    pods.iter()
+        .filter(|(_, mode)| {
+            mode.as_deref()
+                .and_then(EgressMode::from_name)
+                .is_some_and(|m| m.strength() < want.strength())
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// `view` with `Propagated=False` (reason `CaptureBelowPolicy`) when pods run with less capture
+/// than `want`; that outranks every other propagation verdict, since such a pod is not gated
+/// as its policy says.
+pub fn check_capture(view: &mut FleetView, below: &[String], want: EgressMode) {
+    if below.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = below.iter().map(String::as_str).collect();
+    view.propagated = Verdict {
+        ok: false,
+        reason: "CaptureBelowPolicy",
+        message: format!(
+            "injected with less egress capture than {} (restart them to apply it): {}",
+            want.name(),
+            name_pods(&names)
+        ),
+    };
 }
 
 fn propagated(selected: usize, silent: &[&str], behind: &[&str]) -> Verdict {

@@ -405,7 +405,22 @@ async fn observe_fleet(
         allowed_models: d.cron.allowed_models.clone(),
         max_cost_per_job_per_day: d.cron.max_cost_per_job_per_day,
     };
-    Ok(fleet::aggregate(targets.len(), &scrapes, &expected))
+    let mut view = fleet::aggregate(targets.len(), &scrapes, &expected);
+    let modes: Vec<(String, Option<String>)> = list
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let mode = p
+                .annotations()
+                .get(crate::webhook::EGRESS_MODE_ANNOTATION)
+                .cloned();
+            (p.name_any(), mode)
+        })
+        .collect();
+    let below = fleet::injected_below(&modes, d.egress_mode);
+    fleet::check_capture(&mut view, &below, d.egress_mode);
+    Ok(view)
 }
 
 /// The report token; a missing Secret gives an empty token, so every gate answers

@@ -38,6 +38,10 @@ pub const INJECT_DISABLED: &str = "disabled";
 pub const INJECTED_ANNOTATION: &str = "fleetgate.dev/injected";
 /// Annotation naming the FleetPolicy an injected pod follows.
 pub const POLICY_ANNOTATION: &str = "fleetgate.dev/policy";
+/// Annotation recording the egress mode an injected pod was given (`off`, `proxy`,
+/// `transparent`): capture is fixed at pod creation, so the fleet status names pods injected
+/// below what their policy now asks for.
+pub const EGRESS_MODE_ANNOTATION: &str = "fleetgate.dev/egress-mode";
 /// Version written into [`INJECTED_ANNOTATION`].
 pub const INJECTOR_VERSION: &str = env!("CARGO_PKG_VERSION");
 

@@ -224,3 +224,43 @@ async fn baselines_that_cannot_be_listed_render_nothing() {
         );
     }
 }
+
+#[test]
+fn the_webhook_injects_the_baselines_floor_for_a_namespace_asking_for_less() {
+    use crate::webhook::mutate::{Decision, mutate};
+    let source = Baselined {
+        policies: policies().into_iter().map(Arc::new).collect::<Vec<_>>(),
+        baselines: Baselines::fixed(vec![baseline("capture-all", |b| {
+            b.egress.minimum_mode = Some(MinimumMode::Transparent)
+        })]),
+    };
+    let raised = source.policies("team-b");
+    assert_eq!(raised.len(), 1);
+    assert_eq!(raised[0].spec.egress.mode, Some(EgressMode::Transparent));
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "agent-0", "namespace": "team-b",
+                     "labels": {"app": "hermes", "fleetgate.dev/inject": "enabled"}},
+        "spec": {"containers": [{"name": "hermes", "image": "hermes:0.19.0"}]}
+    }))
+    .expect("a pod");
+    let cfg = crate::webhook::config::InjectorConfig::with_image(
+        "ghcr.io/fleetgate/fleetgate-proxy:0.1.0",
+    );
+    let Decision::Patch { ops, .. } = mutate(&pod, "team-b", &[raised[0].as_ref()], &cfg) else {
+        panic!("the pod must be patched");
+    };
+    assert!(
+        ops.iter().any(|o| o.path == "/spec/initContainers"),
+        "the raised pod gets the capture init container"
+    );
+    let unraised = Baselined {
+        policies: policies().into_iter().map(Arc::new).collect::<Vec<_>>(),
+        baselines: Baselines::fixed(Vec::new()),
+    };
+    assert_eq!(
+        unraised.policies("team-b")[0].spec.egress.mode,
+        Some(EgressMode::Off),
+        "without a baseline the namespace's mode stands"
+    );
+}

@@ -106,11 +106,7 @@ fn raise(mode: EgressMode, floor: Option<MinimumMode>) -> EgressMode {
 }
 
 fn strength(mode: EgressMode) -> u8 {
-    match mode {
-        EgressMode::Off => 0,
-        EgressMode::Proxy => 1,
-        EgressMode::Transparent => 2,
-    }
+    mode.strength()
 }
 
 struct Merger {
@@ -156,7 +152,7 @@ impl Merger {
             self.changed(
                 "spec.egress.mode",
                 format!(
-                    "{} raised to {}, the minimumMode",
+                    "{} raised to {}, the minimumMode; pods injected before take it when they restart",
                     mode_name(mode),
                     mode_name(raised)
                 ),
@@ -506,11 +502,7 @@ pub fn meet_pattern(a: &str, b: &str) -> Option<String> {
 }
 
 fn mode_name(mode: EgressMode) -> &'static str {
-    match mode {
-        EgressMode::Off => "off",
-        EgressMode::Proxy => "proxy",
-        EgressMode::Transparent => "transparent",
-    }
+    mode.name()
 }
 
 fn list(ports: &[u16]) -> String {

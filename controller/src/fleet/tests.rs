@@ -354,3 +354,29 @@ fn a_job_over_the_cost_ceiling_is_flagged_and_one_at_it_is_not() {
         "the flagged count includes the ceiling flag"
     );
 }
+
+#[test]
+fn pods_injected_with_less_capture_than_the_policy_asks_are_named() {
+    let pods = vec![
+        ("agent-off".to_string(), Some("off".to_string())),
+        ("agent-proxy".to_string(), Some("proxy".to_string())),
+        (
+            "agent-transparent".to_string(),
+            Some("transparent".to_string()),
+        ),
+        ("agent-older".to_string(), None),
+    ];
+    assert_eq!(injected_below(&pods, EgressMode::Proxy), ["agent-off"]);
+    assert_eq!(
+        injected_below(&pods, EgressMode::Transparent),
+        ["agent-off", "agent-proxy"]
+    );
+    assert!(injected_below(&pods, EgressMode::Off).is_empty());
+
+    let mut view = aggregate(1, &[current("agent-off")], &expected());
+    assert!(view.propagated.ok);
+    check_capture(&mut view, &["agent-off".to_string()], EgressMode::Proxy);
+    assert!(!view.propagated.ok);
+    assert_eq!(view.propagated.reason, "CaptureBelowPolicy");
+    assert!(view.propagated.message.contains("agent-off"));
+}

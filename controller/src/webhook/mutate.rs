@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 use super::patch::{Ops, PatchOp};
 use super::sidecar::{Plan, VOLUME_NAMES};
 use super::{
-    INIT_CONTAINER, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED, INJECT_LABEL,
-    INJECTED_ANNOTATION, INJECTOR_VERSION, InjectorConfig, POLICY_ANNOTATION, PROXY_CONTAINER,
+    EGRESS_MODE_ANNOTATION, INIT_CONTAINER, INJECT_ANNOTATION, INJECT_DISABLED, INJECT_ENABLED,
+    INJECT_LABEL, INJECTED_ANNOTATION, INJECTOR_VERSION, InjectorConfig, POLICY_ANNOTATION,
+    PROXY_CONTAINER,
 };
 use crate::crd::{EgressMode, FleetPolicy};
 use crate::desired::llm::LLM_KEYS_DIR;
@@ -206,6 +207,7 @@ fn build(
     let annotations = [
         (INJECTED_ANNOTATION, INJECTOR_VERSION),
         (POLICY_ANNOTATION, policy_name.as_str()),
+        (EGRESS_MODE_ANNOTATION, plan.mode.name()),
     ];
     ops.set_entries(
         "/metadata/annotations",
