@@ -445,9 +445,14 @@ pub struct FleetPolicyStatus {
     /// Model / reasoning effort / service tier observed per role, with drift against the pins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observed_tiers: Vec<ObservedTier>,
-    /// Cron jobs per pod with their cost per day and flags.
+    /// Cron jobs per pod with their cost per day and flags: the flagged ones first, then the
+    /// costliest, at most 200 (a status must stay far below the API server's object size
+    /// limit however large the fleet); `cronJobCount` counts them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cron_jobs: Vec<CronJobCost>,
+    /// Cron jobs over every reporting pod (`totalCostPerDay` and `flagged` cover them all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron_job_count: Option<u32>,
     /// Sum of the cron cost per day over every reporting pod, in USD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost_per_day: Option<f64>,
@@ -486,9 +491,12 @@ pub struct ObservedTier {
     /// Whether a value differs from the one the managed config pins.
     #[serde(default)]
     pub drift: bool,
-    /// Pods showing this combination.
+    /// Pods showing this combination, at most 20 (by name); `podCount` counts them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pods: Vec<String>,
+    /// How many pods show this combination.
+    #[serde(default)]
+    pub pod_count: u32,
 }
 
 /// One cron job of one pod with its measured cost.

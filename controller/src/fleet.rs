@@ -15,6 +15,8 @@ use serde_json::{Map, Value};
 use crate::crd::{CronJobCost, EgressMode, ObservedTier, PodCounts};
 
 #[cfg(test)]
+mod sim;
+#[cfg(test)]
 mod tests;
 
 /// What one gate answered.
@@ -183,8 +185,10 @@ pub struct FleetView {
     pub pods: PodCounts,
     /// Observed combinations per role with drift.
     pub observed_tiers: Vec<ObservedTier>,
-    /// Cron jobs per pod.
+    /// Cron jobs per pod, bounded to [`MAX_LISTED_JOBS`] (flagged first, then costliest).
     pub cron_jobs: Vec<CronJobCost>,
+    /// Cron jobs over every answering pod.
+    pub cron_job_count: u32,
     /// Sum of every job's cost per day, rounded to the cent.
     pub total_cost_per_day: f64,
     /// Flagged cron jobs.
@@ -194,6 +198,11 @@ pub struct FleetView {
     /// `Drift`: True when an observed value differs from a pin.
     pub drift: Verdict,
 }
+
+/// Most cron jobs a status lists; the totals cover them all.
+pub const MAX_LISTED_JOBS: usize = 200;
+/// Most pod names an observed tier lists; `podCount` counts them all.
+pub const MAX_LISTED_PODS: usize = 20;
 
 /// Flag added to a cron job whose model is outside `spec.cron.allowedModels`.
 pub const MODEL_NOT_ALLOWED: &str = "model_not_allowed";
@@ -263,15 +272,37 @@ pub fn aggregate(selected: usize, scrapes: &[PodScrape], expected: &Expected) ->
     let observed_tiers = observed_tiers(&answered, &expected.pins);
     let cron_jobs = cron_jobs(&answered, expected);
     let total: f64 = cron_jobs.iter().map(|j| j.cost_per_day).sum();
+    let flagged = count(cron_jobs.iter().filter(|j| !j.flags.is_empty()).count());
+    let cron_job_count = count(cron_jobs.len());
     FleetView {
-        flagged: count(cron_jobs.iter().filter(|j| !j.flags.is_empty()).count()),
+        flagged,
+        cron_job_count,
+        cron_jobs: listed(cron_jobs),
         total_cost_per_day: cents(total),
         propagated: propagated(selected, &silent, &behind),
         drift: drift(&observed_tiers),
         pods,
         observed_tiers,
-        cron_jobs,
     }
+}
+
+/// The jobs a status lists: the flagged ones first, then the costliest, at most
+/// [`MAX_LISTED_JOBS`], shown in pod and job order.
+fn listed(mut jobs: Vec<CronJobCost>) -> Vec<CronJobCost> {
+    if jobs.len() <= MAX_LISTED_JOBS {
+        return jobs;
+    }
+    jobs.sort_by(|a, b| {
+        // Flagged (non-empty flags) first, then by cost, highest first.
+        a.flags
+            .is_empty()
+            .cmp(&b.flags.is_empty())
+            .then(b.cost_per_day.total_cmp(&a.cost_per_day))
+            .then_with(|| (&a.pod, &a.job).cmp(&(&b.pod, &b.job)))
+    });
+    jobs.truncate(MAX_LISTED_JOBS);
+    jobs.sort_by(|a, b| (&a.pod, &a.job).cmp(&(&b.pod, &b.job)));
+    jobs
 }
 
 fn is_current(g: &GateSnapshot, expected: &Expected) -> bool {
@@ -397,7 +428,8 @@ fn observed_tiers(
                 reasoning_effort: seen.reasoning_effort,
                 service_tier: seen.service_tier,
                 drift,
-                pods,
+                pod_count: count(pods.len()),
+                pods: pods.into_iter().take(MAX_LISTED_PODS).collect(),
             }
         })
         .collect()

@@ -170,6 +170,7 @@ pub fn compute(
         status.pods = Some(f.pods.clone());
         status.observed_tiers = f.observed_tiers.clone();
         status.cron_jobs = f.cron_jobs.clone();
+        status.cron_job_count = Some(f.cron_job_count);
         status.total_cost_per_day = Some(f.total_cost_per_day);
         status.flagged = Some(f.flagged);
         verdicts.push((ConditionType::Propagated, f.propagated.clone()));

@@ -380,3 +380,52 @@ fn pods_injected_with_less_capture_than_the_policy_asks_are_named() {
     assert_eq!(view.propagated.reason, "CaptureBelowPolicy");
     assert!(view.propagated.message.contains("agent-off"));
 }
+
+#[test]
+fn a_large_fleet_lists_the_flagged_and_costliest_jobs_and_counts_every_one() {
+    // 300 pods, two jobs each: "cheap" (1 cent; flagged on every tenth pod) and "dear"
+    // (cost rising with the pod number).
+    let scrapes: Vec<PodScrape> = (0..300)
+        .map(|i| {
+            let flags: &[&str] = if i % 10 == 0 { &["mostly_empty"] } else { &[] };
+            let dear = 1.0 + f64::from(i) / 100.0;
+            ok(
+                &format!("agent-{i:03}"),
+                gate(
+                    POLICY,
+                    MANAGED,
+                    ("grok-4.6", "high"),
+                    &[
+                        ("cheap", "grok-4.6", 0.01, flags),
+                        ("dear", "grok-4.6", dear, &[]),
+                    ],
+                ),
+            )
+        })
+        .collect();
+    let view = aggregate(300, &scrapes, &expected());
+    assert_eq!(view.cron_job_count, 600);
+    assert_eq!(view.cron_jobs.len(), MAX_LISTED_JOBS);
+    assert_eq!(view.flagged, 30, "the count covers every job");
+    let listed_flagged = view
+        .cron_jobs
+        .iter()
+        .filter(|j| !j.flags.is_empty())
+        .count();
+    assert_eq!(listed_flagged, 30, "every flagged job is listed");
+    let cheapest_dear = view
+        .cron_jobs
+        .iter()
+        .filter(|j| j.job == "dear")
+        .map(|j| j.cost_per_day)
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        (cheapest_dear - 2.3).abs() < 1e-9,
+        "the 170 costliest unflagged jobs are listed (from 2.30 up), got {cheapest_dear}"
+    );
+    let total: f64 = (0..300).map(|i| 0.01 + 1.0 + f64::from(i) / 100.0).sum();
+    assert!((view.total_cost_per_day - (total * 100.0).round() / 100.0).abs() < 1e-9);
+    let tier = &view.observed_tiers[0];
+    assert_eq!(tier.pod_count, 300);
+    assert_eq!(tier.pods.len(), MAX_LISTED_PODS);
+}

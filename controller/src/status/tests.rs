@@ -188,6 +188,7 @@ fn fleet_view(propagated: bool) -> crate::fleet::FleetView {
         },
         observed_tiers: Vec::new(),
         cron_jobs: Vec::new(),
+        cron_job_count: 0,
         total_cost_per_day: 3.5,
         flagged: 1,
         propagated: Verdict {
