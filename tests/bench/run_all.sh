@@ -6,3 +6,5 @@ for bench in $(ls proxy/benches/*.rs | xargs -n1 basename | sed 's/\.rs$//'); do
   echo "== proxy bench: $bench"
   cargo bench --locked -p fleetgate-proxy --bench "$bench"
 done
+echo "== controller: the simulated fleet (2,000 and 10,000 gates; FLEETGATE_SIM_SIZES, FLEETGATE_SIM_POLICIES)"
+cargo test --locked --release -p fleetgate-controller --lib fleet::sim -- --ignored --nocapture
