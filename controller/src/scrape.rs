@@ -25,6 +25,12 @@ pub const ADMIN_PORT: u16 = 15190;
 pub const DEFAULT_PER_POD_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest answer read from a gate.
 pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+/// Pods per scrape slot: a FleetPolicy selecting many pods scrapes more at once, so the pods
+/// that hang until their deadline (each holding a slot that long) cost the cycle about one
+/// deadline rather than one per slot's worth of them.
+pub const PODS_PER_SLOT: usize = 16;
+/// Most pods one FleetPolicy scrapes at once, however large.
+pub const MAX_CONCURRENCY: usize = 128;
 
 /// One pod to scrape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +48,9 @@ pub struct ScrapeConfig {
     pub token: String,
     /// Deadline of one pod (both requests). Default 5 s.
     pub per_pod_timeout: Duration,
-    /// Pods scraped at once. Default 8.
+    /// Pods scraped at once, at least. Default 8; a FleetPolicy selecting more than
+    /// `PODS_PER_SLOT × concurrency` pods scrapes one per [`PODS_PER_SLOT`] at once, up to
+    /// [`MAX_CONCURRENCY`] (see [`ScrapeConfig::width`]).
     pub concurrency: usize,
     /// Report window (`?days=`); `None` keeps the gate's.
     pub days: Option<u32>,
@@ -59,6 +67,17 @@ impl ScrapeConfig {
             concurrency: 8,
             days: None,
         }
+    }
+}
+
+// === impl ScrapeConfig (width) ===
+
+impl ScrapeConfig {
+    /// Pods scraped at once for `targets` pods: the configured concurrency, raised to one per
+    /// [`PODS_PER_SLOT`] pods, capped at [`MAX_CONCURRENCY`] (or the configured value if higher).
+    pub fn width(&self, targets: usize) -> usize {
+        let floor = self.concurrency.max(1);
+        floor.max(targets.div_ceil(PODS_PER_SLOT).min(MAX_CONCURRENCY))
     }
 }
 
@@ -86,7 +105,7 @@ pub async fn scrape_all(targets: &[ScrapeTarget], cfg: &ScrapeConfig) -> Vec<Pod
                 },
             )
         })
-        .buffer_unordered(cfg.concurrency.max(1))
+        .buffer_unordered(cfg.width(targets.len()))
         .collect()
         .await;
     results.sort_by_key(|(i, _)| *i);
@@ -124,7 +143,9 @@ async fn get_json<T: serde::de::DeserializeOwned>(
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| ScrapeFailure::Unreachable(e.to_string()))?;
-    let driver = tokio::spawn(conn);
+    // The connection's driver ends with this future, however the scrape ends (a deadline
+    // included): no task outlives the scrape of its pod.
+    let driver = AbortOnDrop(tokio::spawn(conn));
     let mut req = Request::get(path).header(http::header::HOST, addr.to_string());
     if let Some(t) = token {
         req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
@@ -142,7 +163,7 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         .await
         .map_err(|e| ScrapeFailure::BadResponse(format!("failed to read {path}: {e}")))?
         .to_bytes();
-    driver.abort();
+    drop(driver);
     match status {
         StatusCode::OK => serde_json::from_slice(&body).map_err(|e| {
             ScrapeFailure::BadResponse(format!("{path} is not the expected JSON: {e}"))
@@ -151,6 +172,15 @@ async fn get_json<T: serde::de::DeserializeOwned>(
         other => Err(ScrapeFailure::BadResponse(format!(
             "{path} answered {other}"
         ))),
+    }
+}
+
+/// Aborts the task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

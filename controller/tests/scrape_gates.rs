@@ -182,3 +182,86 @@ async fn a_wrong_token_is_reported_as_unauthorized() {
         "a refused token must be named, not hidden"
     );
 }
+
+#[tokio::test]
+async fn many_hanging_pods_are_waited_for_side_by_side_not_one_slot_at_a_time() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncReadExt;
+    // Every pod accepts and never answers; the server counts connections open at once.
+    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port 0 must bind");
+    let addr = hanging.local_addr().expect("an address");
+    let (open, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (o, p) = (open.clone(), peak.clone());
+    let _server = tokio::spawn(async move {
+        while let Ok((mut s, _)) = hanging.accept().await {
+            let now = o.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            let o = o.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+                o.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    let targets: Vec<ScrapeTarget> = (0..64)
+        .map(|i| ScrapeTarget {
+            pod: format!("agent-{i}"),
+            addr: Some(addr),
+        })
+        .collect();
+    let mut cfg = ScrapeConfig::new(TOKEN);
+    cfg.per_pod_timeout = Duration::from_millis(100);
+    cfg.concurrency = 1;
+    let scrapes = scrape_all(&targets, &cfg).await;
+    assert!(
+        scrapes
+            .iter()
+            .all(|s| s.outcome == Err(ScrapeFailure::Timeout)),
+        "every hanging pod times out"
+    );
+    assert_eq!(cfg.width(64), 4, "one slot per 16 pods");
+    // Four at a time; a closed connection may still be counted for a moment while the next
+    // round connects, so the peak can read a little higher, never the 64 of a leak.
+    let seen = peak.load(Ordering::SeqCst);
+    assert!(
+        (4..=8).contains(&seen),
+        "the 64 pods must be waited for four at a time though the configured concurrency is 1, saw {seen} open at once"
+    );
+    // And a scrape cut by its deadline closes its connection.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while open.load(Ordering::SeqCst) > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} connections to hanging pods stay open after their deadline",
+            open.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn the_scrape_width_grows_with_the_fleet_and_stays_bounded() {
+    let cfg = |c| {
+        let mut cfg = ScrapeConfig::new(TOKEN);
+        cfg.concurrency = c;
+        cfg
+    };
+    for (concurrency, pods, width) in [
+        (8, 100, 8),
+        (8, 2000, 125),
+        (8, 10_000, 128),
+        (8, 1_000_000, 128),
+        (200, 10, 200),
+        (0, 0, 1),
+    ] {
+        assert_eq!(
+            cfg(concurrency).width(pods),
+            width,
+            "concurrency {concurrency}, {pods} pods"
+        );
+    }
+}
