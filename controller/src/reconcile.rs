@@ -80,6 +80,8 @@ pub struct Context {
     /// The cluster baselines every FleetPolicy is rendered under; `None` when the controller
     /// does not read them (the cluster part is not installed).
     pub baselines: Option<Baselines>,
+    /// Scrapes in flight over every FleetPolicy ([`crate::scrape::MAX_IN_FLIGHT`]).
+    scrapes_in_flight: Arc<tokio::sync::Semaphore>,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
     /// Per object, the status this controller last wrote and the resourceVersion of the
@@ -129,6 +131,7 @@ impl Context {
             baselines: None,
             metrics,
             fleet: None,
+            scrapes_in_flight: Arc::new(tokio::sync::Semaphore::new(crate::scrape::MAX_IN_FLIGHT)),
             failures: Arc::default(),
             written: Arc::default(),
         }
@@ -388,6 +391,7 @@ async fn observe_fleet(
         per_pod_timeout: cfg.per_pod_timeout,
         concurrency: cfg.concurrency,
         days: fp.spec.cron.window_days,
+        in_flight: Some(ctx.scrapes_in_flight.clone()),
     };
     let scrapes = scrape_all(&targets, &scrape).await;
     for s in &scrapes {

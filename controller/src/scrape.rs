@@ -8,6 +8,7 @@
 //! chart's Secret holds.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,6 +17,7 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 use crate::fleet::{GateSnapshot, PodScrape, ScrapeFailure};
 
@@ -31,6 +33,8 @@ pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 pub const PODS_PER_SLOT: usize = 16;
 /// Most pods one FleetPolicy scrapes at once, however large.
 pub const MAX_CONCURRENCY: usize = 128;
+/// Most scrapes in flight in one controller process, over every FleetPolicy.
+pub const MAX_IN_FLIGHT: usize = 256;
 
 /// One pod to scrape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +46,7 @@ pub struct ScrapeTarget {
 }
 
 /// How to scrape.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ScrapeConfig {
     /// Bearer token of `/v1/report`.
     pub token: String,
@@ -54,6 +58,9 @@ pub struct ScrapeConfig {
     pub concurrency: usize,
     /// Report window (`?days=`); `None` keeps the gate's.
     pub days: Option<u32>,
+    /// Scrapes in flight across every FleetPolicy of the process (each pod takes a permit
+    /// before its deadline starts); `None`: only the per-FleetPolicy width bounds them.
+    pub in_flight: Option<Arc<Semaphore>>,
 }
 
 // === impl ScrapeConfig ===
@@ -66,6 +73,7 @@ impl ScrapeConfig {
             per_pod_timeout: DEFAULT_PER_POD_TIMEOUT,
             concurrency: 8,
             days: None,
+            in_flight: None,
         }
     }
 }
@@ -93,9 +101,16 @@ pub async fn scrape_all(targets: &[ScrapeTarget], cfg: &ScrapeConfig) -> Vec<Pod
         .map(|(i, t, cfg)| async move {
             let outcome = match t.addr {
                 None => Err(ScrapeFailure::NoAddress),
-                Some(addr) => tokio::time::timeout(cfg.per_pod_timeout, scrape_one(addr, &cfg))
-                    .await
-                    .unwrap_or(Err(ScrapeFailure::Timeout)),
+                Some(addr) => {
+                    // Waiting for a permit is the controller's queue, not the gate's slowness.
+                    let _permit = match &cfg.in_flight {
+                        Some(limit) => limit.clone().acquire_owned().await.ok(),
+                        None => None,
+                    };
+                    tokio::time::timeout(cfg.per_pod_timeout, scrape_one(addr, &cfg))
+                        .await
+                        .unwrap_or(Err(ScrapeFailure::Timeout))
+                }
             };
             (
                 i,

@@ -265,3 +265,45 @@ fn the_scrape_width_grows_with_the_fleet_and_stays_bounded() {
         );
     }
 }
+
+#[tokio::test]
+async fn scrapes_of_several_fleet_policies_share_one_bound() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncReadExt;
+    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port 0 must bind");
+    let addr = hanging.local_addr().expect("an address");
+    let (open, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (o, p) = (open.clone(), peak.clone());
+    let _server = tokio::spawn(async move {
+        while let Ok((mut s, _)) = hanging.accept().await {
+            let now = o.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            let o = o.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+                o.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    let targets: Vec<ScrapeTarget> = (0..8)
+        .map(|i| ScrapeTarget {
+            pod: format!("agent-{i}"),
+            addr: Some(addr),
+        })
+        .collect();
+    let mut cfg = ScrapeConfig::new(TOKEN);
+    cfg.per_pod_timeout = Duration::from_millis(100);
+    cfg.in_flight = Some(Arc::new(tokio::sync::Semaphore::new(1)));
+    // Two FleetPolicies scraping 8 pods each: 16 at once without the shared bound.
+    let (a, b) = tokio::join!(scrape_all(&targets, &cfg), scrape_all(&targets, &cfg));
+    assert_eq!(a.len() + b.len(), 16);
+    let seen = peak.load(Ordering::SeqCst);
+    assert!(
+        seen <= 2,
+        "one scrape in flight at a time (a closing one may still be counted), saw {seen}"
+    );
+}

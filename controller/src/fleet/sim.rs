@@ -44,8 +44,8 @@ fn policies() -> usize {
         .unwrap_or(5)
 }
 const TOKEN: &str = "sim-token";
-const SLOW: Duration = Duration::from_secs(2);
-const PER_POD_TIMEOUT: Duration = Duration::from_secs(1);
+const SLOW: Duration = Duration::from_secs(3);
+const PER_POD_TIMEOUT: Duration = Duration::from_secs(2);
 const MODELS: [&str; 3] = ["grok-4.6", "gpt-5", "claude-sonnet-4"];
 const EFFORTS: [&str; 2] = ["high", "low"];
 
@@ -141,7 +141,7 @@ fn sim_gate_server() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
