@@ -29,6 +29,8 @@ struct Cluster {
     helm: PathBuf,
     kubectl: PathBuf,
     namespaces: Vec<String>,
+    /// Releases of the cluster part (`charts/fleetgate-baseline`) to uninstall.
+    baseline_releases: Vec<String>,
 }
 
 impl Cluster {
@@ -75,6 +77,11 @@ impl Cluster {
 
     /// `helm install` of the chart into `ns`, waiting for the controller.
     fn install(&mut self, ns: &str) {
+        self.install_with(ns, &[]);
+    }
+
+    /// [`Cluster::install`] with extra `helm install` arguments.
+    fn install_with(&mut self, ns: &str, extra: &[&str]) {
         self.kubectl(&["create", "namespace", ns]);
         self.namespaces.push(ns.to_string());
         let chart = workspace().join("charts/fleetgate").display().to_string();
@@ -92,6 +99,7 @@ impl Cluster {
         .map(|s| (*s).to_string())
         .collect();
         args.extend(image_overrides());
+        args.extend(extra.iter().map(|s| (*s).to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         self.must(&self.helm.clone(), &refs, None);
     }
@@ -120,6 +128,10 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        for release in self.baseline_releases.clone() {
+            let helm = self.helm.clone();
+            let _ = self.run(&helm, &["uninstall", &release, "--wait"], None);
+        }
         for ns in self.namespaces.clone() {
             let helm = self.helm.clone();
             let kubectl = self.kubectl.clone();
@@ -183,6 +195,7 @@ fn cluster() -> Option<Cluster> {
         helm: tool("FLEETGATE_HELM", "helm"),
         kubectl: tool("FLEETGATE_KUBECTL", "kubectl"),
         namespaces: Vec::new(),
+        baseline_releases: Vec::new(),
     })
 }
 
@@ -321,5 +334,86 @@ fn deleting_the_leading_controller_while_agents_start_never_lets_a_pod_run_ungat
     assert!(
         !ok && said.contains(&format!("fleetgate-injected-{ns}")),
         "an un-injected labelled pod must be refused by the ValidatingAdmissionPolicy: {said}"
+    );
+}
+
+/// A cluster baseline raises a namespace that asks for no capture: the cluster part is
+/// installed, the release reads baselines, a FleetPolicy with `egress.mode: off` renders with
+/// the forward proxy and says so in its `Baseline` condition.
+#[test]
+fn a_cluster_baseline_raises_a_namespace_that_asks_for_no_capture() {
+    let Some(mut cluster) = cluster() else { return };
+    let suffix = std::process::id();
+    let (ns, release, name) = (
+        format!("fleetgate-e2e-base-{suffix}"),
+        format!("fleetgate-baseline-{suffix}"),
+        format!("e2e-{suffix}"),
+    );
+    let chart = workspace()
+        .join("charts/fleetgate-baseline")
+        .display()
+        .to_string();
+    let role = format!("fleetgate-baseline-reader-{suffix}");
+    cluster.must(
+        &cluster.helm.clone(),
+        &[
+            "install",
+            &release,
+            &chart,
+            "--wait",
+            "--set",
+            &format!("baseline.name={name}"),
+            "--set",
+            &format!("readerClusterRole={role}"),
+        ],
+        None,
+    );
+    cluster.baseline_releases.push(release);
+    cluster.install_with(
+        &ns,
+        &[
+            "--set",
+            "clusterBaseline.enabled=true",
+            "--set",
+            &format!("clusterBaseline.readerClusterRole={role}"),
+        ],
+    );
+    cluster.apply_example(&ns, "valid-minimal.yaml");
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "fleetpolicy",
+        "fleet",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"egress":{"mode":"off"}}}"#,
+    ]);
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "wait",
+        "--for=jsonpath={.status.conditions[?(@.type==\"Baseline\")].reason}=Applied",
+        "fleetpolicy/fleet",
+        "--timeout",
+        WAIT,
+    ]);
+    let fp = cluster.json(&["-n", &ns, "get", "fleetpolicy", "fleet"]);
+    let said = fp["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Baseline"))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        said.contains("spec.egress.mode: off raised to proxy"),
+        "{said}"
+    );
+    let cm = cluster.json(&["-n", &ns, "get", "configmap", "fleet-managed"]);
+    let policy = cm["data"]["policy.yaml"].as_str().unwrap_or_default();
+    assert!(
+        policy.contains("forwardProxy"),
+        "the raised policy runs the forward proxy: {policy}"
     );
 }
