@@ -98,7 +98,7 @@ fn block(n: usize, k: usize) -> std::ops::Range<usize> {
 fn jobs(i: usize) -> [(&'static str, u64, bool); 2] {
     [
         ("digest", (i % 17) as u64 * 37, false),
-        ("inbox", 50, i % 7 == 0),
+        ("inbox", 50, i.is_multiple_of(7)),
     ]
 }
 
