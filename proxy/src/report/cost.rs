@@ -5,7 +5,7 @@
 //! (`claimed_at ≤ started_at ≤ finished_at`). Everything is counted over the job's covered
 //! span only, so per-day figures divide like by like.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -178,10 +178,10 @@ pub fn compute(inputs: &CostInputs<'_>) -> CostSection {
     }
 }
 
-type ByJob<'a, T> = HashMap<&'a str, Vec<&'a T>>;
+type ByJob<'a, T> = FxHashMap<&'a str, Vec<&'a T>>;
 
 fn group_executions(ledger: Option<&Ledger>) -> ByJob<'_, Execution> {
-    let mut by_job: ByJob<'_, Execution> = HashMap::new();
+    let mut by_job: ByJob<'_, Execution> = FxHashMap::default();
     for execution in ledger.map_or(&[][..], |l| &l.executions) {
         by_job
             .entry(execution.job_id.as_str())
@@ -195,7 +195,7 @@ fn group_executions(ledger: Option<&Ledger>) -> ByJob<'_, Execution> {
 }
 
 fn group_turns(turns: Option<&[AgentTurn]>) -> ByJob<'_, AgentTurn> {
-    let mut by_job: ByJob<'_, AgentTurn> = HashMap::new();
+    let mut by_job: ByJob<'_, AgentTurn> = FxHashMap::default();
     for turn in turns.unwrap_or_default() {
         by_job.entry(turn.job_id.as_str()).or_default().push(turn);
     }

@@ -16,11 +16,12 @@
 //! run's descendants start after the run), one pass over the auxiliary usage rows touched
 //! since, and one index probe per turn for its last message.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::Connection;
+use rustc_hash::FxHashMap;
 
 use super::sqlite::{DbError, column_or, columns, open_read_only, real_at, str_at, text_at};
 
@@ -151,9 +152,9 @@ struct Session {
 /// holds every lineage whose root is in the window), indexed by id.
 struct Window {
     sessions: Vec<Session>,
-    by_id: HashMap<String, usize>,
+    by_id: FxHashMap<String, usize>,
     /// Parent id → its newest child that is not a sub-agent (a compression continuation).
-    continuation: HashMap<String, usize>,
+    continuation: FxHashMap<String, usize>,
 }
 
 fn read_window(conn: &Connection, schema: &Schema, since: f64) -> rusqlite::Result<Window> {
@@ -172,8 +173,8 @@ fn read_window(conn: &Connection, schema: &Schema, since: f64) -> rusqlite::Resu
     let mut rows = stmt.query([since])?;
     let mut window = Window {
         sessions: Vec::new(),
-        by_id: HashMap::new(),
-        continuation: HashMap::new(),
+        by_id: FxHashMap::default(),
+        continuation: FxHashMap::default(),
     };
     while let Some(row) = rows.next()? {
         let (Some(id), Some(started_at)) = (text_at(row, 0)?, real_at(row, 3)?) else {
@@ -222,13 +223,13 @@ impl Window {
 
     /// Cost and tokens of each root's lineage (the root, then descendants by parent link).
     fn lineage_totals(&self, roots: &[(usize, String)]) -> Vec<(f64, u64)> {
-        let mut slot_of_root: HashMap<usize, usize> = HashMap::new();
+        let mut slot_of_root: Vec<Option<usize>> = vec![None; self.sessions.len()];
         for (slot, (root, _)) in roots.iter().enumerate() {
-            slot_of_root.insert(*root, slot);
+            slot_of_root[*root] = Some(slot);
         }
         let mut totals = vec![(0.0, 0.0); roots.len()];
         for (index, session) in self.sessions.iter().enumerate() {
-            if let Some(slot) = self.root_of(index).and_then(|r| slot_of_root.get(&r)) {
+            if let Some(slot) = self.root_of(index).and_then(|r| slot_of_root[r].as_ref()) {
                 totals[*slot].0 += session.cost;
                 totals[*slot].1 += session.tokens;
             }
