@@ -28,10 +28,30 @@ pub fn is_silence(reply: &str) -> bool {
     if first.is_some_and(is_marker) || last.is_some_and(is_marker) {
         return true;
     }
-    trimmed.to_uppercase().starts_with("[SILENT]")
+    // `upper(trimmed).starts_with("[SILENT]")`: the marker is 8 ASCII characters and an
+    // upper-cased non-ASCII character is never ASCII bytes, so the first 8 upper-cased
+    // characters decide, without upper-casing the whole reply.
+    trimmed
+        .chars()
+        .flat_map(char::to_uppercase)
+        .take(8)
+        .eq("[SILENT]".chars())
 }
 
+/// Most non-space characters a marker has (`[SILENT]`, `NO_REPLY`).
+const MARKER_MAX_CHARS: usize = 8;
+
 fn is_marker(line: &str) -> bool {
+    // Upper-casing never shortens a character, so a line with more non-space characters
+    // than the longest marker cannot be one (replies are mostly long: no allocation then).
+    if line
+        .chars()
+        .filter(|c| !is_py_space(*c))
+        .nth(MARKER_MAX_CHARS)
+        .is_some()
+    {
+        return false;
+    }
     let upper = line.to_uppercase();
     let canonical = upper
         .split(is_py_space)

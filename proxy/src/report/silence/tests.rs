@@ -78,6 +78,26 @@ pub(crate) const CASES: &[(&str, bool, &str)] = &[
         "a Unicode line separator splits lines",
     ),
     ("\u{a0}SILENT\u{a0}", true, "a no-break space is whitespace"),
+    (
+        "[\u{17f}ilent] nothing new",
+        true,
+        "a long s upper-cases to S, as in Python's str.upper",
+    ),
+    (
+        "\u{17f}ILENT",
+        true,
+        "a marker reached only by upper-casing a non-ASCII letter",
+    ),
+    (
+        "N O R E P L Y x",
+        false,
+        "more non-space characters than any marker",
+    ),
+    (
+        "[SILENT\u{df}] x",
+        false,
+        "a sharp s upper-cases to two letters after the marker's eighth character",
+    ),
 ];
 
 #[test]
