@@ -14,7 +14,12 @@ pub const DAY_SECONDS: f64 = 86_400.0;
 /// `Z`, `±HH:MM` or `±HHMM` offset. A timestamp without an offset is read as UTC (Hermes
 /// always writes aware timestamps; naive ones only come from hand edits).
 pub fn parse_iso(text: &str) -> Option<f64> {
-    let text = text.trim();
+    // Stored timestamps carry no padding: trim only when an end is not plain ASCII.
+    let plain = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii() && !b.is_ascii_whitespace());
+    let text = match plain(text.as_bytes().first()) && plain(text.as_bytes().last()) {
+        true => text,
+        false => text.trim(),
+    };
     let (date, rest) = text.split_at_checked(10)?;
     let day = parse_date(date)?;
     let rest = rest.strip_prefix(['T', 't', ' ']).unwrap_or(rest);

@@ -77,26 +77,94 @@ pub fn read_turns(
     until: f64,
     busy: Duration,
 ) -> Result<Vec<AgentTurn>, DbError> {
+    read_turns_split(path, since, until, busy, PARALLEL_PROBES_FILE_BYTES)
+}
+
+/// [`read_turns`], probing the last messages on two connections when the file has at least
+/// `split_from` bytes.
+fn read_turns_split(
+    path: &Path,
+    since: f64,
+    until: f64,
+    busy: Duration,
+    split_from: u64,
+) -> Result<Vec<AgentTurn>, DbError> {
     let (conn, _) = open_read_only(path, busy)?;
     let err = |e| DbError::sqlite(path, e);
     // One read transaction: a consistent snapshot across the queries, and one lock instead
     // of one per statement (thousands of last-message probes).
     let _snapshot = conn.unchecked_transaction().map_err(err)?;
+    start_snapshot(&conn).map_err(err)?;
+    // A large file gets a second connection for half of the last-message probes, its read
+    // transaction begun right after the first one's (so both read the same commit unless
+    // Hermes commits in those microseconds; a reply probed a commit later is the same
+    // report a moment later).
+    let helper = (std::fs::metadata(path).map_or(0, |m| m.len()) >= split_from)
+        .then(|| open_read_only(path, busy).ok())
+        .flatten()
+        .and_then(|(helper, _)| {
+            helper.execute_batch("BEGIN").ok()?;
+            start_snapshot(&helper).ok()?;
+            Some(helper)
+        });
     let schema = Schema::probe(&conn).map_err(err)?;
-    let mut window = read_window(&conn, &schema, since).map_err(err)?;
+    // The auxiliary usage rows are read on the second connection while this one reads the
+    // sessions; they are added once both are in.
+    let (window, aux, helper) = match helper {
+        Some(helper) => {
+            let schema = &schema;
+            let (window, aux) = std::thread::scope(|scope| {
+                let aux = scope.spawn(move || {
+                    let rows = read_aux(&helper, schema, since);
+                    (rows, helper)
+                });
+                (read_window(&conn, schema, since), aux.join())
+            });
+            let (aux, helper) = match aux {
+                Ok(done) => done,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            (window, aux, Some(helper))
+        }
+        None => {
+            let window = read_window(&conn, &schema, since);
+            (window, read_aux(&conn, &schema, since), None)
+        }
+    };
+    let mut window = window.map_err(err)?;
     let roots = window.roots(until);
-    add_aux(&conn, &schema, since, &mut window).map_err(err)?;
+    window.add_aux(aux.map_err(err)?);
     let totals = window.lineage_totals(&roots);
-    let mut last = LastMessage::new(&conn, &schema).map_err(err)?;
+    let tips: Vec<&str> = roots
+        .iter()
+        .map(|(root, _)| window.sessions[window.compression_tip(*root)].id.as_str())
+        .collect();
+    let replies = match helper {
+        Some(helper) if tips.len() >= 2 => {
+            let (first, second) = tips.split_at(tips.len() / 2);
+            let schema = &schema;
+            let (mine, theirs) = std::thread::scope(|scope| {
+                let theirs = scope.spawn(move || probe_replies(&helper, schema, second));
+                (probe_replies(&conn, schema, first), theirs.join())
+            });
+            let mut replies = mine.map_err(err)?;
+            match theirs {
+                Ok(rest) => replies.extend(rest.map_err(err)?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+            replies
+        }
+        _ => probe_replies(&conn, &schema, &tips).map_err(err)?,
+    };
+    drop(tips);
     let mut turns = Vec::with_capacity(roots.len());
-    for (index, (root, job_id)) in roots.into_iter().enumerate() {
-        let session = &window.sessions[root];
-        let tip = window.compression_tip(root);
-        let reply = last.reply(&window.sessions[tip].id).map_err(err)?;
+    for (index, ((root, job_id), reply)) in roots.into_iter().zip(replies).enumerate() {
+        // Each root is taken once and the window is dropped next: move its id out.
+        let session = &mut window.sessions[root];
         let (cost_usd, tokens) = totals[index];
         turns.push(AgentTurn {
             job_id,
-            session_id: session.id.clone(),
+            session_id: std::mem::take(&mut session.id),
             started_at: session.started_at,
             cost_usd,
             tokens,
@@ -104,6 +172,25 @@ pub fn read_turns(
         });
     }
     Ok(turns)
+}
+
+/// `state.db` size from which the last-message probes run on two connections.
+const PARALLEL_PROBES_FILE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Begin the read snapshot of a connection in a transaction now (SQLite takes it at the
+/// first read, not at `BEGIN`).
+fn start_snapshot(conn: &Connection) -> rusqlite::Result<()> {
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+}
+
+/// The final reply of each session id, in order.
+fn probe_replies(
+    conn: &Connection,
+    schema: &Schema,
+    ids: &[&str],
+) -> rusqlite::Result<Vec<FinalReply>> {
+    let mut last = LastMessage::new(conn, schema)?;
+    ids.iter().map(|id| last.reply(id)).collect()
 }
 
 /// What the probe found in `state.db`.
@@ -204,6 +291,16 @@ fn read_window(conn: &Connection, schema: &Schema, since: f64) -> rusqlite::Resu
 }
 
 impl Window {
+    /// Add the auxiliary usage rows to the sessions of the window they bill.
+    fn add_aux(&mut self, aux: Vec<(String, f64, f64)>) {
+        for (id, cost, tokens) in aux {
+            if let Some(&index) = self.by_id.get(&id) {
+                self.sessions[index].cost += cost;
+                self.sessions[index].tokens += tokens;
+            }
+        }
+    }
+
     /// Cron sessions that started by `until`, with their job ids, in start order.
     fn roots(&self, until: f64) -> Vec<(usize, String)> {
         let mut roots: Vec<(usize, String)> = self
@@ -284,16 +381,15 @@ fn token_sum(cols: &HashSet<String>, alias: &str) -> String {
     .join(" + ")
 }
 
-/// Add the auxiliary usage rows (`task != ''`) to the sessions they bill.
-fn add_aux(
+/// The auxiliary usage rows (`task != ''`): (session id, cost, tokens).
+fn read_aux(
     conn: &Connection,
     schema: &Schema,
     since: f64,
-    window: &mut Window,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Vec<(String, f64, f64)>> {
     let cols = &schema.usage;
     if !cols.contains("session_id") || !cols.contains("task") {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let actual = column_or(cols, "u", "actual_cost_usd", "0");
     let estimated = column_or(cols, "u", "estimated_cost_usd", "0");
@@ -315,14 +411,16 @@ fn add_aux(
     } else {
         stmt.query([since])?
     };
+    let mut out = Vec::new();
     while let Some(row) = rows.next()? {
         let Some(id) = text_at(row, 0)? else { continue };
-        if let Some(&index) = window.by_id.get(&id) {
-            window.sessions[index].cost += real_at(row, 1)?.unwrap_or(0.0);
-            window.sessions[index].tokens += real_at(row, 2)?.unwrap_or(0.0);
-        }
+        out.push((
+            id,
+            real_at(row, 1)?.unwrap_or(0.0),
+            real_at(row, 2)?.unwrap_or(0.0),
+        ));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Looks up the final reply of a session.

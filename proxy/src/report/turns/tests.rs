@@ -172,3 +172,57 @@ fn a_rotated_run_is_read_at_its_compression_tip_with_its_whole_lineage() {
         "usage rows last seen before the window are not billed"
     );
 }
+
+#[test]
+fn probing_the_replies_on_two_connections_reads_the_same_turns_as_on_one() {
+    let dir = tempfile::tempdir().expect("a temp dir must be created");
+    let path = dir.path().join("state.db");
+    current_db(&path);
+    let conn = Connection::open(&path).expect("the fixture must open");
+    // 301 more runs (an odd count, so the halves differ): replies of every kind, some with
+    // an archived last row, some with no message at all.
+    for i in 0..301 {
+        let id = format!("cron_job{}_20260927_{:06}", i % 7, 100_000 + i);
+        let at = 400.0 + f64::from(i);
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at, input_tokens, estimated_cost_usd) \
+             VALUES (?1, 'cron', ?2, ?3, ?4)",
+            rusqlite::params![id, at, i, f64::from(i) / 1000.0],
+        )
+        .expect("a session");
+        let (role, content, calls, active) = match i % 5 {
+            0 => ("assistant", "[SILENT]", None, 1),
+            1 => ("assistant", "Two new items.", None, 1),
+            2 => ("assistant", "", Some("[{\"id\": 2}]"), 1),
+            3 => ("tool", "archived", None, 0),
+            _ => continue,
+        };
+        if role == "tool" {
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) \
+                 VALUES (?1, 'assistant', 'kept', ?2)",
+                rusqlite::params![id, at],
+            )
+            .expect("a message");
+        }
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, tool_calls, timestamp, active) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![id, role, content, calls, at + 1.0, active],
+        )
+        .expect("a message");
+    }
+    drop(conn);
+    let one = read_turns_split(&path, 50.0, 1000.0, BUSY, u64::MAX).expect("one connection");
+    let two = read_turns_split(&path, 50.0, 1000.0, BUSY, 0).expect("two connections");
+    assert_eq!(one.len(), 303);
+    assert_eq!(
+        one, two,
+        "the split probes must give the same turns in the same order"
+    );
+    let kinds: std::collections::BTreeSet<String> = one
+        .iter()
+        .map(|t| format!("{:?}", std::mem::discriminant(&t.reply)))
+        .collect();
+    assert!(kinds.len() >= 3, "the fixture covers several reply kinds");
+}
