@@ -185,28 +185,8 @@ async fn a_wrong_token_is_reported_as_unauthorized() {
 
 #[tokio::test]
 async fn many_hanging_pods_are_waited_for_side_by_side_not_one_slot_at_a_time() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::AsyncReadExt;
     // Every pod accepts and never answers; the server counts connections open at once.
-    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("port 0 must bind");
-    let addr = hanging.local_addr().expect("an address");
-    let (open, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (o, p) = (open.clone(), peak.clone());
-    let _server = tokio::spawn(async move {
-        while let Ok((mut s, _)) = hanging.accept().await {
-            let now = o.fetch_add(1, Ordering::SeqCst) + 1;
-            p.fetch_max(now, Ordering::SeqCst);
-            let o = o.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                while s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
-                o.fetch_sub(1, Ordering::SeqCst);
-            });
-        }
-    });
+    let (addr, open, peak) = hanging_pods().await;
     let targets: Vec<ScrapeTarget> = (0..64)
         .map(|i| ScrapeTarget {
             pod: format!("agent-{i}"),
@@ -226,18 +206,18 @@ async fn many_hanging_pods_are_waited_for_side_by_side_not_one_slot_at_a_time() 
     assert_eq!(cfg.width(64), 4, "one slot per 16 pods");
     // Four at a time; a closed connection may still be counted for a moment while the next
     // round connects, so the peak can read a little higher, never the 64 of a leak.
-    let seen = peak.load(Ordering::SeqCst);
+    let seen = peak.load(std::sync::atomic::Ordering::SeqCst);
     assert!(
         (4..=8).contains(&seen),
         "the 64 pods must be waited for four at a time though the configured concurrency is 1, saw {seen} open at once"
     );
     // And a scrape cut by its deadline closes its connection.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while open.load(Ordering::SeqCst) > 0 {
+    while open.load(std::sync::atomic::Ordering::SeqCst) > 0 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "{} connections to hanging pods stay open after their deadline",
-            open.load(Ordering::SeqCst)
+            open.load(std::sync::atomic::Ordering::SeqCst)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -269,26 +249,7 @@ fn the_scrape_width_grows_with_the_fleet_and_stays_bounded() {
 #[tokio::test]
 async fn scrapes_of_several_fleet_policies_share_one_bound() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::AsyncReadExt;
-    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("port 0 must bind");
-    let addr = hanging.local_addr().expect("an address");
-    let (open, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (o, p) = (open.clone(), peak.clone());
-    let _server = tokio::spawn(async move {
-        while let Ok((mut s, _)) = hanging.accept().await {
-            let now = o.fetch_add(1, Ordering::SeqCst) + 1;
-            p.fetch_max(now, Ordering::SeqCst);
-            let o = o.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                while s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
-                o.fetch_sub(1, Ordering::SeqCst);
-            });
-        }
-    });
+    let (addr, _open, peak) = hanging_pods().await;
     let targets: Vec<ScrapeTarget> = (0..8)
         .map(|i| ScrapeTarget {
             pod: format!("agent-{i}"),
@@ -301,9 +262,40 @@ async fn scrapes_of_several_fleet_policies_share_one_bound() {
     // Two FleetPolicies scraping 8 pods each: 16 at once without the shared bound.
     let (a, b) = tokio::join!(scrape_all(&targets, &cfg), scrape_all(&targets, &cfg));
     assert_eq!(a.len() + b.len(), 16);
-    let seen = peak.load(Ordering::SeqCst);
+    let seen = peak.load(std::sync::atomic::Ordering::SeqCst);
     assert!(
         seen <= 2,
         "one scrape in flight at a time (a closing one may still be counted), saw {seen}"
     );
+}
+
+/// A listener whose connections are accepted and never answered, with the number open now and
+/// the most open at once.
+async fn hanging_pods() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncReadExt;
+    let hanging = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port 0 must bind");
+    let addr = hanging.local_addr().expect("an address");
+    let (open, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (o, p) = (open.clone(), peak.clone());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = hanging.accept().await {
+            let now = o.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            let o = o.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+                o.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (addr, open, peak)
 }
