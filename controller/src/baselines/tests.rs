@@ -81,6 +81,16 @@ async fn until(limit: Duration, what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// Wait until every namespace's ConfigMap has been written `times` times.
+async fn every_namespace_written(cluster: &FleetCluster, times: usize) {
+    until(Duration::from_secs(10), "every namespace written", || {
+        NAMESPACES
+            .iter()
+            .all(|ns| cluster.config_map_writes(ns) == times)
+    })
+    .await;
+}
+
 fn condition(status: &Value, kind: &str) -> Value {
     status["conditions"]
         .as_array()
@@ -100,12 +110,7 @@ async fn a_baseline_change_re_renders_every_namespace_once_and_raises_the_one_as
     let cluster = FleetCluster::with_policies(policies());
     let _running = start(&cluster).await;
     let limit = Duration::from_secs(10);
-    until(limit, "every namespace rendered", || {
-        NAMESPACES
-            .iter()
-            .all(|ns| cluster.config_map_writes(ns) == 1)
-    })
-    .await;
+    every_namespace_written(&cluster, 1).await;
     let off = cluster
         .policy_yaml("team-b", "fleet-managed")
         .expect("team-b has a policy");
@@ -120,12 +125,7 @@ async fn a_baseline_change_re_renders_every_namespace_once_and_raises_the_one_as
         b.egress.minimum_mode = Some(MinimumMode::Proxy);
         b.website_blocklist.domains = vec!["*.casino.example".into()];
     }));
-    until(limit, "every namespace re-rendered", || {
-        NAMESPACES
-            .iter()
-            .all(|ns| cluster.config_map_writes(ns) == 2)
-    })
-    .await;
+    every_namespace_written(&cluster, 2).await;
     let raised = cluster
         .policy_yaml("team-b", "fleet-managed")
         .expect("team-b has a policy");
@@ -176,12 +176,7 @@ async fn a_baseline_that_leaves_no_port_is_a_conflict_and_the_last_good_config_m
     let cluster = FleetCluster::with_policies(policies());
     let _running = start(&cluster).await;
     let limit = Duration::from_secs(10);
-    until(limit, "every namespace rendered", || {
-        NAMESPACES
-            .iter()
-            .all(|ns| cluster.config_map_writes(ns) == 1)
-    })
-    .await;
+    every_namespace_written(&cluster, 1).await;
     let before = cluster.policy_yaml("team-a", "fleet-managed");
     cluster.put_baseline(baseline("ssh-only", |b| b.egress.ports = Some(vec![22])));
     until(limit, "the conflict condition", || {
