@@ -140,61 +140,115 @@ pub fn compute(inputs: &CostInputs<'_>) -> CostSection {
     let coverage = inputs.ledger.and_then(|l| l.coverage_from(inputs.since));
     let executions = group_executions(inputs.ledger);
     let turns = group_turns(inputs.turns);
-    let mut jobs: Vec<JobCost> = inputs
+    let window = Window::of(inputs, coverage);
+    let mut totals: Vec<(String, Totals)> = Vec::new();
+    let ids = inputs
         .jobs
         .iter()
-        .map(|job| {
-            let span_start = span_start(inputs.since, job.created_at, coverage);
-            let tally = tally(&job.id, span_start, inputs, &executions, &turns);
-            job_cost(job.id.clone(), Some(job), span_start, inputs, &tally)
-        })
-        .collect();
-    for id in orphan_ids(inputs, &executions, &turns) {
-        let span_start = span_start(inputs.since, None, coverage);
-        let tally = tally(id, span_start, inputs, &executions, &turns);
-        if tally.runs.is_empty() {
-            continue;
-        }
-        jobs.push(job_cost(id.to_string(), None, span_start, inputs, &tally));
+        .map(|job| job.id.as_str())
+        .chain(orphan_ids(inputs.jobs, &executions, &turns));
+    for id in ids {
+        let lo = window.span_start(inputs.jobs, id);
+        let runs = job_runs(
+            lo,
+            inputs.until,
+            executions.get(id).map_or(&[][..], Vec::as_slice),
+            turns.get(id).map_or(&[][..], Vec::as_slice),
+        );
+        totals.push((id.to_string(), Totals::of(&runs)));
     }
-    let total: f64 = jobs.iter().map(|j| j.cost_per_day_usd).sum();
-    CostSection {
-        window_days: inputs.days,
-        since: format_iso_z(inputs.since),
-        until: format_iso_z(inputs.until),
-        sources: Sources {
-            executions: inputs.ledger.is_some(),
-            state_db: inputs.turns.is_some(),
-            executions_coverage_from: coverage.map(format_iso_z),
-        },
-        definition: DEFINITION,
-        flagged: jobs
-            .iter()
-            .filter(|j| !j.flags.is_empty())
-            .map(|j| j.id.clone())
-            .collect(),
-        total_cost_per_day_usd: round(total, 4),
-        jobs,
+    window.section(inputs, &totals)
+}
+
+/// What the per-job figures are counted over: the window, shortened per job.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    pub(crate) since: f64,
+    pub(crate) until: f64,
+    pub(crate) days: u32,
+    pub(crate) coverage: Option<f64>,
+    pub(crate) executions_read: bool,
+    pub(crate) turns_read: bool,
+}
+
+impl Window {
+    fn of(inputs: &CostInputs<'_>, coverage: Option<f64>) -> Self {
+        Self {
+            since: inputs.since,
+            until: inputs.until,
+            days: inputs.days,
+            coverage,
+            executions_read: inputs.ledger.is_some(),
+            turns_read: inputs.turns.is_some(),
+        }
+    }
+
+    /// Where job `id`'s span starts: the window start, moved to the job's creation and to
+    /// the ledger's coverage.
+    pub(crate) fn span_start(&self, jobs: &[CronJob], id: &str) -> f64 {
+        let created_at = jobs.iter().find(|j| j.id == id).and_then(|j| j.created_at);
+        [Some(self.since), created_at, self.coverage]
+            .into_iter()
+            .flatten()
+            .fold(f64::MIN, f64::max)
+    }
+
+    /// The cost object from each job's totals: jobs of `jobs.json` first (in its order,
+    /// listed even without runs), then the others (listed only with runs).
+    pub(crate) fn section(&self, inputs: &CostInputs<'_>, totals: &[(String, Totals)]) -> CostSection {
+        let mut jobs: Vec<JobCost> = Vec::new();
+        for (id, tally) in totals {
+            let job = inputs.jobs.iter().find(|j| j.id == *id);
+            if job.is_none() && tally.runs == 0 {
+                continue;
+            }
+            let span_start = self.span_start(inputs.jobs, id);
+            jobs.push(job_cost(id.clone(), job, span_start, self, tally));
+        }
+        let total: f64 = jobs.iter().map(|j| j.cost_per_day_usd).sum();
+        CostSection {
+            window_days: self.days,
+            since: format_iso_z(self.since),
+            until: format_iso_z(self.until),
+            sources: Sources {
+                executions: self.executions_read,
+                state_db: self.turns_read,
+                executions_coverage_from: self.coverage.map(format_iso_z),
+            },
+            definition: DEFINITION,
+            flagged: jobs
+                .iter()
+                .filter(|j| !j.flags.is_empty())
+                .map(|j| j.id.clone())
+                .collect(),
+            total_cost_per_day_usd: round(total, 4),
+            jobs,
+        }
     }
 }
 
 type ByJob<'a, T> = FxHashMap<&'a str, Vec<&'a T>>;
 
-fn group_executions(ledger: Option<&Ledger>) -> ByJob<'_, Execution> {
+pub(crate) fn group_executions(ledger: Option<&Ledger>) -> ByJob<'_, Execution> {
+    group_executions_of(ledger.map_or(&[][..], |l| &l.executions))
+}
+
+/// Executions by job, each list in claim order (row order breaks ties).
+pub(crate) fn group_executions_of(executions: &[Execution]) -> ByJob<'_, Execution> {
     let mut by_job: ByJob<'_, Execution> = FxHashMap::default();
-    for execution in ledger.map_or(&[][..], |l| &l.executions) {
+    for execution in executions {
         by_job
             .entry(execution.job_id.as_str())
             .or_default()
             .push(execution);
     }
     for list in by_job.values_mut() {
-        list.sort_by(|a, b| a.claimed_at.total_cmp(&b.claimed_at));
+        list.sort_by(|a, b| a.claimed_at.total_cmp(&b.claimed_at).then(a.seq.cmp(&b.seq)));
     }
     by_job
 }
 
-fn group_turns(turns: Option<&[AgentTurn]>) -> ByJob<'_, AgentTurn> {
+pub(crate) fn group_turns(turns: Option<&[AgentTurn]>) -> ByJob<'_, AgentTurn> {
     let mut by_job: ByJob<'_, AgentTurn> = FxHashMap::default();
     for turn in turns.unwrap_or_default() {
         by_job.entry(turn.job_id.as_str()).or_default().push(turn);
@@ -202,15 +256,9 @@ fn group_turns(turns: Option<&[AgentTurn]>) -> ByJob<'_, AgentTurn> {
     by_job
 }
 
-fn span_start(since: f64, created_at: Option<f64>, coverage: Option<f64>) -> f64 {
-    [Some(since), created_at, coverage]
-        .into_iter()
-        .flatten()
-        .fold(f64::MIN, f64::max)
-}
-
-fn orphan_ids<'a>(
-    inputs: &CostInputs<'_>,
+/// Job ids with executions or turns that `jobs.json` no longer lists, sorted.
+pub(crate) fn orphan_ids<'a>(
+    jobs: &[CronJob],
     executions: &ByJob<'a, Execution>,
     turns: &ByJob<'a, AgentTurn>,
 ) -> Vec<&'a str> {
@@ -218,27 +266,102 @@ fn orphan_ids<'a>(
         .keys()
         .chain(turns.keys())
         .copied()
-        .filter(|id| inputs.jobs.iter().all(|job| job.id != *id))
+        .filter(|id| jobs.iter().all(|job| job.id != *id))
         .collect();
     ids.sort_unstable();
     ids.dedup();
     ids
 }
 
+/// One run of a job: where it is anchored in time and what it cost.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunRecord {
+    /// The execution's claim, or the turn's start for a run without a ledger row.
+    pub anchor: f64,
+    /// Failed or unknown.
+    pub failed: bool,
+    /// Agent turns attached.
+    pub turns: u64,
+    /// Tokens of those turns.
+    pub tokens: u64,
+    /// Their cost in nano-dollars (integers, so sums do not depend on their order).
+    pub cost_nanos: i64,
+    /// A completed run that told the user nothing.
+    pub empty: bool,
+}
+
+/// The sums of a job's runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Runs.
+    pub runs: u64,
+    /// Failed or unknown runs.
+    pub failed: u64,
+    /// Agent turns.
+    pub turns: u64,
+    /// Empty runs.
+    pub empty: u64,
+    /// Tokens.
+    pub tokens: u64,
+    /// Cost in nano-dollars.
+    pub cost_nanos: i64,
+}
+
+impl Totals {
+    /// The totals of `runs`.
+    pub fn of(runs: &[RunRecord]) -> Self {
+        let mut totals = Self::default();
+        for run in runs {
+            totals.add_run(run);
+        }
+        totals
+    }
+
+    /// Count one run.
+    pub fn add_run(&mut self, run: &RunRecord) {
+        self.runs += 1;
+        self.failed += u64::from(run.failed);
+        self.turns += run.turns;
+        self.empty += u64::from(run.empty);
+        self.tokens += run.tokens;
+        self.cost_nanos += run.cost_nanos;
+    }
+
+    /// Add other totals.
+    pub fn add(&mut self, other: &Self) {
+        self.runs += other.runs;
+        self.failed += other.failed;
+        self.turns += other.turns;
+        self.empty += other.empty;
+        self.tokens += other.tokens;
+        self.cost_nanos += other.cost_nanos;
+    }
+}
+
+/// A cost in USD as nano-dollars.
+pub fn to_nanos(usd: f64) -> i64 {
+    if usd.is_finite() {
+        (usd * 1e9).round() as i64
+    } else {
+        0
+    }
+}
+
 /// One run being tallied.
 #[derive(Debug, Default)]
 struct Run<'a> {
+    anchor: f64,
     failed: bool,
     turns: u64,
     latest_turn: Option<&'a AgentTurn>,
-    cost: f64,
+    cost_nanos: i64,
     tokens: u64,
 }
 
 impl<'a> Run<'a> {
     fn attach(&mut self, turn: &'a AgentTurn) {
         self.turns += 1;
-        self.cost += turn.cost_usd;
+        self.cost_nanos += turn.cost_nanos;
         self.tokens += turn.tokens;
         if self
             .latest_turn
@@ -259,22 +382,27 @@ impl<'a> Run<'a> {
             Some(FinalReply::Interrupted | FinalReply::Unknown) => false,
         }
     }
+
+    fn record(&self) -> RunRecord {
+        RunRecord {
+            anchor: self.anchor,
+            failed: self.failed,
+            turns: self.turns,
+            tokens: self.tokens,
+            cost_nanos: self.cost_nanos,
+            empty: self.is_empty(),
+        }
+    }
 }
 
-#[derive(Debug, Default)]
-struct Tally<'a> {
-    runs: Vec<Run<'a>>,
-}
-
-fn tally<'a>(
-    job_id: &str,
-    span_start: f64,
-    inputs: &CostInputs<'_>,
-    executions: &ByJob<'a, Execution>,
-    turns: &ByJob<'a, AgentTurn>,
-) -> Tally<'a> {
-    let in_span = |t: f64| t >= span_start && t <= inputs.until;
-    let execs = executions.get(job_id).map_or(&[][..], Vec::as_slice);
+/// The runs of one job anchored in `[lo, hi]`, in anchor order.
+///
+/// `execs` (in claim order) must hold every execution of the job claimed from `lo` on and
+/// the last one claimed before it; `turns` every turn of the job that such a run can own or
+/// that starts in `[lo, hi]`. A turn belongs to the execution whose `[claimed_at,
+/// finished_at]` holds its start; one no execution owns is a run of its own.
+pub fn job_runs(lo: f64, hi: f64, execs: &[&Execution], turns: &[&AgentTurn]) -> Vec<RunRecord> {
+    let in_span = |t: f64| t >= lo && t <= hi;
     let mut runs = Vec::new();
     // Index of each execution's run, when the execution counts as one.
     let run_of: Vec<Option<usize>> = execs
@@ -284,6 +412,7 @@ fn tally<'a>(
             counts.then(|| {
                 let failed = matches!(e.status, ExecStatus::Failed | ExecStatus::Unknown);
                 runs.push(Run {
+                    anchor: e.claimed_at,
                     failed,
                     ..Run::default()
                 });
@@ -291,7 +420,7 @@ fn tally<'a>(
             })
         })
         .collect();
-    for turn in turns.get(job_id).map_or(&[][..], Vec::as_slice) {
+    for turn in turns {
         match owning_execution(execs, turn.started_at) {
             Some(index) => {
                 if let Some(run) = run_of[index] {
@@ -299,14 +428,19 @@ fn tally<'a>(
                 }
             }
             None if in_span(turn.started_at) => {
-                let mut run = Run::default();
+                let mut run = Run {
+                    anchor: turn.started_at,
+                    ..Run::default()
+                };
                 run.attach(turn);
                 runs.push(run);
             }
             None => {}
         }
     }
-    Tally { runs }
+    let mut records: Vec<RunRecord> = runs.iter().map(Run::record).collect();
+    records.sort_by(|a, b| a.anchor.total_cmp(&b.anchor));
+    records
 }
 
 /// The execution whose `[claimed_at, finished_at]` holds `started_at` (runs of one job do not
@@ -323,16 +457,16 @@ fn job_cost(
     id: String,
     job: Option<&CronJob>,
     span_start: f64,
-    inputs: &CostInputs<'_>,
-    tally: &Tally<'_>,
+    window: &Window,
+    tally: &Totals,
 ) -> JobCost {
     let gate = job.and_then(|j| j.gate);
-    let span_days = (inputs.until - span_start).max(0.0) / DAY_SECONDS;
+    let span_days = (window.until - span_start).max(0.0) / DAY_SECONDS;
     let per_day = |x: f64| if span_days > 0.0 { x / span_days } else { 0.0 };
-    let runs = tally.runs.len() as u64;
-    let cost: f64 = tally.runs.iter().map(|r| r.cost).sum();
-    let measurable = inputs.turns.is_some() && gate != Some(Gate::NoAgent);
-    let empty_runs = measurable.then(|| tally.runs.iter().filter(|r| r.is_empty()).count() as u64);
+    let runs = tally.runs;
+    let cost = tally.cost_nanos as f64 / 1e9;
+    let measurable = window.turns_read && gate != Some(Gate::NoAgent);
+    let empty_runs = measurable.then_some(tally.empty);
     let empty_share = empty_runs
         .filter(|_| runs > 0)
         .map(|e| e as f64 / runs as f64);
@@ -355,12 +489,12 @@ fn job_cost(
         gate,
         span_days: round(span_days, 3),
         runs,
-        runs_failed: tally.runs.iter().filter(|r| r.failed).count() as u64,
-        agent_turns: tally.runs.iter().map(|r| r.turns).sum(),
+        runs_failed: tally.failed,
+        agent_turns: tally.turns,
         empty_runs,
         empty_share: empty_share.map(|s| round(s, 3)),
         runs_per_day: round(runs_per_day, 2),
-        tokens: tally.runs.iter().map(|r| r.tokens).sum(),
+        tokens: tally.tokens,
         cost_usd: round(cost, 4),
         cost_per_day_usd: round(per_day(cost), 4),
         cost_per_run_usd: (runs > 0).then(|| round(cost / runs as f64, 4)),

@@ -136,9 +136,11 @@ mod tests {
                 job_id: "noisy".into(),
                 session_id: format!("s{i}"),
                 started_at: 100.0 + f64::from(i),
-                cost_usd: 0.07,
+                cost_nanos: 70_000_000,
                 tokens: 1,
                 reply: FinalReply::Text("[SILENT]".into()),
+                settled_at: None,
+                last_start: 100.0 + f64::from(i),
             })
             .collect();
         let jobs = [noisy_job()];

@@ -5,6 +5,7 @@
 //! says the execution never started (a lost fire claim, a dispatch failure) are attempts, not
 //! runs: no agent, no session, no cost.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::sqlite::{DbError, column_or, columns, open_read_only, str_at, text_at};
-use super::time::{DAY_SECONDS, format_date, parse_iso};
+use super::time::{DAY_SECONDS, format_date, offset_seconds, parse_iso, stamp_shape};
 
 /// Terminal rows Hermes keeps before pruning the oldest.
 pub const MAX_TERMINAL_EXECUTIONS: u64 = 1000;
@@ -74,12 +75,15 @@ pub struct Execution {
     pub finished_at: Option<f64>,
     /// A failed attempt that never started an execution.
     pub not_started: bool,
+    /// Row id: the insertion order, which breaks ties between equal claim times.
+    pub seq: i64,
 }
 
 /// The rows of the ledger near the window, and what is known about pruning.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Ledger {
-    /// Attempts claimed from two days before the window start on.
+    /// Attempts claimed from two days before the window start on, and for each job with
+    /// agent turns its last attempt claimed before that (it may own a turn in the window).
     pub executions: Vec<Execution>,
     /// Terminal rows in the whole ledger.
     pub terminal_rows: u64,
@@ -91,62 +95,239 @@ impl Ledger {
     /// When Hermes has pruned rows that fall inside the window, the instant from which the
     /// ledger is complete; `None` when it covers the whole window.
     pub fn coverage_from(&self, since: f64) -> Option<f64> {
-        let oldest = self.oldest_terminal?;
-        (self.terminal_rows >= MAX_TERMINAL_EXECUTIONS && oldest > since).then_some(oldest)
+        coverage_from(self.terminal_rows, self.oldest_terminal, since)
     }
+}
+
+/// [`Ledger::coverage_from`] from its two figures.
+pub fn coverage_from(terminal_rows: u64, oldest_terminal: Option<f64>, since: f64) -> Option<f64> {
+    let oldest = oldest_terminal?;
+    (terminal_rows >= MAX_TERMINAL_EXECUTIONS && oldest > since).then_some(oldest)
 }
 
 /// Read the ledger at `path`, keeping attempts claimed since `since` minus two days (a run
-/// claimed before the window can still own a session that starts inside it).
-pub fn read_ledger(path: &Path, since: f64, busy: Duration) -> Result<Ledger, DbError> {
-    let (conn, _) = open_read_only(path, busy)?;
-    let err = |e| DbError::sqlite(path, e);
-    // Rows and pruning statistics from one snapshot.
-    let _snapshot = conn.unchecked_transaction().map_err(err)?;
-    let cols = columns(&conn, "executions").map_err(err)?;
-    for needed in ["job_id", "status", "claimed_at"] {
-        if !cols.contains(needed) {
-            return Err(err(rusqlite::Error::InvalidColumnName(format!(
-                "executions.{needed}"
-            ))));
-        }
-    }
-    let executions = read_rows(&conn, &cols, since).map_err(err)?;
-    let (terminal_rows, oldest) = conn
-        .query_row(
-            "SELECT COUNT(*), MIN(claimed_at) FROM executions \
-             WHERE status IN ('completed','failed','unknown')",
-            [],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?)),
-        )
-        .map_err(err)?;
-    Ok(Ledger {
-        executions,
-        terminal_rows: u64::try_from(terminal_rows).unwrap_or(0),
-        oldest_terminal: oldest.as_deref().and_then(parse_iso),
-    })
+/// claimed before the window can still own a session that starts inside it), and for each
+/// of `turn_jobs` the last attempt claimed before those.
+pub fn read_ledger(
+    path: &Path,
+    since: f64,
+    turn_jobs: &[&str],
+    busy: Duration,
+) -> Result<Ledger, DbError> {
+    let snapshot = LedgerSnapshot::open(path, busy)?;
+    let mut ledger = snapshot.window(since)?;
+    snapshot.add_priors(&mut ledger, turn_jobs)?;
+    Ok(ledger)
 }
 
-fn read_rows(
-    conn: &Connection,
-    cols: &HashSet<String>,
-    since: f64,
+/// One read snapshot of the ledger: every query through it sees the same commit.
+pub struct LedgerSnapshot {
+    conn: Connection,
+    cols: HashSet<String>,
+    path: std::path::PathBuf,
+    /// The text bound the rows read start at (priors are claimed before it).
+    floor: RefCell<Option<String>>,
+    /// The shapes of every claim text read so far.
+    shapes: RefCell<Shapes>,
+}
+
+impl std::fmt::Debug for LedgerSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerSnapshot")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The distinct shapes ([`stamp_shape`]) of claim texts, an irregular text as `(0, "")`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Shapes(pub Vec<(u8, String)>);
+
+impl Shapes {
+    /// Record the shape of `text`.
+    pub fn note(&mut self, text: &str) {
+        let shape = stamp_shape(text).unwrap_or((0, ""));
+        if !self.0.iter().any(|(sep, off)| *sep == shape.0 && off == shape.1) {
+            self.0.push((shape.0, shape.1.to_string()));
+        }
+    }
+
+    /// The one regular shape every text had, as (separator, offset seconds, offset text).
+    pub fn uniform(&self) -> Option<(u8, i64)> {
+        match self.0.as_slice() {
+            [(sep, offset)] if *sep != 0 => Some((*sep, offset_seconds(offset)?)),
+            _ => None,
+        }
+    }
+
+    /// Add the shapes of `other`.
+    pub fn merge(&mut self, other: &Self) {
+        for shape in &other.0 {
+            if !self.0.contains(shape) {
+                self.0.push(shape.clone());
+            }
+        }
+    }
+}
+
+impl LedgerSnapshot {
+    /// Open `path` read-only and begin a read transaction.
+    pub fn open(path: &Path, busy: Duration) -> Result<Self, DbError> {
+        let (conn, _) = open_read_only(path, busy)?;
+        let err = |e| DbError::sqlite(path, e);
+        conn.execute_batch("BEGIN").map_err(err)?;
+        let cols = columns(&conn, "executions").map_err(err)?;
+        for needed in ["job_id", "status", "claimed_at"] {
+            if !cols.contains(needed) {
+                return Err(err(rusqlite::Error::InvalidColumnName(format!(
+                    "executions.{needed}"
+                ))));
+            }
+        }
+        Ok(Self {
+            conn,
+            cols,
+            path: path.to_path_buf(),
+            floor: RefCell::new(None),
+            shapes: RefCell::new(Shapes::default()),
+        })
+    }
+
+    fn err(&self, e: rusqlite::Error) -> DbError {
+        DbError::sqlite(&self.path, e)
+    }
+
+    /// The connection (for the caller's own probes in the same snapshot).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The rows a full report reads: claimed from two days before `since` on, and the
+    /// pruning statistics.
+    pub fn window(&self, since: f64) -> Result<Ledger, DbError> {
+        // ISO strings in any offset sort like instants to within a day, so a date two days
+        // early is a safe index-friendly lower bound.
+        let floor = format_date(since - 2.0 * DAY_SECONDS);
+        let executions = self.rows(&floor, None)?;
+        let (terminal_rows, oldest) = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*), MIN(claimed_at) FROM executions \
+                 WHERE status IN ('completed','failed','unknown')",
+                [],
+                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        *self.floor.borrow_mut() = Some(floor);
+        Ok(Ledger {
+            executions,
+            terminal_rows: u64::try_from(terminal_rows).unwrap_or(0),
+            oldest_terminal: oldest.as_deref().and_then(parse_iso),
+        })
+    }
+
+    /// Add, for each job of `jobs`, its last attempt claimed before the rows read.
+    pub fn add_priors(&self, ledger: &mut Ledger, jobs: &[&str]) -> Result<(), DbError> {
+        let Some(floor) = self.floor.borrow().clone() else {
+            return Ok(());
+        };
+        let priors = self.priors(jobs, &floor)?;
+        ledger.executions.extend(priors);
+        Ok(())
+    }
+
+    /// Rows claimed (as text) in `[lo, hi)`, `hi` open-ended when `None`, in any order.
+    pub fn rows(&self, lo: &str, hi: Option<&str>) -> Result<Vec<Execution>, DbError> {
+        let upper = if hi.is_some() {
+            " AND e.claimed_at < ?2"
+        } else {
+            ""
+        };
+        let sql = format!("{} WHERE e.claimed_at >= ?1{upper}", self.select());
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = match hi {
+            Some(hi) => stmt.query(rusqlite::params![lo, hi]),
+            None => stmt.query([lo]),
+        };
+        collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))
+    }
+
+    /// For each job of `jobs`, its last attempt claimed (as text) before `before`.
+    pub fn priors(&self, jobs: &[&str], before: &str) -> Result<Vec<Execution>, DbError> {
+        let sql = format!(
+            "{} WHERE e.job_id = ?1 AND e.claimed_at < ?2 \
+             ORDER BY e.claimed_at DESC, e.rowid DESC LIMIT 1",
+            self.select()
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for job in jobs {
+            let rows = stmt.query(rusqlite::params![job, before]);
+            out.extend(collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))?);
+        }
+        Ok(out)
+    }
+
+    /// The claim text of the oldest terminal row, one index probe per terminal status.
+    pub fn oldest_terminal(&self) -> Result<Option<String>, DbError> {
+        let mut oldest: Option<String> = None;
+        for status in ["completed", "failed", "unknown"] {
+            let found: Option<String> = self
+                .conn
+                .query_row(
+                    "SELECT MIN(claimed_at) FROM executions WHERE status = ?1",
+                    [status],
+                    |row| row.get(0),
+                )
+                .map_err(|e| self.err(e))?;
+            if let Some(found) = found
+                && oldest.as_ref().is_none_or(|o| found < *o)
+            {
+                oldest = Some(found);
+            }
+        }
+        Ok(oldest)
+    }
+
+    /// Terminal rows, counted (one index range per terminal status).
+    pub fn terminal_count(&self) -> Result<u64, DbError> {
+        self.count("status IN ('completed','failed','unknown')", &[])
+    }
+
+    /// Rows matching `condition` (an SQL expression over `executions` with `?` parameters).
+    pub fn count(&self, condition: &str, params: &[&dyn rusqlite::ToSql]) -> Result<u64, DbError> {
+        let sql = format!("SELECT COUNT(*) FROM executions WHERE {condition}");
+        self.conn
+            .query_row(&sql, params, |row| row.get::<_, i64>(0))
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(|e| self.err(e))
+    }
+
+    fn select(&self) -> String {
+        format!(
+            "SELECT e.job_id, e.status, e.claimed_at, {}, {}, e.rowid FROM executions e",
+            column_or(&self.cols, "e", "finished_at", "NULL"),
+            column_or(&self.cols, "e", "error", "NULL"),
+        )
+    }
+
+    /// The shapes of every claim text read through this snapshot.
+    pub fn shapes(&self) -> Shapes {
+        self.shapes.borrow().clone()
+    }
+}
+
+fn collect(
+    rows: rusqlite::Result<rusqlite::Rows<'_>>,
+    shapes: &mut Shapes,
 ) -> rusqlite::Result<Vec<Execution>> {
-    // ISO strings in any offset sort like instants to within a day, so a date two days
-    // early is a safe index-friendly lower bound; the exact cut happens after parsing.
-    let sql = format!(
-        "SELECT e.job_id, e.status, e.claimed_at, {}, {} FROM executions e \
-         WHERE e.claimed_at >= ?1",
-        column_or(cols, "e", "finished_at", "NULL"),
-        column_or(cols, "e", "error", "NULL"),
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query([format_date(since - 2.0 * DAY_SECONDS)])?;
+    let mut rows = rows?;
     let mut executions = Vec::new();
     while let Some(row) = rows.next()? {
         let (Some(status), Some(claimed)) = (str_at(row, 1)?, str_at(row, 2)?) else {
             continue;
         };
+        shapes.note(claimed);
         let Some(mut execution) = execution(status, claimed, str_at(row, 3)?, str_at(row, 4)?)
         else {
             continue;
@@ -155,12 +336,14 @@ fn read_rows(
             continue;
         };
         execution.job_id = job_id;
+        execution.seq = row.get(5)?;
         executions.push(execution);
     }
     Ok(executions)
 }
 
-/// An execution from its status, timestamps and error (the job id is filled in by the caller).
+/// An execution from its status, timestamps and error (the job id and row id are filled in
+/// by the caller).
 fn execution(
     status: &str,
     claimed: &str,
@@ -176,5 +359,6 @@ fn execution(
         claimed_at: parse_iso(claimed)?,
         finished_at: finished.and_then(parse_iso),
         not_started,
+        seq: 0,
     })
 }

@@ -122,18 +122,75 @@ pub struct FleetReport {
 
 /// Build the cron cost report.
 pub fn cron_cost(opts: &ReportOptions) -> CronCostReport {
-    let mut errors = Vec::new();
     let until = opts.now_unix();
     let since = until - f64::from(opts.days) * time::DAY_SECONDS;
+    let read = read_full(opts, since, until);
+    read.report(opts, since, until)
+}
+
+/// Everything a full cost report reads, with the snapshots it read through (still open,
+/// so a caller can probe the same commit).
+pub(crate) struct FullRead {
+    pub(crate) jobs: Vec<jobs::CronJob>,
+    pub(crate) merged: effective::MergedConfig,
+    pub(crate) ledger: Option<ledger::Ledger>,
+    pub(crate) turns: Option<Vec<turns::AgentTurn>>,
+    pub(crate) errors: Vec<String>,
+    pub(crate) ledger_snapshot: Option<ledger::LedgerSnapshot>,
+    pub(crate) state_snapshot: Option<turns::StateSnapshot>,
+}
+
+impl FullRead {
+    /// The report from what was read.
+    pub(crate) fn report(self, opts: &ReportOptions, since: f64, until: f64) -> CronCostReport {
+        let cost = cost::compute(&cost::CostInputs {
+            jobs: &self.jobs,
+            ledger: self.ledger.as_ref(),
+            turns: self.turns.as_deref(),
+            since,
+            until,
+            days: opts.days,
+        });
+        self.finish(cost)
+    }
+
+    /// The report around a computed cost object.
+    pub(crate) fn finish(self, cost: CostSection) -> CronCostReport {
+        CronCostReport {
+            plugin: PLUGIN,
+            version: CONTRACT_VERSION,
+            crons: self.jobs.iter().map(CronEntry::from).collect(),
+            audit: audit::audit(&self.jobs, &self.merged.tree),
+            cost,
+            errors: self.errors,
+        }
+    }
+}
+
+/// Read the jobs, the ledger and the turns of the window `[since, until]`.
+pub(crate) fn read_full(opts: &ReportOptions, since: f64, until: f64) -> FullRead {
+    let mut errors = Vec::new();
     let jobs = status::jobs_or_error(opts, &mut errors);
     let managed = managed::load(&opts.managed_dir);
     let merged = effective::merge_config(&opts.hermes_home, &managed.config);
     let ledger_path = opts.hermes_home.join("cron").join("executions.db");
     let state_path = opts.hermes_home.join("state.db");
+    let busy = opts.busy_timeout;
     // The two databases are independent files: read them side by side.
     let (ledger, turns) = std::thread::scope(|scope| {
-        let ledger = scope.spawn(|| ledger::read_ledger(&ledger_path, since, opts.busy_timeout));
-        let turns = turns::read_turns(&state_path, since, until, opts.busy_timeout);
+        let ledger = scope.spawn(|| {
+            let snapshot = ledger::LedgerSnapshot::open(&ledger_path, busy)?;
+            let ledger = snapshot.window(since)?;
+            Ok((ledger, snapshot))
+        });
+        let turns = turns::StateSnapshot::open(&state_path, busy).and_then(|snapshot| {
+            let helper = (std::fs::metadata(&state_path).map_or(0, |m| m.len())
+                >= turns::PARALLEL_PROBES_FILE_BYTES)
+                .then(|| snapshot.helper(busy))
+                .flatten();
+            let turns = snapshot.turns(turns::TurnRange::window(since, until), helper)?;
+            Ok((turns, snapshot))
+        });
         (ledger.join(), turns)
     });
     let ledger = match ledger {
@@ -143,22 +200,30 @@ pub fn cron_cost(opts: &ReportOptions) -> CronCostReport {
             None
         }
     };
-    let turns = readable(turns, &mut errors);
-    let cost = cost::compute(&cost::CostInputs {
-        jobs: &jobs,
-        ledger: ledger.as_ref(),
-        turns: turns.as_deref(),
-        since,
-        until,
-        days: opts.days,
-    });
-    CronCostReport {
-        plugin: PLUGIN,
-        version: CONTRACT_VERSION,
-        crons: jobs.iter().map(CronEntry::from).collect(),
-        audit: audit::audit(&jobs, &merged.tree),
-        cost,
+    let (turns, state_snapshot) = readable(turns, &mut errors).unzip();
+    let (mut ledger, mut ledger_snapshot) = ledger.unzip();
+    // A turn in the window may belong to a run claimed before the rows read.
+    if let (Some(ledger), Some(snapshot), Some(turns)) = (&mut ledger, &ledger_snapshot, &turns) {
+        let mut ids: Vec<&str> = turns.iter().map(|t| t.job_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if let Err(err) = snapshot.add_priors(ledger, &ids) {
+            errors.push(err.to_string());
+            ledger_snapshot = None;
+        }
+    }
+    // A ledger whose priors could not be read is as unreadable as one that failed to open.
+    if ledger_snapshot.is_none() {
+        ledger = None;
+    }
+    FullRead {
+        jobs,
+        merged,
+        ledger,
+        turns,
         errors,
+        ledger_snapshot,
+        state_snapshot,
     }
 }
 

@@ -51,6 +51,51 @@ pub fn format_date(unix: f64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// How a stored timestamp is written apart from its instant: the date/time separator and
+/// the offset text after the seconds (`+02:00`, `Z`, or empty). Timestamps of one shape sort
+/// as text in the order of their instants, which lets a range of them be read through an
+/// index on the text; `None` for a text that is not a full `date time:minutes:seconds`.
+pub fn stamp_shape(text: &str) -> Option<(u8, &str)> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 19 || bytes[13] != b':' || bytes[16] != b':' {
+        return None;
+    }
+    let sep = bytes[10];
+    if !matches!(sep, b'T' | b't' | b' ') || parse_iso(text).is_none() {
+        return None;
+    }
+    let rest = &text[19..];
+    let rest = match rest.strip_prefix('.') {
+        Some(fraction) => fraction.trim_start_matches(|c: char| c.is_ascii_digit()),
+        None => rest,
+    };
+    Some((sep, rest))
+}
+
+/// Seconds east of UTC of an offset text from [`stamp_shape`].
+pub fn offset_seconds(offset: &str) -> Option<i64> {
+    if offset.is_empty() || offset.eq_ignore_ascii_case("z") {
+        return Some(0);
+    }
+    let (_, seconds) = split_offset(&format!("00:00{offset}"))?;
+    Some(seconds as i64)
+}
+
+/// `YYYY-MM-DD<sep>HH:MM:SS` of whole Unix seconds shifted by `offset` seconds: the text
+/// bound below which every timestamp of that shape is an earlier instant.
+pub fn format_local(unix: i64, offset: i64, sep: u8) -> String {
+    let total = unix + offset;
+    let (y, m, d) = civil_from_days(total.div_euclid(86_400));
+    let secs = total.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}{}{:02}:{:02}:{:02}",
+        char::from(sep),
+        secs / 3600,
+        (secs % 3600) / 60,
+        secs % 60
+    )
+}
+
 fn parse_date(date: &str) -> Option<i64> {
     let bytes = date.as_bytes();
     if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
@@ -186,5 +231,27 @@ mod tests {
         }
         assert_eq!(format_iso_z(1_790_510_400.9), "2026-09-27T12:00:00Z");
         assert_eq!(format_date(1_790_510_400.0), "2026-09-27");
+    }
+
+    #[test]
+    fn stamps_of_one_shape_sort_as_text_like_their_instants_and_bounds_cut_between_seconds() {
+        assert_eq!(
+            stamp_shape("2026-09-27T14:00:00.123456+02:00"),
+            Some((b'T', "+02:00"))
+        );
+        assert_eq!(stamp_shape("2026-09-27 14:00:00Z"), Some((b' ', "Z")));
+        assert_eq!(stamp_shape("2026-09-27T14:00:00"), Some((b'T', "")));
+        assert_eq!(stamp_shape("2026-09-27"), None);
+        assert_eq!(offset_seconds("+02:00"), Some(7200));
+        assert_eq!(offset_seconds("-0430"), Some(-16_200));
+        assert_eq!(offset_seconds("Z"), Some(0));
+        // 12:00:00Z is 14:00:00 at +02:00: the bound sits below every stamp of that second
+        // (with or without a fraction) and above every stamp of the second before.
+        let bound = format_local(1_790_510_400, 7200, b'T');
+        assert_eq!(bound, "2026-09-27T14:00:00");
+        for later in ["2026-09-27T14:00:00+02:00", "2026-09-27T14:00:00.000001+02:00"] {
+            assert!(later > bound.as_str(), "{later} must sort after {bound}");
+        }
+        assert!("2026-09-27T13:59:59.999999+02:00" < bound.as_str());
     }
 }

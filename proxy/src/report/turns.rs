@@ -23,6 +23,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
+use super::cost::to_nanos;
 use super::sqlite::{DbError, column_or, columns, open_read_only, real_at, str_at, text_at};
 
 /// How a turn ended, as far as `state.db` tells.
@@ -47,12 +48,60 @@ pub struct AgentTurn {
     pub session_id: String,
     /// Session start, Unix seconds.
     pub started_at: f64,
-    /// Cost of the lineage in USD.
-    pub cost_usd: f64,
+    /// Cost of the lineage in nano-dollars (integers: sums do not depend on their order).
+    pub cost_nanos: i64,
     /// Tokens of the lineage.
     pub tokens: u64,
     /// The final reply.
     pub reply: FinalReply,
+    /// When the lineage last changed as far as `state.db` tells: the latest end of its
+    /// sessions and last use of its auxiliary rows; `None` while a session of it has not
+    /// ended (or the schema cannot tell).
+    pub settled_at: Option<f64>,
+    /// The latest start of a session of the lineage.
+    pub last_start: f64,
+}
+
+impl AgentTurn {
+    /// Cost of the lineage in USD.
+    pub fn cost_usd(&self) -> f64 {
+        self.cost_nanos as f64 / 1e9
+    }
+}
+
+/// Which cron turns to read, and how.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TurnRange {
+    /// Sessions that started from here on are read.
+    pub lo: f64,
+    /// Cron roots that started after this are left out.
+    pub roots_hi: f64,
+    /// Sessions that started after this are not read (`INFINITY`: no bound).
+    pub sessions_hi: f64,
+    /// Auxiliary usage: one scan of the table (a whole window), or one probe per session
+    /// of a lineage (a short range).
+    pub aux: AuxRead,
+}
+
+/// How the auxiliary usage rows are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuxRead {
+    /// One pass over the table.
+    Scan,
+    /// One index probe per lineage session.
+    Probe,
+}
+
+impl TurnRange {
+    /// A whole window: sessions from `since`, roots up to `until`, the table scanned.
+    pub fn window(since: f64, until: f64) -> Self {
+        Self {
+            lo: since,
+            roots_hi: until,
+            sessions_hi: f64::INFINITY,
+            aux: AuxRead::Scan,
+        }
+    }
 }
 
 /// The job id of a cron session id `cron_<job_id>_<8 digits>_<6 digits>`, parsed from the right.
@@ -89,93 +138,155 @@ fn read_turns_split(
     busy: Duration,
     split_from: u64,
 ) -> Result<Vec<AgentTurn>, DbError> {
-    let (conn, _) = open_read_only(path, busy)?;
-    let err = |e| DbError::sqlite(path, e);
-    // One read transaction: a consistent snapshot across the queries, and one lock instead
-    // of one per statement (thousands of last-message probes).
-    let _snapshot = conn.unchecked_transaction().map_err(err)?;
-    start_snapshot(&conn).map_err(err)?;
-    // A large file gets a second connection for half of the last-message probes, its read
-    // transaction begun right after the first one's (so both read the same commit unless
-    // Hermes commits in those microseconds; a reply probed a commit later is the same
-    // report a moment later).
+    let snapshot = StateSnapshot::open(path, busy)?;
+    // A large file gets a second connection for the auxiliary rows and half of the
+    // last-message probes.
     let helper = (std::fs::metadata(path).map_or(0, |m| m.len()) >= split_from)
-        .then(|| open_read_only(path, busy).ok())
-        .flatten()
-        .and_then(|(helper, _)| {
-            helper.execute_batch("BEGIN").ok()?;
-            start_snapshot(&helper).ok()?;
-            Some(helper)
-        });
-    let schema = Schema::probe(&conn).map_err(err)?;
-    // The auxiliary usage rows are read on the second connection while this one reads the
-    // sessions; they are added once both are in.
-    let (window, aux, helper) = match helper {
-        Some(helper) => {
-            let schema = &schema;
-            let (window, aux) = std::thread::scope(|scope| {
-                let aux = scope.spawn(move || {
-                    let rows = read_aux(&helper, schema, since);
-                    (rows, helper)
-                });
-                (read_window(&conn, schema, since), aux.join())
-            });
-            let (aux, helper) = match aux {
-                Ok(done) => done,
-                Err(panic) => std::panic::resume_unwind(panic),
-            };
-            (window, aux, Some(helper))
-        }
-        None => {
-            let window = read_window(&conn, &schema, since);
-            (window, read_aux(&conn, &schema, since), None)
-        }
-    };
-    let mut window = window.map_err(err)?;
-    let roots = window.roots(until);
-    window.add_aux(aux.map_err(err)?);
-    let totals = window.lineage_totals(&roots);
-    let tips: Vec<&str> = roots
-        .iter()
-        .map(|(root, _)| window.sessions[window.compression_tip(*root)].id.as_str())
-        .collect();
-    let replies = match helper {
-        Some(helper) if tips.len() >= 2 => {
-            let (first, second) = tips.split_at(tips.len() / 2);
-            let schema = &schema;
-            let (mine, theirs) = std::thread::scope(|scope| {
-                let theirs = scope.spawn(move || probe_replies(&helper, schema, second));
-                (probe_replies(&conn, schema, first), theirs.join())
-            });
-            let mut replies = mine.map_err(err)?;
-            match theirs {
-                Ok(rest) => replies.extend(rest.map_err(err)?),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-            replies
-        }
-        _ => probe_replies(&conn, &schema, &tips).map_err(err)?,
-    };
-    drop(tips);
-    let mut turns = Vec::with_capacity(roots.len());
-    for (index, ((root, job_id), reply)) in roots.into_iter().zip(replies).enumerate() {
-        // Each root is taken once and the window is dropped next: move its id out.
-        let session = &mut window.sessions[root];
-        let (cost_usd, tokens) = totals[index];
-        turns.push(AgentTurn {
-            job_id,
-            session_id: std::mem::take(&mut session.id),
-            started_at: session.started_at,
-            cost_usd,
-            tokens,
-            reply,
-        });
+        .then(|| snapshot.helper(busy))
+        .flatten();
+    snapshot.turns(TurnRange::window(since, until), helper)
+}
+
+/// One read snapshot of `state.db`: every query through it sees the same commit.
+pub struct StateSnapshot {
+    conn: Connection,
+    schema: Schema,
+    path: std::path::PathBuf,
+}
+
+impl std::fmt::Debug for StateSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSnapshot")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
-    Ok(turns)
+}
+
+impl StateSnapshot {
+    /// Open `path` read-only, begin a read transaction and probe the schema.
+    pub fn open(path: &Path, busy: Duration) -> Result<Self, DbError> {
+        let (conn, _) = open_read_only(path, busy)?;
+        let err = |e| DbError::sqlite(path, e);
+        // One read transaction: a consistent snapshot across the queries, and one lock
+        // instead of one per statement (thousands of last-message probes).
+        conn.execute_batch("BEGIN").map_err(err)?;
+        start_snapshot(&conn).map_err(err)?;
+        let schema = Schema::probe(&conn).map_err(err)?;
+        Ok(Self {
+            conn,
+            schema,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The connection (for the caller's own probes in the same snapshot).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The table's columns, as probed.
+    pub fn has_column(&self, table: &str, column: &str) -> bool {
+        match table {
+            "sessions" => self.schema.sessions.contains(column),
+            "messages" => self.schema.messages.contains(column),
+            "session_model_usage" => self.schema.usage.contains(column),
+            _ => false,
+        }
+    }
+
+    /// A second connection whose read transaction begins right after this one's (so both
+    /// read the same commit unless Hermes commits in those microseconds; a reply probed a
+    /// commit later is the same report a moment later).
+    pub fn helper(&self, busy: Duration) -> Option<Connection> {
+        let (helper, _) = open_read_only(&self.path, busy).ok()?;
+        helper.execute_batch("BEGIN").ok()?;
+        start_snapshot(&helper).ok()?;
+        Some(helper)
+    }
+
+    /// The cron turns of `range`, in start order.
+    pub fn turns(
+        &self,
+        range: TurnRange,
+        helper: Option<Connection>,
+    ) -> Result<Vec<AgentTurn>, DbError> {
+        let (conn, schema, path) = (&self.conn, &self.schema, self.path.as_path());
+        let err = |e| DbError::sqlite(path, e);
+        let scan = range.aux == AuxRead::Scan;
+        // The auxiliary usage rows are read on the second connection while this one reads
+        // the sessions; they are added once both are in.
+        let (window, aux, helper) = match helper {
+            Some(helper) if scan => {
+                let (window, aux) = std::thread::scope(|scope| {
+                    let aux = scope.spawn(move || {
+                        let rows = read_aux(&helper, schema, range.lo);
+                        (rows, helper)
+                    });
+                    (read_window(conn, schema, &range), aux.join())
+                });
+                let (aux, helper) = match aux {
+                    Ok(done) => done,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                (window, Some(aux), Some(helper))
+            }
+            helper => {
+                let window = read_window(conn, schema, &range);
+                let aux = scan.then(|| read_aux(conn, schema, range.lo));
+                (window, aux, helper)
+            }
+        };
+        let mut window = window.map_err(err)?;
+        let roots = window.roots(range.roots_hi);
+        let root_of = window.roots_of_all(&roots);
+        match aux {
+            Some(aux) => window.add_aux(aux.map_err(err)?),
+            None => window.probe_aux(conn, schema, &root_of).map_err(err)?,
+        }
+        let totals = window.lineage_totals(&roots, &root_of);
+        let tips: Vec<&str> = roots
+            .iter()
+            .map(|(root, _)| window.sessions[window.compression_tip(*root)].id.as_str())
+            .collect();
+        let replies = match helper {
+            Some(helper) if tips.len() >= 2 => {
+                let (first, second) = tips.split_at(tips.len() / 2);
+                let (mine, theirs) = std::thread::scope(|scope| {
+                    let theirs = scope.spawn(move || probe_replies(&helper, schema, second));
+                    (probe_replies(conn, schema, first), theirs.join())
+                });
+                let mut replies = mine.map_err(err)?;
+                match theirs {
+                    Ok(rest) => replies.extend(rest.map_err(err)?),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+                replies
+            }
+            _ => probe_replies(conn, schema, &tips).map_err(err)?,
+        };
+        drop(tips);
+        let mut turns = Vec::with_capacity(roots.len());
+        for (index, ((root, job_id), reply)) in roots.into_iter().zip(replies).enumerate() {
+            // Each root is taken once and the window is dropped next: move its id out.
+            let session = &mut window.sessions[root];
+            let lineage = totals[index];
+            turns.push(AgentTurn {
+                job_id,
+                session_id: std::mem::take(&mut session.id),
+                started_at: session.started_at,
+                cost_nanos: lineage.cost_nanos,
+                tokens: lineage.tokens,
+                reply,
+                settled_at: lineage.settled_at,
+                last_start: lineage.last_start,
+            });
+        }
+        Ok(turns)
+    }
 }
 
 /// `state.db` size from which the last-message probes run on two connections.
-const PARALLEL_PROBES_FILE_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const PARALLEL_PROBES_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Begin the read snapshot of a connection in a transaction now (SQLite takes it at the
 /// first read, not at `BEGIN`).
@@ -217,6 +328,10 @@ impl Schema {
         })
     }
 
+    fn has_usage(&self) -> bool {
+        self.usage.contains("session_id") && self.usage.contains("task")
+    }
+
     fn has_messages(&self) -> bool {
         ["session_id", "role", "content"]
             .iter()
@@ -231,8 +346,10 @@ struct Session {
     subagent: bool,
     started_at: f64,
     compressed: bool,
-    cost: f64,
-    tokens: f64,
+    cost_nanos: i64,
+    tokens: u64,
+    /// When it ended and its auxiliary rows were last used; `None` while it runs.
+    settled_at: Option<f64>,
 }
 
 /// Every session that started in the window (a run's descendants start after it, so this
@@ -242,26 +359,49 @@ struct Window {
     by_id: FxHashMap<String, usize>,
     /// Parent id → its newest child that is not a sub-agent (a compression continuation).
     continuation: FxHashMap<String, usize>,
+    /// Whether the schema can say when a lineage stopped changing.
+    dated: bool,
 }
 
-fn read_window(conn: &Connection, schema: &Schema, since: f64) -> rusqlite::Result<Window> {
+/// What a root's lineage adds up to.
+#[derive(Clone, Copy, Debug)]
+struct Lineage {
+    cost_nanos: i64,
+    tokens: u64,
+    settled_at: Option<f64>,
+    last_start: f64,
+}
+
+fn read_window(conn: &Connection, schema: &Schema, range: &TurnRange) -> rusqlite::Result<Window> {
     let cols = &schema.sessions;
+    let upper = if range.sessions_hi.is_finite() {
+        " AND s.started_at <= ?2"
+    } else {
+        ""
+    };
     let sql = format!(
-        "SELECT s.id, {}, {}, s.started_at, {}, COALESCE({}, {}, 0), {} FROM sessions s \
-         WHERE s.started_at >= ?1",
+        "SELECT s.id, {}, {}, s.started_at, {}, COALESCE({}, {}, 0), {}, {} FROM sessions s \
+         WHERE s.started_at >= ?1{upper}",
         column_or(cols, "s", "parent_session_id", "NULL"),
         column_or(cols, "s", "source", "NULL"),
         column_or(cols, "s", "end_reason", "NULL"),
         column_or(cols, "s", "actual_cost_usd", "NULL"),
         column_or(cols, "s", "estimated_cost_usd", "NULL"),
         token_sum(cols, "s"),
+        column_or(cols, "s", "ended_at", "NULL"),
     );
     let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query([since])?;
+    let mut rows = if upper.is_empty() {
+        stmt.query([range.lo])?
+    } else {
+        stmt.query(rusqlite::params![range.lo, range.sessions_hi])?
+    };
+    let usage_dated = !schema.has_usage() || schema.usage.contains("last_seen");
     let mut window = Window {
         sessions: Vec::new(),
         by_id: FxHashMap::default(),
         continuation: FxHashMap::default(),
+        dated: cols.contains("ended_at") && usage_dated,
     };
     while let Some(row) = rows.next()? {
         let (Some(id), Some(started_at)) = (text_at(row, 0)?, real_at(row, 3)?) else {
@@ -274,8 +414,9 @@ fn read_window(conn: &Connection, schema: &Schema, since: f64) -> rusqlite::Resu
             subagent: str_at(row, 2)? == Some("subagent"),
             started_at,
             compressed: str_at(row, 4)? == Some("compression"),
-            cost: real_at(row, 5)?.unwrap_or(0.0),
-            tokens: real_at(row, 6)?.unwrap_or(0.0),
+            cost_nanos: to_nanos(real_at(row, 5)?.unwrap_or(0.0)),
+            tokens: real_at(row, 6)?.unwrap_or(0.0).max(0.0) as u64,
+            settled_at: real_at(row, 7)?,
         });
     }
     for (index, session) in window.sessions.iter().enumerate() {
@@ -292,13 +433,36 @@ fn read_window(conn: &Connection, schema: &Schema, since: f64) -> rusqlite::Resu
 
 impl Window {
     /// Add the auxiliary usage rows to the sessions of the window they bill.
-    fn add_aux(&mut self, aux: Vec<(String, f64, f64)>) {
-        for (id, cost, tokens) in aux {
-            if let Some(&index) = self.by_id.get(&id) {
-                self.sessions[index].cost += cost;
-                self.sessions[index].tokens += tokens;
+    fn add_aux(&mut self, aux: Vec<AuxRow>) {
+        for row in aux {
+            if let Some(&index) = self.by_id.get(&row.session_id) {
+                self.sessions[index].bill(&row);
             }
         }
+    }
+
+    /// Read the auxiliary usage rows of every session of a lineage, one probe each.
+    fn probe_aux(
+        &mut self,
+        conn: &Connection,
+        schema: &Schema,
+        root_of: &[Option<usize>],
+    ) -> rusqlite::Result<()> {
+        let Some(sql) = aux_select(schema, " AND u.session_id = ?1") else {
+            return Ok(());
+        };
+        let mut stmt = conn.prepare(&sql)?;
+        for (index, root) in root_of.iter().enumerate() {
+            if root.is_none() {
+                continue;
+            }
+            let mut rows = stmt.query([self.sessions[index].id.as_str()])?;
+            while let Some(row) = rows.next()? {
+                let aux = aux_row(row)?;
+                self.sessions[index].bill(&aux);
+            }
+        }
+        Ok(())
     }
 
     /// Cron sessions that started by `until`, with their job ids, in start order.
@@ -318,23 +482,42 @@ impl Window {
         roots
     }
 
-    /// Cost and tokens of each root's lineage (the root, then descendants by parent link).
-    fn lineage_totals(&self, roots: &[(usize, String)]) -> Vec<(f64, u64)> {
+    /// For each session, the slot in `roots` of the root whose lineage it is in.
+    fn roots_of_all(&self, roots: &[(usize, String)]) -> Vec<Option<usize>> {
         let mut slot_of_root: Vec<Option<usize>> = vec![None; self.sessions.len()];
         for (slot, (root, _)) in roots.iter().enumerate() {
             slot_of_root[*root] = Some(slot);
         }
-        let mut totals = vec![(0.0, 0.0); roots.len()];
-        for (index, session) in self.sessions.iter().enumerate() {
-            if let Some(slot) = self.root_of(index).and_then(|r| slot_of_root[r].as_ref()) {
-                totals[*slot].0 += session.cost;
-                totals[*slot].1 += session.tokens;
-            }
+        (0..self.sessions.len())
+            .map(|index| self.root_of(index).and_then(|r| slot_of_root[r]))
+            .collect()
+    }
+
+    /// Cost, tokens and settlement of each root's lineage (the root, then descendants by
+    /// parent link).
+    fn lineage_totals(&self, roots: &[(usize, String)], root_of: &[Option<usize>]) -> Vec<Lineage> {
+        let mut totals: Vec<Lineage> = roots
+            .iter()
+            .map(|(root, _)| Lineage {
+                cost_nanos: 0,
+                tokens: 0,
+                settled_at: self.dated.then_some(f64::MIN),
+                last_start: self.sessions[*root].started_at,
+            })
+            .collect();
+        for (session, slot) in self.sessions.iter().zip(root_of) {
+            let Some(total) = slot.map(|slot| &mut totals[slot]) else {
+                continue;
+            };
+            total.cost_nanos += session.cost_nanos;
+            total.tokens += session.tokens;
+            total.last_start = total.last_start.max(session.started_at);
+            total.settled_at = match (total.settled_at, session.settled_at) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
         }
         totals
-            .into_iter()
-            .map(|(c, t)| (c, t.max(0.0) as u64))
-            .collect()
     }
 
     /// The cron root a session descends from (itself for a root), if it is in the window.
@@ -368,6 +551,23 @@ impl Window {
     }
 }
 
+impl Session {
+    /// Add an auxiliary usage row billed to this session; a row last used before the
+    /// session started is a damaged one and bills nothing.
+    fn bill(&mut self, row: &AuxRow) {
+        if row.last_seen.is_some_and(|seen| seen < self.started_at) {
+            return;
+        }
+        self.cost_nanos += row.cost_nanos;
+        self.tokens += row.tokens;
+        self.settled_at = match (self.settled_at, row.last_seen) {
+            (Some(ended), Some(seen)) => Some(ended.max(seen)),
+            // A row that does not say when it was last used could still grow.
+            _ => None,
+        };
+    }
+}
+
 fn token_sum(cols: &HashSet<String>, alias: &str) -> String {
     [
         "input_tokens",
@@ -381,44 +581,60 @@ fn token_sum(cols: &HashSet<String>, alias: &str) -> String {
     .join(" + ")
 }
 
-/// The auxiliary usage rows (`task != ''`): (session id, cost, tokens).
-fn read_aux(
-    conn: &Connection,
-    schema: &Schema,
-    since: f64,
-) -> rusqlite::Result<Vec<(String, f64, f64)>> {
+/// One auxiliary usage row (`task != ''`).
+struct AuxRow {
+    session_id: String,
+    cost_nanos: i64,
+    tokens: u64,
+    last_seen: Option<f64>,
+}
+
+/// The SELECT of auxiliary rows with `extra` conditions, `None` when the table cannot hold
+/// any.
+fn aux_select(schema: &Schema, extra: &str) -> Option<String> {
     let cols = &schema.usage;
-    if !cols.contains("session_id") || !cols.contains("task") {
-        return Ok(Vec::new());
+    if !schema.has_usage() {
+        return None;
     }
     let actual = column_or(cols, "u", "actual_cost_usd", "0");
     let estimated = column_or(cols, "u", "estimated_cost_usd", "0");
-    // Rows last touched before the window cannot bill a session that started in it.
-    let recent = if cols.contains("last_seen") {
+    Some(format!(
+        "SELECT u.session_id, CASE WHEN COALESCE({actual}, 0) > 0 THEN {actual} \
+         ELSE COALESCE({estimated}, 0) END, {}, {} FROM session_model_usage u \
+         WHERE u.task != ''{extra}",
+        token_sum(cols, "u"),
+        column_or(cols, "u", "last_seen", "NULL"),
+    ))
+}
+
+fn aux_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AuxRow> {
+    Ok(AuxRow {
+        session_id: text_at(row, 0)?.unwrap_or_default(),
+        cost_nanos: to_nanos(real_at(row, 1)?.unwrap_or(0.0)),
+        tokens: real_at(row, 2)?.unwrap_or(0.0).max(0.0) as u64,
+        last_seen: real_at(row, 3)?,
+    })
+}
+
+/// The auxiliary usage rows (`task != ''`) that can bill a session started from `lo` on.
+fn read_aux(conn: &Connection, schema: &Schema, lo: f64) -> rusqlite::Result<Vec<AuxRow>> {
+    // Rows last used before `lo` cannot bill a session that started after it.
+    let recent = if schema.usage.contains("last_seen") {
         " AND COALESCE(u.last_seen, ?1) >= ?1"
     } else {
-        ""
+        " AND ?1 = ?1"
     };
-    let sql = format!(
-        "SELECT u.session_id, CASE WHEN COALESCE({actual}, 0) > 0 THEN {actual} \
-         ELSE COALESCE({estimated}, 0) END, {} FROM session_model_usage u \
-         WHERE u.task != ''{recent}",
-        token_sum(cols, "u")
-    );
+    let Some(sql) = aux_select(schema, recent) else {
+        return Ok(Vec::new());
+    };
     let mut stmt = conn.prepare(&sql)?;
-    let mut rows = if recent.is_empty() {
-        stmt.query([])?
-    } else {
-        stmt.query([since])?
-    };
+    let mut rows = stmt.query([lo])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        let Some(id) = text_at(row, 0)? else { continue };
-        out.push((
-            id,
-            real_at(row, 1)?.unwrap_or(0.0),
-            real_at(row, 2)?.unwrap_or(0.0),
-        ));
+        if text_at(row, 0)?.is_none() {
+            continue;
+        }
+        out.push(aux_row(row)?);
     }
     Ok(out)
 }

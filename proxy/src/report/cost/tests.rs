@@ -29,6 +29,7 @@ fn exec(job_id: &str, status: ExecStatus, at: f64) -> Execution {
         claimed_at: at,
         finished_at: status.is_terminal().then_some(at + 60.0),
         not_started: false,
+        seq: 0,
     }
 }
 
@@ -37,9 +38,11 @@ fn turn(job_id: &str, at: f64, cost: f64, reply: FinalReply) -> AgentTurn {
         job_id: job_id.to_string(),
         session_id: format!("cron_{job_id}_{at}"),
         started_at: at,
-        cost_usd: cost,
+        cost_nanos: to_nanos(cost),
         tokens: 100,
         reply,
+        settled_at: None,
+        last_start: at,
     }
 }
 

@@ -70,7 +70,7 @@ fn a_legacy_schema_reads_with_zero_cost_and_probed_columns() {
         first.tokens, 25,
         "the child's tokens belong to the root's lineage"
     );
-    assert_eq!(first.cost_usd, 0.0, "no cost columns means zero cost");
+    assert_eq!(first.cost_usd(), 0.0, "no cost columns means zero cost");
     assert_eq!(
         first.reply,
         FinalReply::Text("  [SILENT] ".into()),
@@ -159,7 +159,7 @@ fn a_rotated_run_is_read_at_its_compression_tip_with_its_whole_lineage() {
     );
     // 0.5 (root) + 0.75 (actual beats estimate) + 0.125 (sub-agent) + 0.0625 + 0.03125 (aux;
     // the billed figure when present); the task='' row duplicates the root and is skipped.
-    assert_eq!(rotated.cost_usd, 1.46875, "lineage cost");
+    assert_eq!(rotated.cost_usd(), 1.46875, "lineage cost");
     assert_eq!(rotated.tokens, 10 + 5 + 1 + 8 + 2, "lineage tokens");
     let archived = &turns[1];
     assert_eq!(
@@ -168,8 +168,8 @@ fn a_rotated_run_is_read_at_its_compression_tip_with_its_whole_lineage() {
         "an archived last row falls back to the newest active one"
     );
     assert_eq!(
-        archived.cost_usd, 0.0,
-        "usage rows last seen before the window are not billed"
+        archived.cost_usd(), 0.0,
+        "usage rows last seen before their session started are not billed"
     );
 }
 
