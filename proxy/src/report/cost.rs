@@ -157,7 +157,7 @@ pub fn compute(inputs: &CostInputs<'_>) -> CostSection {
         );
         totals.push((id.to_string(), Totals::of(&runs)));
     }
-    window.section(inputs, &totals)
+    window.section(inputs.jobs, &totals)
 }
 
 /// What the per-job figures are counted over: the window, shortened per job.
@@ -195,14 +195,14 @@ impl Window {
 
     /// The cost object from each job's totals: jobs of `jobs.json` first (in its order,
     /// listed even without runs), then the others (listed only with runs).
-    pub(crate) fn section(&self, inputs: &CostInputs<'_>, totals: &[(String, Totals)]) -> CostSection {
+    pub(crate) fn section(&self, cron_jobs: &[CronJob], totals: &[(String, Totals)]) -> CostSection {
         let mut jobs: Vec<JobCost> = Vec::new();
         for (id, tally) in totals {
-            let job = inputs.jobs.iter().find(|j| j.id == *id);
+            let job = cron_jobs.iter().find(|j| j.id == *id);
             if job.is_none() && tally.runs == 0 {
                 continue;
             }
-            let span_start = self.span_start(inputs.jobs, id);
+            let span_start = self.span_start(cron_jobs, id);
             jobs.push(job_cost(id.clone(), job, span_start, self, tally));
         }
         let total: f64 = jobs.iter().map(|j| j.cost_per_day_usd).sum();

@@ -26,6 +26,7 @@ pub mod cli;
 pub mod cost;
 pub mod effective;
 pub mod gauges;
+pub mod incremental;
 pub mod jobs;
 pub mod ledger;
 pub mod managed;
@@ -40,6 +41,7 @@ mod yaml;
 
 pub use audit::Audit;
 pub use cost::{CostSection, Flag, JobCost, Sources};
+pub use incremental::CostCache;
 pub use jobs::Gate;
 pub use managed::{ManagedDir, ManagedState};
 pub use observed::{GateCounters, Observed, RoleObservation};
@@ -245,5 +247,13 @@ pub fn fleet_report(opts: &ReportOptions) -> FleetReport {
     FleetReport {
         status: status(opts),
         crons: cron_cost(opts),
+    }
+}
+
+/// Both reports, the cron cost through `cache` (see [`incremental`]).
+pub fn fleet_report_cached(opts: &ReportOptions, cache: &CostCache) -> FleetReport {
+    FleetReport {
+        status: status(opts),
+        crons: cache.cron_cost(opts),
     }
 }

@@ -1,0 +1,615 @@
+//! The cron cost report, kept between reports: what a settled past added up to is kept per
+//! job and ten-minute bucket, and each report reads only what is new.
+//!
+//! A report counts the runs anchored (claimed, or started for a run without a ledger row) in
+//! each job's span `[span_start, until]`. The cache splits that axis in three:
+//!
+//! - **Settled buckets** `[k·10 min, (k+1)·10 min)` below a boundary `c1`: per job the
+//!   [`Totals`] of the runs anchored there, plus what re-reading the bucket needs (the latest
+//!   instant one of its runs can own a turn, `turn_hi`, and the latest start of a session of
+//!   its lineages, `lineage_hi`). A bucket settles when it ended five minutes ago, every
+//!   execution claimed in it is terminal, and every lineage that can belong to its runs has
+//!   ended and has not been billed for five minutes.
+//! - **The head**: the bucket holding a span's start is only partly in the span. Its runs are
+//!   re-read from the databases by range (its executions by claim text, its sessions by
+//!   start) and kept one record per run, for that bucket only.
+//! - **The tail** from `c1` to now is read on every report: the executions claimed in it,
+//!   the sessions started in it (auxiliary usage by one index probe per lineage session) and
+//!   the replies of its turns. Buckets that settled meanwhile are folded in.
+//!
+//! Everything is exact, not estimated, under three rules Hermes keeps: a terminal execution
+//! row never changes (§ ledger), a session's counters and auxiliary rows stop changing a few
+//! seconds after it ends (five minutes are allowed), and rows are inserted with the clock
+//! of their insertion (a new execution is not claimed in the settled past, a new session
+//! does not start there). Each report checks what it can afford to: both files are the same
+//! (device, inode, schema cookie, so a replaced home, a migration or a VACUUM is seen), the
+//! newest row of each table read last time is still there, no new execution or session
+//! lands below `c1`, the claim texts keep one shape (so text order is time order), and on a
+//! ledger Hermes prunes (under 50,000 terminal rows) that no settled row in use was deleted.
+//! Any doubt recomputes the report in full and rebuilds the cache. A full recompute also
+//! runs every six hours whatever happens; the incremental figures are then compared with
+//! it and a difference is counted ([`Counters::mismatches`]) and logged.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::cost::{RunRecord, Totals, Window, group_executions_of, group_turns, job_runs};
+use super::jobs::CronJob;
+use super::ledger::{Execution, LedgerSnapshot, coverage_from};
+use super::time::{format_local, parse_iso};
+use super::turns::{AgentTurn, AuxRead, StateSnapshot, TurnRange};
+use super::{CronCostReport, FullRead, ReportOptions, effective, managed, read_full, status};
+
+/// Width of a bucket in seconds.
+pub const BUCKET_SECONDS: f64 = 600.0;
+/// How long a lineage must have been still before its figures count as final.
+pub const SETTLE_SECONDS: f64 = 300.0;
+/// How often the report is recomputed in full whatever the checks say.
+pub const VERIFY_EVERY_SECONDS: f64 = 6.0 * 3600.0;
+/// Terminal rows below which the ledger is recounted on each report (Hermes keeps 1,000).
+const SMALL_LEDGER_ROWS: u64 = 50_000;
+
+/// How the reports of a [`CostCache`] were computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Reports computed in full (first report, a check that failed, the periodic one).
+    pub full: u64,
+    /// Reports computed from the cache.
+    pub incremental: u64,
+    /// Periodic full recomputes whose figures differed from the cache's.
+    pub mismatches: u64,
+}
+
+/// The cron cost report with its figures kept between calls.
+#[derive(Debug, Default)]
+pub struct CostCache {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    cached: Option<Cached>,
+    counters: Counters,
+}
+
+/// Why the cache cannot answer: the report is recomputed in full.
+#[derive(Debug)]
+struct Stale(#[allow(dead_code)] &'static str);
+
+/// Identity of a database file: device, inode, schema cookie.
+type FileId = (u64, u64, i64);
+
+#[derive(Debug)]
+struct Cached {
+    home: PathBuf,
+    days: u32,
+    ledger_file: FileId,
+    state_file: FileId,
+    /// The one shape of every claim text: separator, offset seconds.
+    shape: (u8, i64),
+    ledger_newest: Option<(i64, String)>,
+    sessions_newest: Option<(i64, String)>,
+    /// Terminal rows at the last count.
+    terminal_rows: u64,
+    /// Buckets below this index are settled.
+    c1: i64,
+    buckets: BTreeMap<i64, Bucket>,
+    /// Per-run records of head buckets, kept while they stay heads (large ledgers only).
+    heads: FxHashMap<i64, Vec<(String, RunRecord)>>,
+    verified_at: f64,
+}
+
+#[derive(Debug, Default)]
+struct Bucket {
+    jobs: FxHashMap<String, Totals>,
+    /// Terminal executions claimed in the bucket.
+    exec_rows: u64,
+    /// No run of the bucket owns a turn that started after this.
+    turn_hi: f64,
+    /// No lineage of its runs has a session that started after this.
+    lineage_hi: f64,
+}
+
+fn bucket_of(t: f64) -> i64 {
+    (t / BUCKET_SECONDS).floor() as i64
+}
+
+fn bucket_start(k: i64) -> f64 {
+    k as f64 * BUCKET_SECONDS
+}
+
+impl CostCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How the reports so far were computed.
+    pub fn counters(&self) -> Counters {
+        self.lock().counters
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cron cost report of `opts`: from the cache when it can answer, else in full.
+    pub fn cron_cost(&self, opts: &ReportOptions) -> CronCostReport {
+        let until = opts.now_unix();
+        let since = until - f64::from(opts.days) * super::time::DAY_SECONDS;
+        let mut state = self.lock();
+        let mine = state
+            .cached
+            .as_mut()
+            .filter(|c| c.home == opts.hermes_home && c.days == opts.days);
+        let mut check = None;
+        if let Some(cached) = mine {
+            let due = until - cached.verified_at >= VERIFY_EVERY_SECONDS;
+            match incremental(cached, opts, since, until) {
+                Ok(report) if !due => {
+                    state.counters.incremental += 1;
+                    return report;
+                }
+                Ok(report) => check = Some(report),
+                Err(Stale(why)) => tracing::debug!(reason = why, "report cache stale"),
+            }
+        }
+        let read = read_full(opts, since, until);
+        let cached = build(&read, opts, since, until);
+        let report = read.report(opts, since, until);
+        if let Some(check) = check
+            && check.cost != report.cost
+        {
+            state.counters.mismatches += 1;
+            tracing::warn!(
+                home = %opts.hermes_home.display(),
+                "the incremental cron cost differed from a full recompute; the cache is rebuilt"
+            );
+        }
+        state.counters.full += 1;
+        state.cached = cached;
+        report
+    }
+}
+
+/// Build the cache from a full read, or `None` when its sources do not allow one.
+fn build(read: &FullRead, opts: &ReportOptions, since: f64, until: f64) -> Option<Cached> {
+    let (ledger, turns) = (read.ledger.as_ref()?, read.turns.as_deref()?);
+    let (lsnap, ssnap) = (read.ledger_snapshot.as_ref()?, read.state_snapshot.as_ref()?);
+    let shape = lsnap.shapes().uniform()?;
+    let coverage = ledger.coverage_from(since);
+    let start = coverage.map_or(since, |c| c.max(since));
+    let mut cached = Cached {
+        home: opts.hermes_home.clone(),
+        days: opts.days,
+        ledger_file: file_id(lsnap.conn(), &opts.hermes_home.join("cron/executions.db")).ok()?,
+        state_file: file_id(ssnap.conn(), &opts.hermes_home.join("state.db")).ok()?,
+        shape,
+        ledger_newest: newest(lsnap.conn(), "executions").ok()?,
+        sessions_newest: newest(ssnap.conn(), "sessions").ok()?,
+        terminal_rows: ledger.terminal_rows,
+        // The bucket holding the span start is only ever read as a head: its aggregate may
+        // miss runs before the window, which no span includes.
+        c1: bucket_of(start),
+        buckets: BTreeMap::new(),
+        heads: FxHashMap::default(),
+        verified_at: until,
+    };
+    let runs = runs_from(&cached, &ledger.executions, turns, until, &read.jobs);
+    fold(&mut cached, &runs, &ledger.executions, turns, until);
+    Some(cached)
+}
+
+/// Every job's runs anchored from the cache's `c1` on.
+fn runs_from(
+    cached: &Cached,
+    executions: &[Execution],
+    turns: &[AgentTurn],
+    until: f64,
+    jobs: &[CronJob],
+) -> FxHashMap<String, Vec<RunRecord>> {
+    runs_between(bucket_start(cached.c1), until, executions, turns, jobs)
+}
+
+fn runs_between(
+    lo: f64,
+    hi: f64,
+    executions: &[Execution],
+    turns: &[AgentTurn],
+    jobs: &[CronJob],
+) -> FxHashMap<String, Vec<RunRecord>> {
+    let execs = group_executions_of(executions);
+    let turns = group_turns(Some(turns));
+    let ids: FxHashSet<&str> = jobs
+        .iter()
+        .map(|j| j.id.as_str())
+        .chain(execs.keys().copied())
+        .chain(turns.keys().copied())
+        .collect();
+    ids.into_iter()
+        .map(|id| {
+            let runs = job_runs(
+                lo,
+                hi,
+                execs.get(id).map_or(&[][..], Vec::as_slice),
+                turns.get(id).map_or(&[][..], Vec::as_slice),
+            );
+            (id.to_string(), runs)
+        })
+        .collect()
+}
+
+/// Fold the buckets from `c1` on that have settled by `now` into the cache, in order, and
+/// stop at the first that has not.
+fn fold(
+    cached: &mut Cached,
+    runs: &FxHashMap<String, Vec<RunRecord>>,
+    executions: &[Execution],
+    turns: &[AgentTurn],
+    now: f64,
+) {
+    let still = now - SETTLE_SECONDS;
+    loop {
+        let (b0, b1) = (bucket_start(cached.c1), bucket_start(cached.c1 + 1));
+        if b1 > still {
+            return;
+        }
+        let claimed: Vec<&Execution> = executions
+            .iter()
+            .filter(|e| e.claimed_at >= b0 && e.claimed_at < b1)
+            .collect();
+        let mut turn_hi = b1;
+        for e in &claimed {
+            if !e.status.is_terminal() {
+                return;
+            }
+            // A terminal row without an end owns turns up to the job's next claim.
+            let end = e.finished_at.or_else(|| {
+                executions
+                    .iter()
+                    .filter(|n| n.job_id == e.job_id && n.claimed_at > e.claimed_at)
+                    .map(|n| n.claimed_at)
+                    .reduce(f64::min)
+            });
+            match end {
+                Some(end) => turn_hi = turn_hi.max(end),
+                None => return,
+            }
+        }
+        if turn_hi > still {
+            return;
+        }
+        let mut lineage_hi = turn_hi;
+        for turn in turns.iter().filter(|t| t.started_at <= turn_hi) {
+            if turn.settled_at.is_none_or(|at| at > still) {
+                return;
+            }
+            lineage_hi = lineage_hi.max(turn.last_start);
+        }
+        let mut bucket = Bucket {
+            exec_rows: claimed.len() as u64,
+            turn_hi,
+            lineage_hi,
+            ..Bucket::default()
+        };
+        for (id, list) in runs {
+            let mut totals = Totals::default();
+            for run in list.iter().filter(|r| r.anchor >= b0 && r.anchor < b1) {
+                totals.add_run(run);
+            }
+            if totals != Totals::default() {
+                bucket.jobs.insert(id.clone(), totals);
+            }
+        }
+        cached.buckets.insert(cached.c1, bucket);
+        cached.c1 += 1;
+    }
+}
+
+/// The report from the cache, or why it cannot answer.
+fn incremental(
+    cached: &mut Cached,
+    opts: &ReportOptions,
+    since: f64,
+    until: f64,
+) -> Result<CronCostReport, Stale> {
+    let ledger_path = opts.hermes_home.join("cron").join("executions.db");
+    let state_path = opts.hermes_home.join("state.db");
+    let lsnap = LedgerSnapshot::open(&ledger_path, opts.busy_timeout)
+        .map_err(|_| Stale("the ledger did not open"))?;
+    let ssnap = StateSnapshot::open(&state_path, opts.busy_timeout)
+        .map_err(|_| Stale("state.db did not open"))?;
+    if file_id(lsnap.conn(), &ledger_path).map_err(db)? != cached.ledger_file
+        || file_id(ssnap.conn(), &state_path).map_err(db)? != cached.state_file
+    {
+        return Err(Stale("a database was replaced, migrated or vacuumed"));
+    }
+    let c1_time = bucket_start(cached.c1);
+    check_new_rows(cached, &lsnap, &ssnap, c1_time)?;
+
+    // Coverage, as a full read computes it.
+    let small = cached.terminal_rows < SMALL_LEDGER_ROWS;
+    let terminal_rows = if small {
+        lsnap.terminal_count().map_err(db)?
+    } else {
+        cached.terminal_rows
+    };
+    let oldest = lsnap.oldest_terminal().map_err(db)?;
+    let coverage = coverage_from(terminal_rows, oldest.as_deref().and_then(parse_iso), since);
+    let start = coverage.map_or(since, |c| c.max(since));
+    let head = bucket_of(start);
+    let first = cached.buckets.keys().next().copied().unwrap_or(cached.c1);
+    if head < first.min(cached.c1) || head > cached.c1 {
+        return Err(Stale("the window moved off the cached buckets"));
+    }
+    // What fell out of the window for good.
+    cached.buckets = cached.buckets.split_off(&head);
+    cached.heads.retain(|k, _| *k >= head);
+    if small {
+        check_deletions(cached, &lsnap, head)?;
+        // Pruning can remove rows of a head bucket: read heads afresh.
+        cached.heads.clear();
+    }
+    cached.terminal_rows = terminal_rows;
+
+    let mut errors = Vec::new();
+    let jobs = status::jobs_or_error(opts, &mut errors);
+    let managed = managed::load(&opts.managed_dir);
+    let merged = effective::merge_config(&opts.hermes_home, &managed.config);
+
+    // The tail: everything anchored from c1 on, read on every report.
+    let (sep, offset) = cached.shape;
+    let c1_text = format_local(c1_time as i64, offset, sep);
+    let mut executions = lsnap.rows(&c1_text, None).map_err(db)?;
+    let range = TurnRange {
+        lo: c1_time,
+        roots_hi: until,
+        sessions_hi: f64::INFINITY,
+        aux: AuxRead::Probe,
+    };
+    let turns = ssnap.turns(range, None).map_err(db)?;
+    executions.extend(lsnap.priors(&turn_jobs(&turns), &c1_text).map_err(db)?);
+    let runs = runs_from(cached, &executions, &turns, until, &jobs);
+    fold(cached, &runs, &executions, &turns, until);
+
+    // The head buckets: one per distinct span start below c1.
+    let window = Window {
+        since,
+        until,
+        days: opts.days,
+        coverage,
+        executions_read: true,
+        turns_read: true,
+    };
+    let mut ids: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
+    let mut others: FxHashSet<&str> = FxHashSet::default();
+    others.extend(runs.keys().map(String::as_str));
+    for bucket in cached.buckets.values() {
+        others.extend(bucket.jobs.keys().map(String::as_str));
+    }
+    let mut heads_needed: Vec<i64> = Vec::new();
+    for id in ids.iter().map(String::as_str).chain(others.iter().copied()) {
+        let h = bucket_of(window.span_start(&jobs, id));
+        if h < cached.c1 && !heads_needed.contains(&h) {
+            heads_needed.push(h);
+        }
+    }
+    for h in heads_needed {
+        if cached.heads.contains_key(&h) {
+            continue;
+        }
+        let Some(bucket) = cached.buckets.get(&h) else {
+            return Err(Stale("a head bucket is not cached"));
+        };
+        let records = read_bucket(&lsnap, &ssnap, cached.shape, h, bucket, &jobs)?;
+        cached.heads.insert(h, records);
+    }
+    let heads = &cached.heads;
+    for head in heads.values() {
+        others.extend(head.iter().map(|(id, _)| id.as_str()));
+    }
+    let mut orphans: Vec<String> = others
+        .into_iter()
+        .filter(|id| jobs.iter().all(|j| j.id != *id))
+        .map(str::to_string)
+        .collect();
+    orphans.sort_unstable();
+    ids.extend(orphans);
+
+    let c1_time = bucket_start(cached.c1);
+    let mut totals: Vec<(String, Totals)> = Vec::with_capacity(ids.len());
+    for id in ids {
+        let lo = window.span_start(&jobs, &id);
+        let mut sum = Totals::default();
+        let h = bucket_of(lo);
+        if h < cached.c1 {
+            let head = heads.get(&h).ok_or(Stale("a head bucket was not read"))?;
+            for (_, run) in head.iter().filter(|(j, r)| *j == id && r.anchor >= lo) {
+                sum.add_run(run);
+            }
+            for (_, bucket) in cached.buckets.range(h + 1..cached.c1) {
+                if let Some(t) = bucket.jobs.get(&id) {
+                    sum.add(t);
+                }
+            }
+        }
+        for run in runs.get(&id).into_iter().flatten() {
+            if run.anchor >= c1_time && run.anchor >= lo {
+                sum.add_run(run);
+            }
+        }
+        totals.push((id, sum));
+    }
+    let cost = window.section(&jobs, &totals);
+    cached.ledger_newest = newest(lsnap.conn(), "executions").map_err(db)?;
+    cached.sessions_newest = newest(ssnap.conn(), "sessions").map_err(db)?;
+    let read = FullRead {
+        jobs,
+        merged,
+        ledger: None,
+        turns: None,
+        errors,
+        ledger_snapshot: None,
+        state_snapshot: None,
+    };
+    Ok(read.finish(cost))
+}
+
+/// The newest rows read last time are still there, and nothing inserted since lands in
+/// the settled past or writes its claim in another shape.
+fn check_new_rows(
+    cached: &Cached,
+    lsnap: &LedgerSnapshot,
+    ssnap: &StateSnapshot,
+    c1_time: f64,
+) -> Result<(), Stale> {
+    let ledger_from = still_there(lsnap.conn(), "executions", cached.ledger_newest.as_ref())?;
+    let sessions_from = still_there(ssnap.conn(), "sessions", cached.sessions_newest.as_ref())?;
+    let mut stmt = lsnap
+        .conn()
+        .prepare("SELECT claimed_at FROM executions WHERE rowid > ?1")
+        .map_err(db)?;
+    let mut rows = stmt.query([ledger_from]).map_err(db)?;
+    let mut shapes = super::ledger::Shapes::default();
+    while let Some(row) = rows.next().map_err(db)? {
+        let claimed: Option<String> = row.get(0).map_err(db)?;
+        let Some(claimed) = claimed else { continue };
+        shapes.note(&claimed);
+        if parse_iso(&claimed).is_some_and(|t| t < c1_time) {
+            return Err(Stale("a new execution is claimed in the settled past"));
+        }
+    }
+    if !shapes.0.is_empty() && shapes.uniform() != Some(cached.shape) {
+        return Err(Stale("a new claim text has another shape"));
+    }
+    let below: i64 = ssnap
+        .conn()
+        .query_row(
+            "SELECT COUNT(*) FROM sessions WHERE rowid > ?1 AND started_at < ?2",
+            rusqlite::params![sessions_from, c1_time],
+            |row| row.get(0),
+        )
+        .map_err(db)?;
+    if below > 0 {
+        return Err(Stale("a new session starts in the settled past"));
+    }
+    Ok(())
+}
+
+/// The settled buckets after the head still hold every terminal row they counted.
+fn check_deletions(cached: &Cached, lsnap: &LedgerSnapshot, head: i64) -> Result<(), Stale> {
+    if head + 1 >= cached.c1 {
+        return Ok(());
+    }
+    let expected: u64 = cached
+        .buckets
+        .range(head + 1..cached.c1)
+        .map(|(_, b)| b.exec_rows)
+        .sum();
+    let (sep, offset) = cached.shape;
+    let lo = format_local(bucket_start(head + 1) as i64, offset, sep);
+    let hi = format_local(bucket_start(cached.c1) as i64, offset, sep);
+    let found = lsnap
+        .count(
+            "status IN ('completed','failed','unknown') AND claimed_at >= ?1 AND claimed_at < ?2",
+            &[&lo, &hi],
+        )
+        .map_err(|_| Stale("a query failed"))?;
+    if found == expected {
+        Ok(())
+    } else {
+        Err(Stale("settled ledger rows were deleted"))
+    }
+}
+
+/// Re-read the runs of settled bucket `k` from the databases, one record per run.
+fn read_bucket(
+    lsnap: &LedgerSnapshot,
+    ssnap: &StateSnapshot,
+    (sep, offset): (u8, i64),
+    k: i64,
+    bucket: &Bucket,
+    jobs: &[CronJob],
+) -> Result<Vec<(String, RunRecord)>, Stale> {
+    let (b0, b1) = (bucket_start(k), bucket_start(k + 1));
+    let lo = format_local(b0 as i64, offset, sep);
+    let hi = format_local(bucket.turn_hi.floor() as i64 + 1, offset, sep);
+    let mut executions = lsnap.rows(&lo, Some(&hi)).map_err(db)?;
+    let range = TurnRange {
+        lo: b0,
+        roots_hi: bucket.turn_hi,
+        sessions_hi: bucket.lineage_hi,
+        aux: AuxRead::Probe,
+    };
+    let turns = ssnap.turns(range, None).map_err(db)?;
+    executions.extend(lsnap.priors(&turn_jobs(&turns), &lo).map_err(db)?);
+    let runs = runs_between(b0, b1, &executions, &turns, jobs);
+    let mut records = Vec::new();
+    for (id, list) in runs {
+        for run in list.into_iter().filter(|r| r.anchor < b1) {
+            records.push((id.clone(), run));
+        }
+    }
+    Ok(records)
+}
+
+/// A failed query: the cache cannot answer.
+fn db<E>(_: E) -> Stale {
+    Stale("a query failed")
+}
+
+fn turn_jobs(turns: &[AgentTurn]) -> Vec<&str> {
+    let mut ids: Vec<&str> = turns.iter().map(|t| t.job_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// Device, inode and schema cookie (bumped by every schema change and by VACUUM).
+fn file_id(conn: &Connection, path: &std::path::Path) -> rusqlite::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let cookie: i64 = conn.query_row("PRAGMA schema_version", [], |row| row.get(0))?;
+    Ok((meta.dev(), meta.ino(), cookie))
+}
+
+/// The newest row of `table` by row id, with its `id`.
+fn newest(conn: &Connection, table: &str) -> rusqlite::Result<Option<(i64, String)>> {
+    let sql = format!("SELECT rowid, CAST(id AS TEXT) FROM {table} ORDER BY rowid DESC LIMIT 1");
+    match conn.query_row(&sql, [], |row| Ok((row.get(0)?, row.get(1)?))) {
+        Ok(found) => Ok(Some(found)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The row id after which rows are new, once the newest row read last time is found
+/// unchanged.
+fn still_there(
+    conn: &Connection,
+    table: &str,
+    newest: Option<&(i64, String)>,
+) -> Result<i64, Stale> {
+    let Some((rowid, id)) = newest else {
+        return Ok(0);
+    };
+    let sql = format!("SELECT CAST(id AS TEXT) FROM {table} WHERE rowid = ?1");
+    match conn.query_row(&sql, [rowid], |row| row.get::<_, String>(0)) {
+        Ok(found) if found == *id => Ok(*rowid),
+        Ok(_) | Err(rusqlite::Error::QueryReturnedNoRows) => {
+            Err(Stale("the newest row read last time is gone"))
+        }
+        Err(_) => Err(Stale("a query failed")),
+    }
+}
+
+
+#[cfg(test)]
+mod tests;
