@@ -12,7 +12,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use fleetgate_proxy::report::{CronCostReport, ManagedDir, ReportOptions, cron_cost, time};
+use fleetgate_proxy::report::{
+    CostCache, CronCostReport, ManagedDir, ReportOptions, cron_cost, time,
+};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -26,12 +28,32 @@ fn main() -> Result<()> {
         Some(list) => list.split(',').map(str::parse).collect::<Result<_, _>>()?,
         None => vec![10_000, 100_000, 1_000_000],
     };
+    // The steady state is measured on the largest home asked for.
+    let steady_sizes: Vec<usize> = sizes.iter().max().copied().into_iter().collect();
     // Profiling: `FLEETGATE_REPORT_HOME=DIR` keeps the generated home in DIR (made once) and
     // runs only the Rust report, five times, so a profiler sees nothing else.
     if let Some(home) = std::env::var_os("FLEETGATE_REPORT_HOME").map(PathBuf::from) {
         let size = sizes.first().copied().unwrap_or(1_000_000);
         if !home.join("state.db").exists() {
             generate(&home, size)?;
+        }
+        // `FLEETGATE_REPORT_STEADY=N`: N incremental rounds instead (on a copy of the home).
+        if let Some(rounds) = std::env::var("FLEETGATE_REPORT_STEADY")
+            .ok()
+            .and_then(|n| n.parse().ok())
+        {
+            let copy = tempfile::tempdir()?;
+            copy_home(&home, copy.path())?;
+            let steady = steady_rounds(copy.path(), rounds)?;
+            let mut walls: Vec<Duration> = steady.rounds.iter().map(|t| t.wall).collect();
+            walls.sort_unstable();
+            println!(
+                "{size:>9}  first {}  full {}  incremental median {:?}",
+                steady.first,
+                steady.full,
+                walls[walls.len() / 2]
+            );
+            return Ok(());
         }
         for _ in 0..5 {
             let run = time_rust(&home)?;
@@ -65,6 +87,137 @@ fn main() -> Result<()> {
     if python.is_none() {
         println!("(python side skipped: neither FLEETGATE_VENV nor python3 found)");
     }
+    println!();
+    println!("steady state: 100 new execution rows (with their sessions) a minute, one report");
+    println!("a minute through the cache, against a full recompute of the same home");
+    println!(
+        "{:>9}  {:>17}  {:>17}  {:>17}  {:>17}  {:>11}",
+        "rows", "first (cache)", "full", "incremental med", "incremental max", "full/med"
+    );
+    for size in steady_sizes {
+        let dir = tempfile::tempdir()?;
+        generate(dir.path(), size)?;
+        let steady = steady(dir.path())?;
+        let mut walls: Vec<Duration> = steady.rounds.iter().map(|t| t.wall).collect();
+        walls.sort_unstable();
+        let median = steady
+            .rounds
+            .iter()
+            .find(|t| t.wall == walls[walls.len() / 2]);
+        let worst = steady.rounds.iter().max_by_key(|t| t.wall);
+        let (Some(median), Some(worst)) = (median, worst) else {
+            bail!("no incremental round ran");
+        };
+        let ratio = steady.full.wall.as_secs_f64() / median.wall.as_secs_f64();
+        println!(
+            "{size:>9}  {:>17}  {:>17}  {:>17}  {:>17}  {:>10.0}x",
+            steady.first.to_string(),
+            steady.full.to_string(),
+            median.to_string(),
+            worst.to_string(),
+            ratio
+        );
+    }
+    Ok(())
+}
+
+/// Incremental rounds and the full recompute of the state they end at.
+struct Steady {
+    /// The first report through an empty cache (a full read that also fills it).
+    first: Timing,
+    rounds: Vec<Timing>,
+    full: Timing,
+}
+
+/// Report once to fill a cache, then six times a minute apart with 100 new execution rows
+/// (and their sessions) each minute; then recompute the last state in full. Both must agree.
+fn steady(home: &Path) -> Result<Steady> {
+    steady_rounds(home, 6)
+}
+
+fn copy_home(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to.join("cron"))?;
+    for file in ["state.db", "cron/executions.db", "cron/jobs.json"] {
+        std::fs::copy(from.join(file), to.join(file))?;
+    }
+    Ok(())
+}
+
+fn steady_rounds(home: &Path, count: usize) -> Result<Steady> {
+    let cache = CostCache::new();
+    // Warm the page cache as the plain rounds do, so both firsts read from memory.
+    cron_cost(&options_at(home, NOW));
+    let (started, cpu) = (Instant::now(), process_cpu());
+    cache.cron_cost(&options_at(home, NOW));
+    let first = Timing {
+        wall: started.elapsed(),
+        cpu: process_cpu().saturating_sub(cpu),
+    };
+    let mut rounds = Vec::new();
+    let mut now = NOW;
+    let mut report = None;
+    for round in 0..count {
+        now += 60.0;
+        append(home, now - 60.0, round)?;
+        let (started, cpu) = (Instant::now(), process_cpu());
+        report = Some(cache.cron_cost(&options_at(home, now)));
+        rounds.push(Timing {
+            wall: started.elapsed(),
+            cpu: process_cpu().saturating_sub(cpu),
+        });
+    }
+    let (started, cpu) = (Instant::now(), process_cpu());
+    let full = cron_cost(&options_at(home, now));
+    let full_timing = Timing {
+        wall: started.elapsed(),
+        cpu: process_cpu().saturating_sub(cpu),
+    };
+    let counted = cache.counters();
+    if counted.incremental != count as u64 {
+        bail!("the steady-state rounds must come from the cache: {counted:?}");
+    }
+    if report.map(|r| r.cost) != Some(full.cost) {
+        bail!("the incremental report differs from the full recompute");
+    }
+    Ok(Steady {
+        first,
+        rounds,
+        full: full_timing,
+    })
+}
+
+/// 100 execution rows claimed in the minute from `from`, with the sessions, messages and
+/// usage rows the generator writes for them.
+fn append(home: &Path, from: f64, round: usize) -> Result<()> {
+    let ledger = Connection::open(home.join("cron/executions.db"))?;
+    let state = Connection::open(home.join("state.db"))?;
+    ledger.execute_batch("BEGIN")?;
+    state.execute_batch("BEGIN")?;
+    for k in 0..100 {
+        let i = 1_000_000_000 + round * 100 + k;
+        let j = k % JOBS;
+        let at = (from + k as f64 * 0.5).floor();
+        ledger.execute(
+            "INSERT INTO executions (id, job_id, source, process_id, pid, status, claimed_at,
+             started_at, finished_at) VALUES (?1, ?2, 'builtin', 'p', 1, 'completed', ?3, ?3, ?4)",
+            params![format!("{i:032x}"), job_id(j), iso(at), iso(at + 20.0)],
+        )?;
+        if j.is_multiple_of(10) {
+            continue;
+        }
+        let id = format!("cron_{}_{}", job_id(j), stamp(at + 1.0));
+        state.execute(
+            "INSERT OR IGNORE INTO sessions (id, source, started_at, ended_at, input_tokens,
+             output_tokens, estimated_cost_usd) VALUES (?1, 'cron', ?2, ?3, 1500, 120, 0.003)",
+            params![id, at + 1.0, at + 10.0],
+        )?;
+        state.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, 'assistant', 'ok', ?2)",
+            params![id, at + 10.0],
+        )?;
+    }
+    ledger.execute_batch("COMMIT")?;
+    state.execute_batch("COMMIT")?;
     Ok(())
 }
 
@@ -119,8 +272,12 @@ fn python() -> Option<PathBuf> {
 }
 
 fn options(home: &Path) -> ReportOptions {
+    options_at(home, NOW)
+}
+
+fn options_at(home: &Path, now: f64) -> ReportOptions {
     let mut opts = ReportOptions::new(home);
-    opts.now = Some(NOW);
+    opts.now = Some(now);
     opts.managed_dir = ManagedDir::Off;
     opts
 }
@@ -243,16 +400,18 @@ fn fill(ledger: &Connection, state: &Connection, rows: usize) -> Result<usize> {
         "INSERT INTO executions (id, job_id, source, process_id, pid, status, claimed_at, started_at,
          finished_at, error) VALUES (?1, ?2, 'builtin', 'p', 1, ?3, ?4, ?4, ?5, ?6)",
     )?;
+    // Sessions end as Hermes ends them (end_session), nine seconds after they start.
     let mut session = state.prepare(
-        "INSERT INTO sessions (id, source, parent_session_id, started_at, input_tokens, output_tokens,
-         cache_read_tokens, estimated_cost_usd, actual_cost_usd) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO sessions (id, source, parent_session_id, started_at, ended_at, input_tokens,
+         output_tokens, cache_read_tokens, estimated_cost_usd, actual_cost_usd)
+         VALUES (?1, ?2, ?3, ?4, ?4 + 9, ?5, ?6, ?7, ?8, ?9)",
     )?;
     let mut message = state.prepare(
         "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, ?2, ?3, ?4)",
     )?;
     let mut usage = state.prepare(
         "INSERT INTO session_model_usage (session_id, model, task, input_tokens, output_tokens,
-         estimated_cost_usd) VALUES (?1, 'm', ?2, ?3, ?4, ?5)",
+         estimated_cost_usd, first_seen, last_seen) VALUES (?1, 'm', ?2, ?3, ?4, ?5, ?6, ?6)",
     )?;
     let per_job = rows.div_ceil(JOBS);
     let interval = (WINDOW - 120.0) / per_job as f64;
@@ -303,7 +462,7 @@ fn fill(ledger: &Connection, state: &Connection, rows: usize) -> Result<usize> {
         };
         message.execute(params![id, "user", "check", at + 1.0])?;
         message.execute(params![id, "assistant", reply, at + 10.0])?;
-        usage.execute(params![id, "", 1500, 120, 0.003])?;
+        usage.execute(params![id, "", 1500, 120, 0.003, at + 9.0])?;
         if i % 10 == 1 {
             let child = format!("delegate_{i:016x}");
             session.execute(params![
@@ -319,7 +478,7 @@ fn fill(ledger: &Connection, state: &Connection, rows: usize) -> Result<usize> {
             ])?;
         }
         if i % 5 == 2 {
-            usage.execute(params![id, "title_generation", 50, 10, 0.0002])?;
+            usage.execute(params![id, "title_generation", 50, 10, 0.0002, at + 8.0])?;
         }
     }
     Ok(sessions)
@@ -366,6 +525,7 @@ const STATE_DDL: &str = "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT
   input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
   cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
   estimated_cost_usd REAL NOT NULL DEFAULT 0, actual_cost_usd REAL NOT NULL DEFAULT 0,
+  first_seen REAL, last_seen REAL,
   PRIMARY KEY (session_id, model, billing_provider, billing_base_url, billing_mode, task));
   CREATE INDEX idx_sessions_source ON sessions(source);
   CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);

@@ -137,10 +137,19 @@ async fn report(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Body>
     if let Some(dir) = &cfg.managed_dir {
         opts.managed_dir = crate::report::ManagedDir::At(dir.clone());
     }
-    // SQLite reads block: keep them off the async workers.
-    match tokio::task::spawn_blocking(move || crate::report::fleet_report(&opts)).await {
-        Ok(mut report) => {
+    // SQLite reads block: keep them off the async workers. The cost figures come from the
+    // cache kept between calls (only what is new is read).
+    let worker = Arc::clone(shared);
+    let computed = tokio::task::spawn_blocking(move || {
+        let before = worker.report_cache.counters();
+        let report = crate::report::fleet_report_cached(&opts, &worker.report_cache);
+        (report, before, worker.report_cache.counters())
+    })
+    .await;
+    match computed {
+        Ok((mut report, before, after)) => {
             shared.report_gauges.observe(&report.crons.cost);
+            shared.report_gauges.observe_computation(before, after);
             // The gate's own wire observations (LLM route) join the observer's file.
             report.status.observed.merge(shared.llm.store.observed());
             match serde_json::to_value(&report) {

@@ -37,6 +37,8 @@ pub struct Shared {
     pub metrics: ProxyMetrics,
     /// Fleet report gauges (cost per day per cron job, flagged jobs).
     pub report_gauges: crate::report::gauges::ReportGauges,
+    /// The cron cost figures kept between `/v1/report` calls.
+    pub report_cache: crate::report::CostCache,
     /// The registry `/metrics` renders.
     pub registry: Registry,
     /// Where each listener is bound, for `/v1/status`.
@@ -63,6 +65,7 @@ impl Shared {
             runtime: ArcSwap::new(runtime),
             metrics,
             report_gauges,
+            report_cache: crate::report::CostCache::new(),
             registry,
             listeners: std::sync::Mutex::new(Vec::new()),
             watches,

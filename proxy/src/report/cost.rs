@@ -195,7 +195,11 @@ impl Window {
 
     /// The cost object from each job's totals: jobs of `jobs.json` first (in its order,
     /// listed even without runs), then the others (listed only with runs).
-    pub(crate) fn section(&self, cron_jobs: &[CronJob], totals: &[(String, Totals)]) -> CostSection {
+    pub(crate) fn section(
+        &self,
+        cron_jobs: &[CronJob],
+        totals: &[(String, Totals)],
+    ) -> CostSection {
         let mut jobs: Vec<JobCost> = Vec::new();
         for (id, tally) in totals {
             let job = cron_jobs.iter().find(|j| j.id == *id);
@@ -243,7 +247,11 @@ pub(crate) fn group_executions_of(executions: &[Execution]) -> ByJob<'_, Executi
             .push(execution);
     }
     for list in by_job.values_mut() {
-        list.sort_by(|a, b| a.claimed_at.total_cmp(&b.claimed_at).then(a.seq.cmp(&b.seq)));
+        list.sort_by(|a, b| {
+            a.claimed_at
+                .total_cmp(&b.claimed_at)
+                .then(a.seq.cmp(&b.seq))
+        });
     }
     by_job
 }
@@ -327,6 +335,16 @@ impl Totals {
         self.cost_nanos += run.cost_nanos;
     }
 
+    /// Take away totals added before.
+    pub fn sub(&mut self, other: &Self) {
+        self.runs -= other.runs;
+        self.failed -= other.failed;
+        self.turns -= other.turns;
+        self.empty -= other.empty;
+        self.tokens -= other.tokens;
+        self.cost_nanos -= other.cost_nanos;
+    }
+
     /// Add other totals.
     pub fn add(&mut self, other: &Self) {
         self.runs += other.runs;
@@ -395,7 +413,8 @@ impl<'a> Run<'a> {
     }
 }
 
-/// The runs of one job anchored in `[lo, hi]`, in anchor order.
+/// The runs of one job anchored in `[lo, hi]`: the executions' runs in claim order, then
+/// the turns without one.
 ///
 /// `execs` (in claim order) must hold every execution of the job claimed from `lo` on and
 /// the last one claimed before it; `turns` every turn of the job that such a run can own or
@@ -438,9 +457,7 @@ pub fn job_runs(lo: f64, hi: f64, execs: &[&Execution], turns: &[&AgentTurn]) ->
             None => {}
         }
     }
-    let mut records: Vec<RunRecord> = runs.iter().map(Run::record).collect();
-    records.sort_by(|a, b| a.anchor.total_cmp(&b.anchor));
-    records
+    runs.iter().map(Run::record).collect()
 }
 
 /// The execution whose `[claimed_at, finished_at]` holds `started_at` (runs of one job do not

@@ -1,9 +1,10 @@
 //! Report gauges: cost per day, runs, empty-run share and flags per cron job, refreshed from a
 //! cost report.
 
-use prometheus::{GaugeVec, IntGaugeVec, Opts, Registry};
+use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry};
 
 use super::cost::{CostSection, Flag};
+use super::incremental::Counters;
 
 /// The report's gauges.
 #[derive(Clone, Debug)]
@@ -12,6 +13,8 @@ pub struct ReportGauges {
     flagged: IntGaugeVec,
     runs: IntGaugeVec,
     empty_share: GaugeVec,
+    computations: IntCounterVec,
+    mismatches: IntCounter,
 }
 
 impl ReportGauges {
@@ -45,6 +48,20 @@ impl ReportGauges {
             ),
             &["job"],
         )?;
+        let computations = IntCounterVec::new(
+            Opts::new(
+                "fleetgate_report_cost_computations_total",
+                "Cron cost reports computed, by how: full (everything read) or incremental \
+                 (only what is new read).",
+            ),
+            &["how"],
+        )?;
+        let mismatches = IntCounter::new(
+            "fleetgate_report_cost_mismatches_total",
+            "Periodic full recomputes whose figures differed from the incremental ones.",
+        )?;
+        registry.register(Box::new(computations.clone()))?;
+        registry.register(Box::new(mismatches.clone()))?;
         registry.register(Box::new(cost_per_day.clone()))?;
         registry.register(Box::new(flagged.clone()))?;
         registry.register(Box::new(runs.clone()))?;
@@ -54,7 +71,23 @@ impl ReportGauges {
             flagged,
             runs,
             empty_share,
+            computations,
+            mismatches,
         })
+    }
+
+    /// Count what a report call computed, from the cache's counters before and after it.
+    pub fn observe_computation(&self, before: Counters, after: Counters) {
+        for (how, then, now) in [
+            ("full", before.full, after.full),
+            ("incremental", before.incremental, after.incremental),
+        ] {
+            self.computations
+                .with_label_values(&[how])
+                .inc_by(now.saturating_sub(then));
+        }
+        self.mismatches
+            .inc_by(after.mismatches.saturating_sub(before.mismatches));
     }
 
     /// Replace every value with those of `cost` (jobs that disappeared are dropped).

@@ -37,7 +37,9 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::cost::{RunRecord, Totals, Window, group_executions_of, group_turns, job_runs};
+use super::cost::{
+    CostSection, RunRecord, Totals, Window, group_executions_of, group_turns, job_runs,
+};
 use super::jobs::CronJob;
 use super::ledger::{Execution, LedgerSnapshot, coverage_from};
 use super::time::{format_local, parse_iso};
@@ -98,6 +100,8 @@ struct Cached {
     /// Buckets below this index are settled.
     c1: i64,
     buckets: BTreeMap<i64, Bucket>,
+    /// Per job, the sum of every cached bucket.
+    sums: FxHashMap<String, Totals>,
     /// Per-run records of head buckets, kept while they stay heads (large ledgers only).
     heads: FxHashMap<i64, Vec<(String, RunRecord)>>,
     verified_at: f64,
@@ -112,6 +116,40 @@ struct Bucket {
     turn_hi: f64,
     /// No lineage of its runs has a session that started after this.
     lineage_hi: f64,
+}
+
+impl Cached {
+    /// Cache settled bucket `k`.
+    fn add(&mut self, k: i64, bucket: Bucket) {
+        for (id, totals) in &bucket.jobs {
+            self.sums.entry(id.clone()).or_default().add(totals);
+        }
+        self.buckets.insert(k, bucket);
+    }
+
+    /// Forget the buckets below `k` (they fell out of every span).
+    fn drop_below(&mut self, k: i64) {
+        let kept = self.buckets.split_off(&k);
+        for bucket in std::mem::replace(&mut self.buckets, kept).into_values() {
+            for (id, totals) in &bucket.jobs {
+                if let Some(sum) = self.sums.get_mut(id) {
+                    sum.sub(totals);
+                }
+            }
+        }
+        self.sums.retain(|_, sum| *sum != Totals::default());
+    }
+
+    /// Job `id`'s totals over the cached buckets after `h`.
+    fn settled_after(&self, id: &str, h: i64) -> Totals {
+        let mut sum = self.sums.get(id).copied().unwrap_or_default();
+        for (_, bucket) in self.buckets.range(..=h) {
+            if let Some(totals) = bucket.jobs.get(id) {
+                sum.sub(totals);
+            }
+        }
+        sum
+    }
 }
 
 fn bucket_of(t: f64) -> i64 {
@@ -161,8 +199,10 @@ impl CostCache {
             }
         }
         let read = read_full(opts, since, until);
-        let cached = build(&read, opts, since, until);
-        let report = read.report(opts, since, until);
+        let (report, cached) = match build(&read, opts, since, until) {
+            Some((cached, cost)) => (read.finish(cost), Some(cached)),
+            None => (read.report(opts, since, until), None),
+        };
         if let Some(check) = check
             && check.cost != report.cost
         {
@@ -178,10 +218,19 @@ impl CostCache {
     }
 }
 
-/// Build the cache from a full read, or `None` when its sources do not allow one.
-fn build(read: &FullRead, opts: &ReportOptions, since: f64, until: f64) -> Option<Cached> {
+/// Build the cache from a full read, with the cost object of that read; `None` when its
+/// sources do not allow a cache (the caller then computes the report plainly).
+fn build(
+    read: &FullRead,
+    opts: &ReportOptions,
+    since: f64,
+    until: f64,
+) -> Option<(Cached, CostSection)> {
     let (ledger, turns) = (read.ledger.as_ref()?, read.turns.as_deref()?);
-    let (lsnap, ssnap) = (read.ledger_snapshot.as_ref()?, read.state_snapshot.as_ref()?);
+    let (lsnap, ssnap) = (
+        read.ledger_snapshot.as_ref()?,
+        read.state_snapshot.as_ref()?,
+    );
     let shape = lsnap.shapes().uniform()?;
     let coverage = ledger.coverage_from(since);
     let start = coverage.map_or(since, |c| c.max(since));
@@ -198,12 +247,48 @@ fn build(read: &FullRead, opts: &ReportOptions, since: f64, until: f64) -> Optio
         // miss runs before the window, which no span includes.
         c1: bucket_of(start),
         buckets: BTreeMap::new(),
+        sums: FxHashMap::default(),
         heads: FxHashMap::default(),
         verified_at: until,
     };
+    // The runs are computed once, from the start of the first bucket: the report counts
+    // those in each job's span, the cache keeps the settled buckets.
     let runs = runs_from(&cached, &ledger.executions, turns, until, &read.jobs);
+    let window = Window {
+        since,
+        until,
+        days: opts.days,
+        coverage,
+        executions_read: true,
+        turns_read: true,
+    };
+    let mut ids: Vec<&str> = read.jobs.iter().map(|j| j.id.as_str()).collect();
+    let mut orphans: Vec<&str> = runs
+        .keys()
+        .map(String::as_str)
+        .filter(|id| read.jobs.iter().all(|j| j.id != *id))
+        .collect();
+    orphans.sort_unstable();
+    ids.extend(orphans);
+    let totals: Vec<(String, Totals)> = ids
+        .into_iter()
+        .map(|id| {
+            let lo = window.span_start(&read.jobs, id);
+            let mut sum = Totals::default();
+            for run in runs
+                .get(id)
+                .into_iter()
+                .flatten()
+                .filter(|r| r.anchor >= lo)
+            {
+                sum.add_run(run);
+            }
+            (id.to_string(), sum)
+        })
+        .collect();
+    let cost = window.section(&read.jobs, &totals);
     fold(&mut cached, &runs, &ledger.executions, turns, until);
-    Some(cached)
+    Some((cached, cost))
 }
 
 /// Every job's runs anchored from the cache's `c1` on.
@@ -245,8 +330,32 @@ fn runs_between(
         .collect()
 }
 
+/// What one pass over the rows learns about each bucket from `c1` on.
+#[derive(Debug)]
+struct Pending {
+    bucket: Bucket,
+    /// Every execution claimed in it is terminal.
+    terminal: bool,
+    /// A terminal execution claimed in it has no end and no later claim of its job.
+    endless: bool,
+    /// The latest lineage start of the turns that started in it.
+    last_start: f64,
+}
+
+impl Default for Pending {
+    /// A bucket nothing was read in: settled as far as its rows go.
+    fn default() -> Self {
+        Self {
+            bucket: Bucket::default(),
+            terminal: true,
+            endless: false,
+            last_start: f64::MIN,
+        }
+    }
+}
+
 /// Fold the buckets from `c1` on that have settled by `now` into the cache, in order, and
-/// stop at the first that has not.
+/// stop at the first that has not. One pass over the rows sorts them into buckets.
 fn fold(
     cached: &mut Cached,
     runs: &FxHashMap<String, Vec<RunRecord>>,
@@ -255,59 +364,79 @@ fn fold(
     now: f64,
 ) {
     let still = now - SETTLE_SECONDS;
-    loop {
-        let (b0, b1) = (bucket_start(cached.c1), bucket_start(cached.c1 + 1));
-        if b1 > still {
+    let (from, last) = (cached.c1, bucket_of(still));
+    if last <= from {
+        return;
+    }
+    let mut pending: FxHashMap<i64, Pending> = FxHashMap::default();
+    fn slot(pending: &mut FxHashMap<i64, Pending>, k: i64) -> &mut Pending {
+        pending.entry(k).or_default()
+    }
+    for e in executions
+        .iter()
+        .filter(|e| bucket_of(e.claimed_at) >= from)
+    {
+        let at = slot(&mut pending, bucket_of(e.claimed_at));
+        at.bucket.exec_rows += 1;
+        at.terminal &= e.status.is_terminal();
+        // A terminal row without an end owns turns up to the job's next claim.
+        let end = e.finished_at.or_else(|| {
+            executions
+                .iter()
+                .filter(|n| n.job_id == e.job_id && n.claimed_at > e.claimed_at)
+                .map(|n| n.claimed_at)
+                .reduce(f64::min)
+        });
+        match end {
+            Some(end) => at.bucket.turn_hi = at.bucket.turn_hi.max(end),
+            None => at.endless = true,
+        }
+    }
+    // No bucket settles past the first turn whose lineage may still change.
+    let mut unsettled = f64::INFINITY;
+    for t in turns.iter().filter(|t| bucket_of(t.started_at) >= from) {
+        let at = slot(&mut pending, bucket_of(t.started_at));
+        at.last_start = at.last_start.max(t.last_start);
+        if t.settled_at.is_none_or(|at| at > still) {
+            unsettled = unsettled.min(t.started_at);
+        }
+    }
+    for (id, list) in runs {
+        for run in list.iter().filter(|r| bucket_of(r.anchor) >= from) {
+            let jobs = &mut slot(&mut pending, bucket_of(run.anchor)).bucket.jobs;
+            match jobs.get_mut(id) {
+                Some(totals) => totals.add_run(run),
+                None => {
+                    jobs.insert(id.clone(), Totals::of(std::slice::from_ref(run)));
+                }
+            }
+        }
+    }
+    // The latest lineage start of the turns up to each bucket's end.
+    let mut reach = f64::MIN;
+    let mut reaches: BTreeMap<i64, f64> = BTreeMap::new();
+    for k in from..=last {
+        if let Some(p) = pending.get(&k) {
+            reach = reach.max(p.last_start);
+        }
+        reaches.insert(k, reach);
+    }
+    while cached.c1 < last {
+        let k = cached.c1;
+        let mut p = pending.remove(&k).unwrap_or_default();
+        let turn_hi = p.bucket.turn_hi.max(bucket_start(k + 1));
+        if !p.terminal || p.endless || turn_hi > still || unsettled <= turn_hi {
             return;
         }
-        let claimed: Vec<&Execution> = executions
-            .iter()
-            .filter(|e| e.claimed_at >= b0 && e.claimed_at < b1)
-            .collect();
-        let mut turn_hi = b1;
-        for e in &claimed {
-            if !e.status.is_terminal() {
-                return;
-            }
-            // A terminal row without an end owns turns up to the job's next claim.
-            let end = e.finished_at.or_else(|| {
-                executions
-                    .iter()
-                    .filter(|n| n.job_id == e.job_id && n.claimed_at > e.claimed_at)
-                    .map(|n| n.claimed_at)
-                    .reduce(f64::min)
-            });
-            match end {
-                Some(end) => turn_hi = turn_hi.max(end),
-                None => return,
-            }
-        }
-        if turn_hi > still {
-            return;
-        }
-        let mut lineage_hi = turn_hi;
-        for turn in turns.iter().filter(|t| t.started_at <= turn_hi) {
-            if turn.settled_at.is_none_or(|at| at > still) {
-                return;
-            }
-            lineage_hi = lineage_hi.max(turn.last_start);
-        }
-        let mut bucket = Bucket {
-            exec_rows: claimed.len() as u64,
-            turn_hi,
-            lineage_hi,
-            ..Bucket::default()
-        };
-        for (id, list) in runs {
-            let mut totals = Totals::default();
-            for run in list.iter().filter(|r| r.anchor >= b0 && r.anchor < b1) {
-                totals.add_run(run);
-            }
-            if totals != Totals::default() {
-                bucket.jobs.insert(id.clone(), totals);
-            }
-        }
-        cached.buckets.insert(cached.c1, bucket);
+        // Every turn up to `turn_hi` started in a bucket up to its own: their lineages
+        // started by then (a bound, not the least one; a head re-read merely reads more).
+        let lineage_hi = reaches
+            .range(..=bucket_of(turn_hi))
+            .next_back()
+            .map_or(turn_hi, |(_, r)| r.max(turn_hi));
+        p.bucket.turn_hi = turn_hi;
+        p.bucket.lineage_hi = lineage_hi;
+        cached.add(k, p.bucket);
         cached.c1 += 1;
     }
 }
@@ -349,7 +478,7 @@ fn incremental(
         return Err(Stale("the window moved off the cached buckets"));
     }
     // What fell out of the window for good.
-    cached.buckets = cached.buckets.split_off(&head);
+    cached.drop_below(head);
     cached.heads.retain(|k, _| *k >= head);
     if small {
         check_deletions(cached, &lsnap, head)?;
@@ -390,9 +519,7 @@ fn incremental(
     let mut ids: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
     let mut others: FxHashSet<&str> = FxHashSet::default();
     others.extend(runs.keys().map(String::as_str));
-    for bucket in cached.buckets.values() {
-        others.extend(bucket.jobs.keys().map(String::as_str));
-    }
+    others.extend(cached.sums.keys().map(String::as_str));
     let mut heads_needed: Vec<i64> = Vec::new();
     for id in ids.iter().map(String::as_str).chain(others.iter().copied()) {
         let h = bucket_of(window.span_start(&jobs, id));
@@ -433,11 +560,7 @@ fn incremental(
             for (_, run) in head.iter().filter(|(j, r)| *j == id && r.anchor >= lo) {
                 sum.add_run(run);
             }
-            for (_, bucket) in cached.buckets.range(h + 1..cached.c1) {
-                if let Some(t) = bucket.jobs.get(&id) {
-                    sum.add(t);
-                }
-            }
+            sum.add(&cached.settled_after(&id, h));
         }
         for run in runs.get(&id).into_iter().flatten() {
             if run.anchor >= c1_time && run.anchor >= lo {
@@ -491,7 +614,8 @@ fn check_new_rows(
     let below: i64 = ssnap
         .conn()
         .query_row(
-            "SELECT COUNT(*) FROM sessions WHERE rowid > ?1 AND started_at < ?2",
+            // `+started_at`: walk the new row ids, not the start-time index.
+            "SELECT COUNT(*) FROM sessions WHERE rowid > ?1 AND +started_at < ?2",
             rusqlite::params![sessions_from, c1_time],
             |row| row.get(0),
         )
@@ -609,7 +733,6 @@ fn still_there(
         Err(_) => Err(Stale("a query failed")),
     }
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -249,7 +249,10 @@ mod tests {
         // (with or without a fraction) and above every stamp of the second before.
         let bound = format_local(1_790_510_400, 7200, b'T');
         assert_eq!(bound, "2026-09-27T14:00:00");
-        for later in ["2026-09-27T14:00:00+02:00", "2026-09-27T14:00:00.000001+02:00"] {
+        for later in [
+            "2026-09-27T14:00:00+02:00",
+            "2026-09-27T14:00:00.000001+02:00",
+        ] {
             assert!(later > bound.as_str(), "{later} must sort after {bound}");
         }
         assert!("2026-09-27T13:59:59.999999+02:00" < bound.as_str());

@@ -51,14 +51,43 @@ const OLD_STATE_DDL: &str = "CREATE TABLE sessions (id TEXT PRIMARY KEY, source 
 /// One write Hermes makes, at an instant.
 #[derive(Clone, Debug)]
 enum Event {
-    Claim { exec: String, job: String },
-    Running { exec: String },
-    Session { id: String, parent: Option<String>, source: &'static str },
-    Message { session: String, role: &'static str, content: String, tools: bool },
-    Counters { session: String, tokens: i64, cost: f64 },
-    Aux { session: String, task: &'static str, cost: f64 },
-    End { session: String, reason: &'static str },
-    Finish { exec: String, status: &'static str, error: Option<&'static str> },
+    Claim {
+        exec: String,
+        job: String,
+    },
+    Running {
+        exec: String,
+    },
+    Session {
+        id: String,
+        parent: Option<String>,
+        source: &'static str,
+    },
+    Message {
+        session: String,
+        role: &'static str,
+        content: String,
+        tools: bool,
+    },
+    Counters {
+        session: String,
+        tokens: i64,
+        cost: f64,
+    },
+    Aux {
+        session: String,
+        task: &'static str,
+        cost: f64,
+    },
+    End {
+        session: String,
+        reason: &'static str,
+    },
+    Finish {
+        exec: String,
+        status: &'static str,
+        error: Option<&'static str>,
+    },
 }
 
 /// A cron job of the simulation.
@@ -101,119 +130,175 @@ fn schedule(jobs: &[SimJob], from: f64, to: f64, seed: u64) -> Vec<(f64, Event)>
             let r = next();
             let exec = format!("{}-{n:06}", job.id);
             let t = fire + (r % 7) as f64;
-            events.push((t, Event::Claim { exec: exec.clone(), job: job.id.clone() }));
+            events.push((
+                t,
+                Event::Claim {
+                    exec: exec.clone(),
+                    job: job.id.clone(),
+                },
+            ));
             // One fire in 29 loses its claim: a failed attempt that never started.
-            if r % 29 == 0 {
-                events.push((t + 0.2, Event::Finish {
-                    exec,
-                    status: "failed",
-                    error: Some("Fire claim lost; execution was not started."),
-                }));
+            if r.is_multiple_of(29) {
+                events.push((
+                    t + 0.2,
+                    Event::Finish {
+                        exec,
+                        status: "failed",
+                        error: Some("Fire claim lost; execution was not started."),
+                    },
+                ));
                 fire += job.every;
                 continue;
             }
             events.push((t + 0.5, Event::Running { exec: exec.clone() }));
             let agent = match job.kind {
                 Kind::Agent | Kind::Long => true,
-                Kind::Gated => n % 4 == 0,
+                Kind::Gated => n.is_multiple_of(4),
                 Kind::NoAgent => false,
             };
             let long = job.kind == Kind::Long;
             let duration = if long { 2400.0 } else { 20.0 + (r % 40) as f64 };
             if agent {
                 let session = format!("cron_{}_{}", job.id, stamp(t + 1.0));
-                events.push((t + 1.0, Event::Session {
-                    id: session.clone(),
-                    parent: None,
-                    source: "cron",
-                }));
-                events.push((t + 1.5, Event::Message {
-                    session: session.clone(),
-                    role: "user",
-                    content: "check".into(),
-                    tools: false,
-                }));
+                events.push((
+                    t + 1.0,
+                    Event::Session {
+                        id: session.clone(),
+                        parent: None,
+                        source: "cron",
+                    },
+                ));
+                events.push((
+                    t + 1.5,
+                    Event::Message {
+                        session: session.clone(),
+                        role: "user",
+                        content: "check".into(),
+                        tools: false,
+                    },
+                ));
                 let mut tip = session.clone();
                 if long || r % 5 == 1 {
                     let child = format!("sub_{exec}");
-                    events.push((t + 3.0, Event::Session {
-                        id: child.clone(),
-                        parent: Some(session.clone()),
-                        source: "subagent",
-                    }));
-                    events.push((t + duration / 2.0, Event::Counters {
-                        session: child.clone(),
-                        tokens: 300,
-                        cost: 0.001_25,
-                    }));
-                    events.push((t + duration / 2.0 + 1.0, Event::End {
-                        session: child,
-                        reason: "subagent_complete",
-                    }));
+                    events.push((
+                        t + 3.0,
+                        Event::Session {
+                            id: child.clone(),
+                            parent: Some(session.clone()),
+                            source: "subagent",
+                        },
+                    ));
+                    events.push((
+                        t + duration / 2.0,
+                        Event::Counters {
+                            session: child.clone(),
+                            tokens: 300,
+                            cost: 0.001_25,
+                        },
+                    ));
+                    events.push((
+                        t + duration / 2.0 + 1.0,
+                        Event::End {
+                            session: child,
+                            reason: "subagent_complete",
+                        },
+                    ));
                 }
                 if long {
                     // The conversation is rotated: the tip holds the reply.
-                    events.push((t + duration / 3.0, Event::End {
-                        session: session.clone(),
-                        reason: "compression",
-                    }));
+                    events.push((
+                        t + duration / 3.0,
+                        Event::End {
+                            session: session.clone(),
+                            reason: "compression",
+                        },
+                    ));
                     let cont = format!("cont_{exec}");
-                    events.push((t + duration / 3.0 + 0.5, Event::Session {
-                        id: cont.clone(),
-                        parent: Some(session.clone()),
-                        source: "cron",
-                    }));
+                    events.push((
+                        t + duration / 3.0 + 0.5,
+                        Event::Session {
+                            id: cont.clone(),
+                            parent: Some(session.clone()),
+                            source: "cron",
+                        },
+                    ));
                     tip = cont;
                 }
-                events.push((t + duration / 2.0, Event::Counters {
-                    session: session.clone(),
-                    tokens: 1000 + (r % 500) as i64,
-                    cost: 0.002 + (r % 13) as f64 * 0.000_1,
-                }));
-                if r % 3 == 0 {
-                    events.push((t + duration - 2.0, Event::Aux {
+                events.push((
+                    t + duration / 2.0,
+                    Event::Counters {
                         session: session.clone(),
-                        task: "title_generation",
-                        cost: 0.000_2,
-                    }));
+                        tokens: 1000 + (r % 500) as i64,
+                        cost: 0.002 + (r % 13) as f64 * 0.000_1,
+                    },
+                ));
+                if r.is_multiple_of(3) {
+                    events.push((
+                        t + duration - 2.0,
+                        Event::Aux {
+                            session: session.clone(),
+                            task: "title_generation",
+                            cost: 0.000_2,
+                        },
+                    ));
                 }
                 let reply = match r % 4 {
                     0 => "[SILENT]".to_string(),
                     1 => String::new(),
                     _ => format!("{} items changed", r % 9),
                 };
-                let tools = r % 17 == 0;
-                events.push((t + duration, Event::Message {
-                    session: tip.clone(),
-                    role: "assistant",
-                    content: reply,
-                    tools,
-                }));
+                let tools = r.is_multiple_of(17);
+                events.push((
+                    t + duration,
+                    Event::Message {
+                        session: tip.clone(),
+                        role: "assistant",
+                        content: reply,
+                        tools,
+                    },
+                ));
                 // A run that crashes leaves its session open and its row claimed until
                 // recovery marks it unknown.
-                if r % 31 != 0 && !(long && n % 5 == 0) {
-                    events.push((t + duration + 0.5, Event::End {
-                        session: tip.clone(),
-                        reason: "cron_complete",
-                    }));
+                if r % 31 != 0 && !(long && n.is_multiple_of(5)) {
+                    events.push((
+                        t + duration + 0.5,
+                        Event::End {
+                            session: tip.clone(),
+                            reason: "cron_complete",
+                        },
+                    ));
                 }
                 // Hermes' coalescing writer lands the last counters a few seconds late.
-                events.push((t + duration + 2.5, Event::Counters {
-                    session: tip,
-                    tokens: 50,
-                    cost: 0.000_5,
-                }));
+                events.push((
+                    t + duration + 2.5,
+                    Event::Counters {
+                        session: tip,
+                        tokens: 50,
+                        cost: 0.000_5,
+                    },
+                ));
             }
             // Long runs crash more often: recovery marks the row unknown while the agent's
             // session still runs (and is billed) for another half hour.
-            let crash = r % 31 == 0 || (long && n % 5 == 0);
+            let crash = r.is_multiple_of(31) || (long && n.is_multiple_of(5));
             let (status, error) = match r % 31 {
                 _ if crash => ("unknown", Some("Scheduler restarted")),
                 3 | 7 => ("failed", Some("RuntimeError: boom")),
                 _ => ("completed", None),
             };
-            let finish_at = if status == "unknown" { t + 900.0 } else { t + duration + 3.0 };
-            events.push((finish_at, Event::Finish { exec, status, error }));
+            let finish_at = if status == "unknown" {
+                t + 900.0
+            } else {
+                t + duration + 3.0
+            };
+            events.push((
+                finish_at,
+                Event::Finish {
+                    exec,
+                    status,
+                    error,
+                },
+            ));
             fire += job.every;
         }
     }
@@ -431,7 +516,11 @@ fn simulate(
         let opts = home.options(now);
         let cached = cache.cron_cost(&opts);
         let full = cron_cost(&opts);
-        assert!(cached.errors.is_empty(), "report {report}: {:?}", cached.errors);
+        assert!(
+            cached.errors.is_empty(),
+            "report {report}: {:?}",
+            cached.errors
+        );
         assert_eq!(
             serde_json::to_value(&cached).expect("serializes"),
             serde_json::to_value(&full).expect("serializes"),
@@ -462,7 +551,11 @@ fn a_ledger_hermes_prunes_to_its_newest_thousand_rows_reads_the_same() {
         if report == 0 {
             let kept: i64 = home
                 .ledger
-                .query_row("SELECT COUNT(*) FROM executions WHERE status != 'claimed'", [], |r| r.get(0))
+                .query_row(
+                    "SELECT COUNT(*) FROM executions WHERE status != 'claimed'",
+                    [],
+                    |r| r.get(0),
+                )
                 .expect("count");
             assert!(kept <= 1001, "the ledger must be pruned: {kept} rows");
         }

@@ -168,7 +168,8 @@ fn a_rotated_run_is_read_at_its_compression_tip_with_its_whole_lineage() {
         "an archived last row falls back to the newest active one"
     );
     assert_eq!(
-        archived.cost_usd(), 0.0,
+        archived.cost_usd(),
+        0.0,
         "usage rows last seen before their session started are not billed"
     );
 }
