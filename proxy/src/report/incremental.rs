@@ -495,7 +495,7 @@ fn incremental(
     // The tail: everything anchored from c1 on, read on every report.
     let (sep, offset) = cached.shape;
     let c1_text = format_local(c1_time as i64, offset, sep);
-    let mut executions = lsnap.rows(&c1_text, None).map_err(db)?;
+    let mut executions = lsnap.rows(&c1_text, None, true).map_err(db)?;
     let range = TurnRange {
         lo: c1_time,
         roots_hi: until,
@@ -664,7 +664,7 @@ fn read_bucket(
     let (b0, b1) = (bucket_start(k), bucket_start(k + 1));
     let lo = format_local(b0 as i64, offset, sep);
     let hi = format_local(bucket.turn_hi.floor() as i64 + 1, offset, sep);
-    let mut executions = lsnap.rows(&lo, Some(&hi)).map_err(db)?;
+    let mut executions = lsnap.rows(&lo, Some(&hi), true).map_err(db)?;
     let range = TurnRange {
         lo: b0,
         roots_hi: bucket.turn_hi,

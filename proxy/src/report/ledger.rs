@@ -212,7 +212,7 @@ impl LedgerSnapshot {
         // ISO strings in any offset sort like instants to within a day, so a date two days
         // early is a safe index-friendly lower bound.
         let floor = format_date(since - 2.0 * DAY_SECONDS);
-        let executions = self.rows(&floor, None)?;
+        let executions = self.rows(&floor, None, false)?;
         let (terminal_rows, oldest) = self
             .conn
             .query_row(
@@ -240,18 +240,24 @@ impl LedgerSnapshot {
         Ok(())
     }
 
-    /// Rows claimed (as text) in `[lo, hi)`, `hi` open-ended when `None`, in any order.
-    pub fn rows(&self, lo: &str, hi: Option<&str>) -> Result<Vec<Execution>, DbError> {
+    /// Rows claimed (as text) in `[lo, hi)`, `hi` open-ended when `None`, in any order;
+    /// `short` when the range holds a small part of the ledger.
+    pub fn rows(&self, lo: &str, hi: Option<&str>, short: bool) -> Result<Vec<Execution>, DbError> {
         let upper = if hi.is_some() {
             " AND e.claimed_at < ?2"
         } else {
             ""
         };
-        // Naming every status lets SQLite range-scan the (status, claimed_at) index; a row
-        // with another status is not an execution the report can read anyway.
+        // A short range names every status so SQLite range-scans the (status, claimed_at)
+        // index (a row with another status is not an execution the report reads anyway); a
+        // whole window is read faster by one pass over the table.
+        let statuses = if short {
+            "e.status IN ('claimed','running','completed','failed','unknown') AND "
+        } else {
+            ""
+        };
         let sql = format!(
-            "{} WHERE e.status IN ('claimed','running','completed','failed','unknown') \
-             AND e.claimed_at >= ?1{upper}",
+            "{} WHERE {statuses}e.claimed_at >= ?1{upper}",
             self.select()
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
