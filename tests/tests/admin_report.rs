@@ -88,6 +88,135 @@ async fn the_report_endpoint_needs_the_token_and_serves_the_mounted_home() {
     );
 }
 
+/// A ledger and a `state.db` with a day of finished runs of job `a1b2c3`, every 15 minutes,
+/// the last one an hour ago.
+fn cron_history(home: &std::path::Path) -> usize {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let ledger = rusqlite::Connection::open(home.join("cron/executions.db")).unwrap();
+    ledger
+        .execute_batch(
+            "CREATE TABLE executions (id TEXT PRIMARY KEY, job_id TEXT NOT NULL, status TEXT NOT NULL,
+               claimed_at TEXT NOT NULL, finished_at TEXT, error TEXT);
+             CREATE INDEX idx_executions_status_claimed ON executions(status, claimed_at DESC, id DESC);",
+        )
+        .unwrap();
+    let state = rusqlite::Connection::open(home.join("state.db")).unwrap();
+    state
+        .execute_batch(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, parent_session_id TEXT,
+               started_at REAL NOT NULL, ended_at REAL, end_reason TEXT, input_tokens INTEGER DEFAULT 0,
+               estimated_cost_usd REAL);
+             CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
+             CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+               role TEXT NOT NULL, content TEXT, tool_calls TEXT, timestamp REAL NOT NULL);",
+        )
+        .unwrap();
+    let iso = |t: f64| {
+        let secs = t.floor() as i64;
+        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        // Civil date of `days` (days-from-civil inverse), enough for a test clock.
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00",
+            rest / 3600,
+            rest % 3600 / 60,
+            rest % 60
+        )
+    };
+    let runs = 96;
+    for n in 0..runs {
+        let at = (now - 3600.0 - f64::from(n) * 900.0).floor();
+        ledger
+            .execute(
+                "INSERT INTO executions VALUES (?1, 'a1b2c3', 'completed', ?2, ?3, NULL)",
+                rusqlite::params![format!("e{n}"), iso(at), iso(at + 30.0)],
+            )
+            .unwrap();
+        // cron_<job>_<YYYYmmdd>_<HHMMSS>
+        let stamp = iso(at + 1.0).replace(['-', ':'], "").replace('T', "_");
+        let session = format!("cron_a1b2c3_{}", &stamp[..15]);
+        state
+            .execute(
+                "INSERT INTO sessions VALUES (?1, 'cron', NULL, ?2, ?3, 'cron_complete', 1000, 0.004)",
+                rusqlite::params![session, at + 1.0, at + 20.0],
+            )
+            .unwrap();
+        state
+            .execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, 'assistant', ?2, ?3)",
+                rusqlite::params![session, if n % 2 == 0 { "[SILENT]" } else { "3 new mails" }, at + 19.0],
+            )
+            .unwrap();
+    }
+    runs as usize
+}
+
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_second_report_is_computed_from_the_kept_figures_and_agrees_with_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hermes");
+    hermes_home(&home);
+    let runs = cron_history(&home);
+    std::fs::write(dir.path().join("token"), "s3cret-token\n").unwrap();
+    let policy = format!(
+        "version: v1\nlisten:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\nstore:\n  root: ${{WORK_DIR}}/volume\n\
+         report:\n  hermesHome: {}\n  tokenFile: {}\n",
+        home.display(),
+        dir.path().join("token").display(),
+    );
+    let gate = GateProcess::spawn(&policy).await.unwrap();
+    let before = snapshot(&home);
+    let mut bodies = Vec::new();
+    for _ in 0..2 {
+        let reply = get_with_token(&gate, "/v1/report", Some("s3cret-token")).await;
+        assert_eq!(reply.status.as_u16(), 200, "{}", reply.text());
+        let body: Value = reply.json().unwrap();
+        bodies.push(body);
+    }
+    let job = |body: &Value| body["crons"]["cost"]["jobs"][0].clone();
+    for body in &bodies {
+        let job = job(body);
+        assert_eq!(job["runs"], runs, "{body}");
+        assert_eq!(job["empty_runs"], runs / 2, "{body}");
+        assert_eq!(job["tokens"], 1000 * runs, "{body}");
+    }
+    assert_eq!(job(&bodies[0])["cost_usd"], job(&bodies[1])["cost_usd"]);
+    let metrics = http::get(gate.admin_addr(), "/metrics")
+        .await
+        .unwrap()
+        .text();
+    let computed = |how: &str| {
+        metric(
+            &metrics,
+            &format!("fleetgate_report_cost_computations_total{{how=\"{how}\"}}"),
+        )
+    };
+    assert_eq!(computed("full"), 1.0, "{metrics}");
+    assert_eq!(computed("incremental"), 1.0, "{metrics}");
+    assert_eq!(
+        snapshot(&home),
+        before,
+        "neither report may write to the Hermes home"
+    );
+}
+
 #[tokio::test]
 async fn without_a_token_file_the_report_endpoint_is_off() {
     let gate = GateProcess::spawn(
