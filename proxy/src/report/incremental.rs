@@ -172,9 +172,12 @@ impl CostCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(|poisoned| {
+            // A report that panicked may have left the cache half updated: start afresh.
+            let mut state = poisoned.into_inner();
+            state.cached = None;
+            state
+        })
     }
 
     /// The cron cost report of `opts`: from the cache when it can answer, else in full.
@@ -342,6 +345,42 @@ struct Pending {
     last_start: f64,
 }
 
+/// The claims of each job whose rows lack an end, sorted, to find the claim after one.
+struct NextClaim<'a> {
+    claims: FxHashMap<&'a str, Vec<f64>>,
+}
+
+impl<'a> NextClaim<'a> {
+    fn of(executions: &'a [Execution]) -> Self {
+        let endless: FxHashSet<&str> = executions
+            .iter()
+            .filter(|e| e.finished_at.is_none())
+            .map(|e| e.job_id.as_str())
+            .collect();
+        let mut claims: FxHashMap<&str, Vec<f64>> = FxHashMap::default();
+        for e in executions
+            .iter()
+            .filter(|e| endless.contains(e.job_id.as_str()))
+        {
+            claims
+                .entry(e.job_id.as_str())
+                .or_default()
+                .push(e.claimed_at);
+        }
+        for list in claims.values_mut() {
+            list.sort_by(f64::total_cmp);
+        }
+        Self { claims }
+    }
+
+    /// The first claim of `e`'s job after `e`'s.
+    fn after(&self, e: &Execution) -> Option<f64> {
+        let list = self.claims.get(e.job_id.as_str())?;
+        list.get(list.partition_point(|c| *c <= e.claimed_at))
+            .copied()
+    }
+}
+
 impl Default for Pending {
     /// A bucket nothing was read in: settled as far as its rows go.
     fn default() -> Self {
@@ -369,6 +408,7 @@ fn fold(
         return;
     }
     let mut pending: FxHashMap<i64, Pending> = FxHashMap::default();
+    let next_claim = NextClaim::of(executions);
     fn slot(pending: &mut FxHashMap<i64, Pending>, k: i64) -> &mut Pending {
         pending.entry(k).or_default()
     }
@@ -380,13 +420,7 @@ fn fold(
         at.bucket.exec_rows += 1;
         at.terminal &= e.status.is_terminal();
         // A terminal row without an end owns turns up to the job's next claim.
-        let end = e.finished_at.or_else(|| {
-            executions
-                .iter()
-                .filter(|n| n.job_id == e.job_id && n.claimed_at > e.claimed_at)
-                .map(|n| n.claimed_at)
-                .reduce(f64::min)
-        });
+        let end = e.finished_at.or_else(|| next_claim.after(e));
         match end {
             Some(end) => at.bucket.turn_hi = at.bucket.turn_hi.max(end),
             None => at.endless = true,
