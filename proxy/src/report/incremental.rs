@@ -235,6 +235,10 @@ fn build(
         read.state_snapshot.as_ref()?,
     );
     let shape = lsnap.shapes().uniform()?;
+    // Without end times nothing ever settles: every report would read the whole window.
+    if !ssnap.dated() {
+        return None;
+    }
     let coverage = ledger.coverage_from(since);
     let start = coverage.map_or(since, |c| c.max(since));
     let mut cached = Cached {

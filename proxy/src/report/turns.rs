@@ -184,6 +184,12 @@ impl StateSnapshot {
         &self.conn
     }
 
+    /// Whether the schema says when a lineage stopped changing: sessions have `ended_at` and
+    /// auxiliary usage rows (if the table exists) have `last_seen`.
+    pub fn dated(&self) -> bool {
+        self.schema.dated()
+    }
+
     /// The table's columns, as probed.
     pub fn has_column(&self, table: &str, column: &str) -> bool {
         match table {
@@ -328,6 +334,11 @@ impl Schema {
         })
     }
 
+    fn dated(&self) -> bool {
+        self.sessions.contains("ended_at")
+            && (!self.has_usage() || self.usage.contains("last_seen"))
+    }
+
     fn has_usage(&self) -> bool {
         self.usage.contains("session_id") && self.usage.contains("task")
     }
@@ -396,12 +407,11 @@ fn read_window(conn: &Connection, schema: &Schema, range: &TurnRange) -> rusqlit
     } else {
         stmt.query(rusqlite::params![range.lo, range.sessions_hi])?
     };
-    let usage_dated = !schema.has_usage() || schema.usage.contains("last_seen");
     let mut window = Window {
         sessions: Vec::new(),
         by_id: FxHashMap::default(),
         continuation: FxHashMap::default(),
-        dated: cols.contains("ended_at") && usage_dated,
+        dated: schema.dated(),
     };
     while let Some(row) = rows.next()? {
         let (Some(id), Some(started_at)) = (text_at(row, 0)?, real_at(row, 3)?) else {
