@@ -367,38 +367,35 @@ pub fn to_nanos(usd: f64) -> i64 {
 
 /// One run being tallied.
 #[derive(Debug, Default)]
-struct Run<'a> {
+struct Run {
     anchor: f64,
     failed: bool,
     turns: u64,
-    latest_turn: Option<&'a AgentTurn>,
+    /// Start of the latest turn attached, and whether its reply said nothing (decided when
+    /// the turn is attached, while it is in cache).
+    latest: Option<(f64, bool)>,
     cost_nanos: i64,
     tokens: u64,
 }
 
-impl<'a> Run<'a> {
-    fn attach(&mut self, turn: &'a AgentTurn) {
+impl Run {
+    fn attach(&mut self, turn: &AgentTurn) {
         self.turns += 1;
         self.cost_nanos += turn.cost_nanos;
         self.tokens += turn.tokens;
-        if self
-            .latest_turn
-            .is_none_or(|t| t.started_at <= turn.started_at)
-        {
-            self.latest_turn = Some(turn);
+        if self.latest.is_none_or(|(at, _)| at <= turn.started_at) {
+            let silent = match &turn.reply {
+                FinalReply::Empty => true,
+                FinalReply::Text(reply) => is_silence(reply),
+                FinalReply::Interrupted | FinalReply::Unknown => false,
+            };
+            self.latest = Some((turn.started_at, silent));
         }
     }
 
     /// A completed run that told the user nothing.
     fn is_empty(&self) -> bool {
-        if self.failed {
-            return false;
-        }
-        match self.latest_turn.map(|t| &t.reply) {
-            None | Some(FinalReply::Empty) => true,
-            Some(FinalReply::Text(reply)) => is_silence(reply),
-            Some(FinalReply::Interrupted | FinalReply::Unknown) => false,
-        }
+        !self.failed && self.latest.is_none_or(|(_, silent)| silent)
     }
 
     fn record(&self) -> RunRecord {
@@ -439,8 +436,10 @@ pub fn job_runs(lo: f64, hi: f64, execs: &[&Execution], turns: &[&AgentTurn]) ->
             })
         })
         .collect();
+    // Claim times side by side: the owner search touches one contiguous array.
+    let claims: Vec<f64> = execs.iter().map(|e| e.claimed_at).collect();
     for turn in turns {
-        match owning_execution(execs, turn.started_at) {
+        match owning_execution(execs, &claims, turn.started_at) {
             Some(index) => {
                 if let Some(run) = run_of[index] {
                     runs[run].attach(turn);
@@ -462,9 +461,9 @@ pub fn job_runs(lo: f64, hi: f64, execs: &[&Execution], turns: &[&AgentTurn]) ->
 
 /// The execution whose `[claimed_at, finished_at]` holds `started_at` (runs of one job do not
 /// overlap, so only the last claim at or before it can).
-fn owning_execution(execs: &[&Execution], started_at: f64) -> Option<usize> {
-    let index = execs
-        .partition_point(|e| e.claimed_at <= started_at)
+fn owning_execution(execs: &[&Execution], claims: &[f64], started_at: f64) -> Option<usize> {
+    let index = claims
+        .partition_point(|claimed| *claimed <= started_at)
         .checked_sub(1)?;
     let end = execs[index].finished_at.unwrap_or(f64::INFINITY);
     (started_at <= end).then_some(index)
