@@ -114,26 +114,8 @@ fn cron_history(home: &std::path::Path) -> usize {
                role TEXT NOT NULL, content TEXT, tool_calls TEXT, timestamp REAL NOT NULL);",
         )
         .unwrap();
-    let iso = |t: f64| {
-        let secs = t.floor() as i64;
-        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        // Civil date of `days` (days-from-civil inverse), enough for a test clock.
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + i64::from(m <= 2);
-        format!(
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00",
-            rest / 3600,
-            rest % 3600 / 60,
-            rest % 60
-        )
-    };
+    // Claim times as Hermes writes them: aware, here in UTC.
+    let iso = |t: f64| fleetgate_proxy::report::time::format_iso_z(t).replace('Z', "+00:00");
     let runs = 96;
     for n in 0..runs {
         let at = (now - 3600.0 - f64::from(n) * 900.0).floor();

@@ -261,14 +261,7 @@ fn build(
     // The runs are computed once, from the start of the first bucket: the report counts
     // those in each job's span, the cache keeps the settled buckets.
     let runs = runs_from(&cached, &ledger.executions, turns, until, &read.jobs);
-    let window = Window {
-        since,
-        until,
-        days: opts.days,
-        coverage,
-        executions_read: true,
-        turns_read: true,
-    };
+    let window = read_window(since, until, opts.days, coverage);
     let mut ids: Vec<&str> = read.jobs.iter().map(|j| j.id.as_str()).collect();
     let mut orphans: Vec<&str> = runs
         .keys()
@@ -546,14 +539,7 @@ fn incremental(
     fold(cached, &runs, &executions, &turns, until);
 
     // The head buckets: one per distinct span start below c1.
-    let window = Window {
-        since,
-        until,
-        days: opts.days,
-        coverage,
-        executions_read: true,
-        turns_read: true,
-    };
+    let window = read_window(since, until, opts.days, coverage);
     let mut ids: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
     let mut others: FxHashSet<&str> = FxHashSet::default();
     others.extend(runs.keys().map(String::as_str));
@@ -719,6 +705,18 @@ fn read_bucket(
         }
     }
     Ok(records)
+}
+
+/// The window of a report whose two databases were read.
+fn read_window(since: f64, until: f64, days: u32, coverage: Option<f64>) -> Window {
+    Window {
+        since,
+        until,
+        days,
+        coverage,
+        executions_read: true,
+        turns_read: true,
+    }
 }
 
 /// A failed query: the cache cannot answer.
