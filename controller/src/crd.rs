@@ -180,6 +180,8 @@ pub enum ExtractBackend {
     Exa,
     /// Parallel.
     Parallel,
+    /// Keenable (keyless through its public endpoints when no key is configured).
+    Keenable,
 }
 
 /// A backend that can search, by the gate's name for it.
@@ -194,6 +196,8 @@ pub enum SearchBackend {
     Exa,
     /// Parallel.
     Parallel,
+    /// Keenable (keyless through its public endpoints when no key is configured).
+    Keenable,
     /// A self-hosted SearXNG (needs `vendors.searxng.baseURL`).
     Searxng,
     /// Brave Search (free tier).
@@ -218,6 +222,9 @@ pub struct VendorsSpec {
     /// Parallel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<VendorSpec>,
+    /// Keenable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keenable: Option<VendorSpec>,
     /// SearXNG (required when it is the search backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub searxng: Option<VendorSpec>,
@@ -576,6 +583,7 @@ impl ExtractBackend {
             Self::Tavily => "tavily",
             Self::Exa => "exa",
             Self::Parallel => "parallel",
+            Self::Keenable => "keenable",
         }
     }
 }
@@ -590,6 +598,7 @@ impl SearchBackend {
             Self::Tavily => "tavily",
             Self::Exa => "exa",
             Self::Parallel => "parallel",
+            Self::Keenable => "keenable",
             Self::Searxng => "searxng",
             Self::BraveFree => "brave-free",
             Self::Xai => "xai",
@@ -604,6 +613,7 @@ pub fn vendor_entries(vendors: &VendorsSpec) -> BTreeMap<&'static str, &VendorSp
         ("tavily", &vendors.tavily),
         ("exa", &vendors.exa),
         ("parallel", &vendors.parallel),
+        ("keenable", &vendors.keenable),
         ("searxng", &vendors.searxng),
         ("brave-free", &vendors.brave_free),
         ("xai", &vendors.xai),

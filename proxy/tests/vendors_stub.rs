@@ -196,7 +196,7 @@ enum Op {
 const URLS: [&str; 2] = ["https://example.com/a", "https://example.com/b"];
 
 /// Every (backend, operation) pair a vendor client serves.
-const CALLS: [(BackendKind, Op); 11] = [
+const CALLS: [(BackendKind, Op); 13] = [
     (BackendKind::Firecrawl, Op::Search),
     (BackendKind::Firecrawl, Op::Extract),
     (BackendKind::Tavily, Op::Search),
@@ -205,6 +205,8 @@ const CALLS: [(BackendKind, Op); 11] = [
     (BackendKind::Exa, Op::Extract),
     (BackendKind::Parallel, Op::Search),
     (BackendKind::Parallel, Op::Extract),
+    (BackendKind::Keenable, Op::Search),
+    (BackendKind::Keenable, Op::Extract),
     (BackendKind::Searxng, Op::Search),
     (BackendKind::BraveFree, Op::Search),
     (BackendKind::Xai, Op::Search),
@@ -290,6 +292,11 @@ fn success_body(kind: BackendKind, op: Op) -> Value {
                          "excerpts": ["one", "two"]}],
             "errors": [{"url": URLS[1], "error_type": "fetch_error", "http_status_code": 404,
                         "content": null}]}),
+        (BackendKind::Keenable, Op::Search) => json!({"results": [
+            {"title": "One", "url": "https://r/1", "snippet": "first"},
+            {"title": "Two", "url": "https://r/2", "description": "second"}]}),
+        (BackendKind::Keenable, Op::Extract) => json!({"url": "https://example.com/final",
+            "title": "Page", "content": "# Page\n\nbody"}),
         (BackendKind::Searxng, _) => json!({"results": [
             {"title": "Low", "url": "https://r/low", "content": "l", "score": 0.1},
             {"title": "High", "url": "https://r/high", "content": "h", "score": "2.5"},
@@ -442,6 +449,126 @@ async fn exa_sends_camel_case_bodies_and_words_missing_rows_from_statuses() {
     assert_eq!(
         pages[1],
         json!({"error": "Exa fetch failed (error)", "code": "vendor_page_failed"})
+    );
+}
+
+#[tokio::test]
+async fn keenable_with_a_key_posts_search_and_fetches_each_url_with_its_title_header() {
+    let (seen, hits) = succeed(BackendKind::Keenable, Op::Search).await;
+    assert_json_post(&seen[0], "/v1/search");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer test-key-123"));
+    assert_eq!(seen[0].header("x-keenable-title"), Some("hermes-agent"));
+    assert_eq!(seen[0].json(), json!({"query": QUERY, "max_results": 5}));
+    assert_eq!(
+        hits,
+        [
+            json!({"url": "https://r/1", "title": "One", "description": "first", "position": 1}),
+            json!({"url": "https://r/2", "title": "Two", "description": "second", "position": 2}),
+        ],
+        "the description is the snippet, else the description"
+    );
+
+    let (seen, pages) = succeed(BackendKind::Keenable, Op::Extract).await;
+    assert_eq!(seen.len(), URLS.len(), "one fetch per URL");
+    for (request, url) in seen.iter().zip(URLS) {
+        assert_eq!(
+            (request.method.as_str(), request.path.as_str()),
+            ("GET", "/v1/fetch")
+        );
+        let query = request.query.clone().unwrap_or_default();
+        let asked: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect();
+        assert_eq!(asked, [("url".to_string(), url.to_string())]);
+        assert_eq!(request.header("authorization"), Some("Bearer test-key-123"));
+        assert_eq!(request.header("x-keenable-title"), Some("hermes-agent"));
+    }
+    assert_eq!(
+        pages[0],
+        json!({"url": "https://example.com/final", "title": "Page",
+               "content": "# Page\n\nbody", "status": 200})
+    );
+}
+
+#[tokio::test]
+async fn keenable_without_a_key_uses_the_public_endpoints_and_hermes_keyless_wording() {
+    let stub = Stub::start(
+        "",
+        vec![json_reply(
+            200,
+            &success_body(BackendKind::Keenable, Op::Search),
+        )],
+    )
+    .await;
+    let mut endpoint = stub.endpoint(2000, 0);
+    endpoint.api_key = None;
+    let client = backend(BackendKind::Keenable, endpoint.clone());
+    assert!(client.available(), "keyless Keenable is callable");
+    let hits = client
+        .search(QUERY, 30)
+        .await
+        .expect("a keyless search must succeed");
+    assert_eq!(hits.len(), 2);
+    let seen = stub.requests();
+    assert_json_post(&seen[0], "/v1/search/public");
+    assert_eq!(seen[0].header("authorization"), None, "no key is sent");
+    assert_eq!(
+        seen[0].json(),
+        json!({"query": QUERY, "max_results": 30}),
+        "the public search is not capped at 20"
+    );
+
+    let refused = Stub::start("", vec![text_reply(429, "slow down")]).await;
+    let mut endpoint = refused.endpoint(2000, 0);
+    endpoint.api_key = None;
+    let client = backend(BackendKind::Keenable, endpoint);
+    let err = vendor_error(client.search(QUERY, 5).await.expect_err("a 429 fails"));
+    assert_eq!(err.status, Some(429));
+    assert_eq!(
+        err.message,
+        "Keyless Keenable search failed: HTTP 429: slow down. Set KEENABLE_API_KEY (keenable.ai) \
+         or another web backend via `hermes tools` for reliable service."
+    );
+    let urls: Vec<String> = URLS.iter().map(|u| u.to_string()).collect();
+    let pages = client.extract(&urls).await;
+    let requests = refused.requests();
+    assert!(
+        requests[1..].iter().all(|r| r.path == "/v1/fetch/public"),
+        "keyless fetches go to the public endpoint"
+    );
+    for page in pages {
+        let err = vendor_error(page.expect_err("every fetch was refused"));
+        assert!(
+            err.message
+                .starts_with("Keyless Keenable extract failed: HTTP 429"),
+            "{}",
+            err.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn keenable_words_a_keyed_failure_per_url_and_refuses_an_answer_without_content() {
+    let stub = Stub::start(
+        "",
+        vec![
+            text_reply(404, "no such page"),
+            json_reply(200, &json!({"url": URLS[1], "title": "B"})),
+        ],
+    )
+    .await;
+    let urls: Vec<String> = URLS.iter().map(|u| u.to_string()).collect();
+    let pages = backend(BackendKind::Keenable, stub.endpoint(2000, 0))
+        .extract(&urls)
+        .await;
+    assert_eq!(
+        pages.iter().map(page_json).collect::<Vec<_>>(),
+        [
+            json!({"error": "Keenable extract failed: HTTP 404: no such page",
+                   "code": "vendor_http_status"}),
+            json!({"error": "Keenable extract failed: the answer has no content",
+                   "code": "vendor_bad_response"}),
+        ]
     );
 }
 
@@ -600,11 +727,9 @@ async fn a_500_is_retried_and_the_next_success_is_used() {
             !out.is_empty(),
             "{kind:?} {op:?}: the retried answer must be parsed"
         );
-        let want = if (kind, op) == (BackendKind::Firecrawl, Op::Extract) {
-            3
-        } else {
-            2
-        };
+        // Firecrawl and Keenable fetch each URL on its own.
+        let per_url = matches!(kind, BackendKind::Firecrawl | BackendKind::Keenable);
+        let want = if per_url && op == Op::Extract { 3 } else { 2 };
         assert_eq!(
             stub.requests().len(),
             want,
@@ -719,11 +844,8 @@ async fn malformed_json_is_a_bad_response_and_not_retried() {
             "{kind:?} {op:?}: {}",
             err.message
         );
-        let calls = if (kind, op) == (BackendKind::Firecrawl, Op::Extract) {
-            2
-        } else {
-            1
-        };
+        let per_url = matches!(kind, BackendKind::Firecrawl | BackendKind::Keenable);
+        let calls = if per_url && op == Op::Extract { 2 } else { 1 };
         assert_eq!(stub.requests().len(), calls, "{kind:?} {op:?}: no retry");
     }
 }
@@ -959,6 +1081,7 @@ fn display_names_and_key_orders_match_hermes() {
         (BackendKind::Tavily, "Tavily", KeyOrder::TitleHit),
         (BackendKind::Exa, "Exa", KeyOrder::WebHit),
         (BackendKind::Parallel, "Parallel", KeyOrder::WebHit),
+        (BackendKind::Keenable, "Keenable", KeyOrder::WebHit),
         (BackendKind::Searxng, "SearXNG", KeyOrder::TitleHit),
         (
             BackendKind::BraveFree,

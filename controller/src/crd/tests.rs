@@ -95,7 +95,14 @@ fn the_schema_carries_the_validation() {
         ("/web/properties/cacheTTLMinutes/maximum", json!(1440.0)),
         (
             "/web/properties/extractBackend/enum",
-            json!(["direct", "firecrawl", "tavily", "exa", "parallel"]),
+            json!([
+                "direct",
+                "firecrawl",
+                "tavily",
+                "exa",
+                "parallel",
+                "keenable"
+            ]),
         ),
         (
             "/web/properties/searchBackend/enum",
@@ -104,6 +111,7 @@ fn the_schema_carries_the_validation() {
                 "tavily",
                 "exa",
                 "parallel",
+                "keenable",
                 "searxng",
                 "brave-free",
                 "xai"
@@ -111,7 +119,14 @@ fn the_schema_carries_the_validation() {
         ),
         (
             "/web/properties/rescue/items/enum",
-            json!(["direct", "firecrawl", "tavily", "exa", "parallel"]),
+            json!([
+                "direct",
+                "firecrawl",
+                "tavily",
+                "exa",
+                "parallel",
+                "keenable"
+            ]),
         ),
         (
             "/egress/properties/mode/enum",

@@ -83,7 +83,7 @@ impl FirecrawlClient {
         let mut out: Vec<Result<Page, VendorFailure>> = Vec::with_capacity(urls.len());
         for url in urls {
             if let Some(Err(VendorFailure::Vendor(e))) = out.last()
-                && account_wide(e)
+                && super::account_wide(e)
             {
                 let again = e.clone();
                 out.push(Err(VendorFailure::Vendor(again)));
@@ -162,14 +162,6 @@ pub fn scrape_body(url: &str) -> Value {
 
 fn is_cloud(base: &url::Url) -> bool {
     base.host_str() == Some("api.firecrawl.dev")
-}
-
-fn account_wide(e: &VendorError) -> bool {
-    matches!(e.status, Some(401 | 402))
-        || matches!(
-            e.kind,
-            VendorErrorKind::NotConfigured | VendorErrorKind::Unreachable
-        )
 }
 
 /// Firecrawl's own error text from a `success: false` body.

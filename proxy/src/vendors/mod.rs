@@ -2,7 +2,8 @@
 //!
 //! One file per backend. `direct` is built in and keyless: the gate fetches the page itself
 //! through a connector that dials only addresses E2 checked, and re-gates every redirect hop.
-//! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel` for extract and search;
+//! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel`, `keenable` for extract and
+//! search;
 //! `searxng`, `brave-free`, `xai` for search only) speak each vendor's wire format through the
 //! shared [`client`]. Backends never build HTTP responses; failures are [`VendorFailure`]
 //! values with stable codes.
@@ -19,6 +20,7 @@ pub mod direct;
 pub mod exa;
 pub mod firecrawl;
 pub mod html;
+pub mod keenable;
 pub mod parallel;
 pub mod registry;
 pub mod search;
@@ -30,13 +32,21 @@ pub use client::{Endpoint, FailureSource, VendorError, VendorErrorKind};
 pub use search::{KeyOrder, SearchHit};
 
 /// Backends that can extract pages, by policy name.
-pub const EXTRACT_BACKENDS: &[&str] = &["direct", "firecrawl", "tavily", "exa", "parallel"];
+pub const EXTRACT_BACKENDS: &[&str] = &[
+    "direct",
+    "firecrawl",
+    "tavily",
+    "exa",
+    "parallel",
+    "keenable",
+];
 /// Backends that can search, by policy name.
 pub const SEARCH_BACKENDS: &[&str] = &[
     "firecrawl",
     "tavily",
     "exa",
     "parallel",
+    "keenable",
     "searxng",
     "brave-free",
     "xai",
@@ -115,6 +125,8 @@ pub enum BackendKind {
     Exa,
     /// Parallel (`/v1beta/extract`, `/v1beta/search`).
     Parallel,
+    /// Keenable (`/v1/fetch`, `/v1/search`, or their keyless `/public` forms).
+    Keenable,
     /// A SearXNG instance (`/search?format=json`).
     Searxng,
     /// Brave Search's web search API.
@@ -127,12 +139,13 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in registry order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Direct,
         Self::Firecrawl,
         Self::Tavily,
         Self::Exa,
         Self::Parallel,
+        Self::Keenable,
         Self::Searxng,
         Self::BraveFree,
         Self::Xai,
@@ -151,6 +164,7 @@ impl BackendKind {
             Self::Tavily => "tavily",
             Self::Exa => "exa",
             Self::Parallel => "parallel",
+            Self::Keenable => "keenable",
             Self::Searxng => "searxng",
             Self::BraveFree => "brave-free",
             Self::Xai => "xai",
@@ -165,6 +179,7 @@ impl BackendKind {
             Self::Tavily => "Tavily",
             Self::Exa => "Exa",
             Self::Parallel => "Parallel",
+            Self::Keenable => "Keenable",
             Self::Searxng => "SearXNG",
             Self::BraveFree => "Brave Search (Free)",
             Self::Xai => "xAI Web Search (Grok)",
@@ -175,7 +190,12 @@ impl BackendKind {
     pub fn capabilities(self) -> Capabilities {
         let extract = matches!(
             self,
-            Self::Direct | Self::Firecrawl | Self::Tavily | Self::Exa | Self::Parallel
+            Self::Direct
+                | Self::Firecrawl
+                | Self::Tavily
+                | Self::Exa
+                | Self::Parallel
+                | Self::Keenable
         );
         Capabilities {
             extract,
@@ -186,7 +206,9 @@ impl BackendKind {
     /// The key order of this backend's search rows.
     pub fn key_order(self) -> KeyOrder {
         match self {
-            Self::Direct | Self::Firecrawl | Self::Exa | Self::Parallel => KeyOrder::WebHit,
+            Self::Direct | Self::Firecrawl | Self::Exa | Self::Parallel | Self::Keenable => {
+                KeyOrder::WebHit
+            }
             Self::Tavily | Self::Searxng | Self::BraveFree | Self::Xai => KeyOrder::TitleHit,
         }
     }
@@ -199,6 +221,7 @@ impl BackendKind {
             Self::Tavily => Some(tavily::DEFAULT_BASE_URL),
             Self::Exa => Some(exa::DEFAULT_BASE_URL),
             Self::Parallel => Some(parallel::DEFAULT_BASE_URL),
+            Self::Keenable => Some(keenable::DEFAULT_BASE_URL),
             Self::BraveFree => Some(brave_free::DEFAULT_BASE_URL),
             Self::Xai => Some(xai::DEFAULT_BASE_URL),
         }
@@ -208,6 +231,7 @@ impl BackendKind {
     pub fn default_timeout(self) -> std::time::Duration {
         let secs = match self {
             Self::Searxng | Self::BraveFree => 15,
+            Self::Keenable => keenable::TIMEOUT_SECS,
             Self::Xai => 90,
             _ => 60,
         };
@@ -222,6 +246,7 @@ impl BackendKind {
             Self::Tavily => Some("TAVILY_API_KEY"),
             Self::Exa => Some("EXA_API_KEY"),
             Self::Parallel => Some("PARALLEL_API_KEY"),
+            Self::Keenable => Some("KEENABLE_API_KEY"),
             Self::BraveFree => Some("BRAVE_SEARCH_API_KEY"),
             Self::Xai => Some("XAI_API_KEY"),
         }
@@ -260,6 +285,8 @@ pub enum Backend {
     Exa(exa::ExaClient),
     /// Parallel.
     Parallel(parallel::ParallelClient),
+    /// Keenable, keyed or keyless.
+    Keenable(keenable::KeenableClient),
     /// SearXNG.
     Searxng(searxng::SearxngClient),
     /// Brave Search.
@@ -279,6 +306,7 @@ impl Backend {
             BackendKind::Tavily => Self::Tavily(tavily::TavilyClient::new(endpoint)),
             BackendKind::Exa => Self::Exa(exa::ExaClient::new(endpoint)),
             BackendKind::Parallel => Self::Parallel(parallel::ParallelClient::new(endpoint)),
+            BackendKind::Keenable => Self::Keenable(keenable::KeenableClient::new(endpoint)),
             BackendKind::Searxng => Self::Searxng(searxng::SearxngClient::new(endpoint)),
             BackendKind::BraveFree => Self::BraveFree(brave_free::BraveFreeClient::new(endpoint)),
             BackendKind::Xai => Self::Xai(xai::XaiClient::new(endpoint)),
@@ -293,6 +321,7 @@ impl Backend {
             Self::Tavily(_) => BackendKind::Tavily,
             Self::Exa(_) => BackendKind::Exa,
             Self::Parallel(_) => BackendKind::Parallel,
+            Self::Keenable(_) => BackendKind::Keenable,
             Self::Searxng(_) => BackendKind::Searxng,
             Self::BraveFree(_) => BackendKind::BraveFree,
             Self::Xai(_) => BackendKind::Xai,
@@ -323,6 +352,7 @@ impl Backend {
             Self::Tavily(c) => c.available(),
             Self::Exa(c) => c.available(),
             Self::Parallel(c) => c.available(),
+            Self::Keenable(c) => c.available(),
             Self::BraveFree(c) => c.available(),
             Self::Xai(c) => c.available(),
         }
@@ -338,6 +368,7 @@ impl Backend {
             Self::Tavily(c) => return c.extract(urls).await,
             Self::Exa(c) => return c.extract(urls).await,
             Self::Parallel(c) => return c.extract(urls).await,
+            Self::Keenable(c) => return c.extract(urls).await,
             Self::Direct(_) => "the direct backend fetches through the pipeline".to_string(),
             Self::Searxng(_) | Self::BraveFree(_) | Self::Xai(_) => {
                 search_only_error(self.display_name())
@@ -361,12 +392,23 @@ impl Backend {
             Self::Tavily(c) => c.search(query, limit).await,
             Self::Exa(c) => c.search(query, limit).await,
             Self::Parallel(c) => c.search(query, limit).await,
+            Self::Keenable(c) => c.search(query, limit).await,
             Self::Searxng(c) => c.search(query, limit).await,
             Self::BraveFree(c) => c.search(query, limit).await,
             Self::Xai(c) => c.search(query, limit).await,
         };
         result.map_err(VendorFailure::Vendor)
     }
+}
+
+/// A failure that would repeat for every URL of a per-URL vendor call (a refused key, no
+/// credit, no route to the vendor): the remaining URLs reuse it instead of calling again.
+pub(crate) fn account_wide(e: &VendorError) -> bool {
+    matches!(e.status, Some(401 | 402))
+        || matches!(
+            e.kind,
+            VendorErrorKind::NotConfigured | VendorErrorKind::Unreachable
+        )
 }
 
 /// A page as a backend returns it, before assembly (E7).

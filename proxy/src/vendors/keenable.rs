@@ -1,0 +1,153 @@
+//! The `keenable` backend: Keenable's search and fetch API, with a key or without one.
+//!
+//! Keyed: `POST {base}/v1/search` with `{query, max_results: 1..=20}` and `GET
+//! {base}/v1/fetch?url=<u>` per URL, `Authorization: Bearer <key>`. Without a key the client
+//! uses the public endpoints of Hermes' keyless tier: `POST /v1/search/public` with `{query,
+//! max_results: max(1, limit)}` and `GET /v1/fetch/public?url=<u>`. Both send
+//! `X-Keenable-Title: hermes-agent`; Hermes waits 30 s.
+//!
+//! Search rows are `{url, title, description, position}`, the description from `snippet`, else
+//! `description`. A fetch answers `{url, title, content}` with markdown content. Failures use
+//! Hermes' wording: `Keenable <search|extract> failed: <detail>` with a key, and `Keyless
+//! Keenable <search|extract> failed: <detail>. Set KEENABLE_API_KEY (keenable.ai) or another
+//! web backend via `hermes tools` for reliable service.` without one. A keyless vendor sees
+//! the agent's queries and URLs: it is only called when the policy names it.
+
+use serde_json::{Value, json};
+
+use super::client::{self, Endpoint, HttpClient, VendorError};
+use super::search::{self, KeyOrder, RawHit, SearchHit};
+use super::{Page, VendorFailure};
+
+/// Keenable's API host.
+pub const DEFAULT_BASE_URL: &str = "https://api.keenable.ai";
+/// Hermes' per-call timeout for Keenable.
+pub const TIMEOUT_SECS: u64 = 30;
+/// The keyed search's `max_results` cap (Hermes' `SEARCH_LIMIT_CAP`).
+const MAX_RESULTS: usize = 20;
+const NAME: &str = "keenable";
+/// The title header Hermes sends on every call.
+const TITLE: (&str, &str) = ("x-keenable-title", "hermes-agent");
+
+/// A Keenable API client.
+#[derive(Clone, Debug)]
+pub struct KeenableClient {
+    http: HttpClient,
+}
+
+// === impl KeenableClient ===
+
+impl KeenableClient {
+    /// A client for `endpoint`; without a key it speaks to the public endpoints.
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self {
+            http: HttpClient::new(endpoint),
+        }
+    }
+
+    /// Always callable: with a key, or keylessly.
+    pub fn available(&self) -> bool {
+        true
+    }
+
+    /// Whether calls go to the keyless public endpoints.
+    pub fn keyless(&self) -> bool {
+        self.http.endpoint().key().is_none()
+    }
+
+    /// Search; rows are `{url, title, description, position}`.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+        let (path, max) = if self.keyless() {
+            ("/v1/search/public", limit.max(1))
+        } else {
+            ("/v1/search", limit.clamp(1, MAX_RESULTS))
+        };
+        let body = json!({ "query": query, "max_results": max });
+        let answer = self
+            .http
+            .post_for_json(NAME, "search", path, &self.headers(), &body)
+            .await
+            .map_err(|e| self.worded(e, "search"))?;
+        let rows = search::rows(answer.get("results")).iter().map(|r| RawHit {
+            title: search::text(r.get("title")),
+            url: search::text(r.get("url")),
+            description: match search::text(r.get("snippet")) {
+                snippet if !snippet.is_empty() => snippet,
+                _ => search::text(r.get("description")),
+            },
+        });
+        Ok(search::numbered(KeyOrder::WebHit, rows, limit))
+    }
+
+    /// Extract each URL with its own fetch; one result per URL in input order (a refused key
+    /// is not asked again for the next URL).
+    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+        let mut out: Vec<Result<Page, VendorFailure>> = Vec::with_capacity(urls.len());
+        for url in urls {
+            if let Some(Err(VendorFailure::Vendor(e))) = out.last()
+                && super::account_wide(e)
+            {
+                let again = e.clone();
+                out.push(Err(VendorFailure::Vendor(again)));
+                continue;
+            }
+            out.push(self.fetch(url).await.map_err(VendorFailure::Vendor));
+        }
+        out
+    }
+
+    async fn fetch(&self, url: &str) -> Result<Page, VendorError> {
+        let path = if self.keyless() {
+            "/v1/fetch/public"
+        } else {
+            "/v1/fetch"
+        };
+        let bytes = self
+            .http
+            .get(path, &[("url", url.to_string())], &self.headers())
+            .await
+            .map_err(|e| self.worded(VendorError::from_call(NAME, "extract", &e), "extract"))?;
+        let answer: Value = client::parse_json(&bytes)
+            .map_err(|e| self.worded(VendorError::bad_response(NAME, e), "extract"))?;
+        let Some(content) = answer.get("content").and_then(Value::as_str) else {
+            let missing = VendorError::bad_response(NAME, "the answer has no content");
+            return Err(self.worded(missing, "extract"));
+        };
+        let final_url = match search::text(answer.get("url")) {
+            found if !found.is_empty() => found,
+            _ => url.to_string(),
+        };
+        Ok(Page::from_vendor(
+            final_url,
+            search::text(answer.get("title")),
+            content.to_string(),
+        ))
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![(TITLE.0, TITLE.1.to_string())];
+        if let Some(key) = self.http.endpoint().key() {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        headers
+    }
+
+    /// Hermes' wording of a failed call (`what` is `search` or `extract`); the error's kind and
+    /// status stay as the client classified them.
+    fn worded(&self, mut error: VendorError, what: &str) -> VendorError {
+        let detail = error
+            .message
+            .strip_prefix(&format!("{what}: "))
+            .unwrap_or(&error.message)
+            .to_string();
+        error.message = if self.keyless() {
+            format!(
+                "Keyless Keenable {what} failed: {detail}. Set KEENABLE_API_KEY (keenable.ai) \
+                 or another web backend via `hermes tools` for reliable service."
+            )
+        } else {
+            format!("Keenable {what} failed: {detail}")
+        };
+        error
+    }
+}
