@@ -548,7 +548,7 @@ async fn keenable_without_a_key_uses_the_public_endpoints_and_hermes_keyless_wor
 }
 
 #[tokio::test]
-async fn keenable_words_a_keyed_failure_per_url_and_refuses_an_answer_without_content() {
+async fn keenable_words_a_keyed_failure_per_url_and_reads_a_missing_content_as_empty() {
     let stub = Stub::start(
         "",
         vec![
@@ -566,8 +566,7 @@ async fn keenable_words_a_keyed_failure_per_url_and_refuses_an_answer_without_co
         [
             json!({"error": "Keenable extract failed: HTTP 404: no such page",
                    "code": "vendor_http_status"}),
-            json!({"error": "Keenable extract failed: the answer has no content",
-                   "code": "vendor_bad_response"}),
+            json!({"url": URLS[1], "title": "B", "content": "", "status": 200}),
         ]
     );
 }

@@ -7,7 +7,8 @@
 //! `X-Keenable-Title: hermes-agent`; Hermes waits 30 s.
 //!
 //! Search rows are `{url, title, description, position}`, the description from `snippet`, else
-//! `description`. A fetch answers `{url, title, content}` with markdown content. Failures use
+//! `description`. A fetch answers `{url, title, content}` with markdown content; a missing field
+//! reads as empty, as Hermes reads it. Failures use
 //! Hermes' wording: `Keenable <search|extract> failed: <detail>` with a key, and `Keyless
 //! Keenable <search|extract> failed: <detail>. Set KEENABLE_API_KEY (keenable.ai) or another
 //! web backend via `hermes tools` for reliable service.` without one. A keyless vendor sees
@@ -109,10 +110,8 @@ impl KeenableClient {
             .map_err(|e| self.worded(VendorError::from_call(NAME, "extract", &e), "extract"))?;
         let answer: Value = client::parse_json(&bytes)
             .map_err(|e| self.worded(VendorError::bad_response(NAME, e), "extract"))?;
-        let Some(content) = answer.get("content").and_then(Value::as_str) else {
-            let missing = VendorError::bad_response(NAME, "the answer has no content");
-            return Err(self.worded(missing, "extract"));
-        };
+        // As Hermes reads it: a missing title or content is an empty one.
+        let content = search::text(answer.get("content"));
         let final_url = match search::text(answer.get("url")) {
             found if !found.is_empty() => found,
             _ => url.to_string(),
@@ -120,7 +119,7 @@ impl KeenableClient {
         Ok(Page::from_vendor(
             final_url,
             search::text(answer.get("title")),
-            content.to_string(),
+            content,
         ))
     }
 
