@@ -198,6 +198,8 @@ pub enum SearchBackend {
     Parallel,
     /// Keenable (keyless through its public endpoints when no key is configured).
     Keenable,
+    /// Perplexity's Search API.
+    Perplexity,
     /// A self-hosted SearXNG (needs `vendors.searxng.baseURL`).
     Searxng,
     /// Brave Search (free tier).
@@ -225,6 +227,9 @@ pub struct VendorsSpec {
     /// Keenable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keenable: Option<VendorSpec>,
+    /// Perplexity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perplexity: Option<VendorSpec>,
     /// SearXNG (required when it is the search backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub searxng: Option<VendorSpec>,
@@ -599,6 +604,7 @@ impl SearchBackend {
             Self::Exa => "exa",
             Self::Parallel => "parallel",
             Self::Keenable => "keenable",
+            Self::Perplexity => "perplexity",
             Self::Searxng => "searxng",
             Self::BraveFree => "brave-free",
             Self::Xai => "xai",
@@ -614,6 +620,7 @@ pub fn vendor_entries(vendors: &VendorsSpec) -> BTreeMap<&'static str, &VendorSp
         ("exa", &vendors.exa),
         ("parallel", &vendors.parallel),
         ("keenable", &vendors.keenable),
+        ("perplexity", &vendors.perplexity),
         ("searxng", &vendors.searxng),
         ("brave-free", &vendors.brave_free),
         ("xai", &vendors.xai),

@@ -196,7 +196,7 @@ enum Op {
 const URLS: [&str; 2] = ["https://example.com/a", "https://example.com/b"];
 
 /// Every (backend, operation) pair a vendor client serves.
-const CALLS: [(BackendKind, Op); 13] = [
+const CALLS: [(BackendKind, Op); 14] = [
     (BackendKind::Firecrawl, Op::Search),
     (BackendKind::Firecrawl, Op::Extract),
     (BackendKind::Tavily, Op::Search),
@@ -207,6 +207,7 @@ const CALLS: [(BackendKind, Op); 13] = [
     (BackendKind::Parallel, Op::Extract),
     (BackendKind::Keenable, Op::Search),
     (BackendKind::Keenable, Op::Extract),
+    (BackendKind::Perplexity, Op::Search),
     (BackendKind::Searxng, Op::Search),
     (BackendKind::BraveFree, Op::Search),
     (BackendKind::Xai, Op::Search),
@@ -297,6 +298,9 @@ fn success_body(kind: BackendKind, op: Op) -> Value {
             {"title": "Two", "url": "https://r/2", "description": "second"}]}),
         (BackendKind::Keenable, Op::Extract) => json!({"url": "https://example.com/final",
             "title": "Page", "content": "# Page\n\nbody"}),
+        (BackendKind::Perplexity, _) => json!({"id": "s", "results": [
+            {"title": "One", "url": "https://r/1", "snippet": "first", "date": "2026-01-02"},
+            {"title": null, "url": "https://r/2"}]}),
         (BackendKind::Searxng, _) => json!({"results": [
             {"title": "Low", "url": "https://r/low", "content": "l", "score": 0.1},
             {"title": "High", "url": "https://r/high", "content": "h", "score": "2.5"},
@@ -569,6 +573,49 @@ async fn keenable_words_a_keyed_failure_per_url_and_reads_a_missing_content_as_e
             json!({"url": URLS[1], "title": "B", "content": "", "status": 200}),
         ]
     );
+}
+
+#[tokio::test]
+async fn perplexity_asks_for_low_context_results_and_refuses_a_row_without_a_url() {
+    let (seen, hits) = succeed(BackendKind::Perplexity, Op::Search).await;
+    assert_json_post(&seen[0], "/search");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer test-key-123"));
+    assert_eq!(seen[0].header("x-pplx-integration"), Some("fleetgate"));
+    assert_eq!(
+        seen[0].json(),
+        json!({"query": QUERY, "max_results": 5, "search_context_size": "low"})
+    );
+    assert_eq!(
+        hits,
+        [
+            json!({"title": "One", "url": "https://r/1", "description": "first", "position": 1}),
+            json!({"title": "", "url": "https://r/2", "description": "", "position": 2}),
+        ]
+    );
+
+    for answer in [
+        json!({"results": [{"title": "No link", "snippet": "s"}]}),
+        json!({"results": [{"url": "", "title": "Empty link"}]}),
+        json!({"results": [{"url": "https://r/1", "title": 7}]}),
+        json!({"answer": "not a result list"}),
+    ] {
+        let stub = Stub::start("", vec![json_reply(200, &answer)]).await;
+        let err = call(BackendKind::Perplexity, Op::Search, stub.endpoint(2000, 0))
+            .await
+            .map(|_| ())
+            .expect_err("an answer that is not a result list must fail");
+        assert_eq!(err.code(), "vendor_bad_response", "{answer}");
+        assert!(
+            err.to_string().starts_with("Perplexity search failed: "),
+            "{err}"
+        );
+    }
+    let big = Stub::start("", vec![json_reply(200, &json!({"results": []}))]).await;
+    backend(BackendKind::Perplexity, big.endpoint(2000, 0))
+        .search(QUERY, 50)
+        .await
+        .expect("an empty result list is a success");
+    assert_eq!(big.requests()[0].json()["max_results"], 20, "capped at 20");
 }
 
 #[tokio::test]
@@ -1026,6 +1073,7 @@ async fn search_only_backends_refuse_extract_with_hermes_typed_error() {
     let stub = Stub::start("", vec![text_reply(500, "must not be called")]).await;
     let urls: Vec<String> = URLS.iter().map(|u| u.to_string()).collect();
     for kind in [
+        BackendKind::Perplexity,
         BackendKind::Searxng,
         BackendKind::BraveFree,
         BackendKind::Xai,
@@ -1081,6 +1129,7 @@ fn display_names_and_key_orders_match_hermes() {
         (BackendKind::Exa, "Exa", KeyOrder::WebHit),
         (BackendKind::Parallel, "Parallel", KeyOrder::WebHit),
         (BackendKind::Keenable, "Keenable", KeyOrder::WebHit),
+        (BackendKind::Perplexity, "Perplexity", KeyOrder::TitleHit),
         (BackendKind::Searxng, "SearXNG", KeyOrder::TitleHit),
         (
             BackendKind::BraveFree,

@@ -112,6 +112,7 @@ fn the_schema_carries_the_validation() {
                 "exa",
                 "parallel",
                 "keenable",
+                "perplexity",
                 "searxng",
                 "brave-free",
                 "xai"

@@ -3,9 +3,8 @@
 //! One file per backend. `direct` is built in and keyless: the gate fetches the page itself
 //! through a connector that dials only addresses E2 checked, and re-gates every redirect hop.
 //! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel`, `keenable` for extract and
-//! search;
-//! `searxng`, `brave-free`, `xai` for search only) speak each vendor's wire format through the
-//! shared [`client`]. Backends never build HTTP responses; failures are [`VendorFailure`]
+//! search; `perplexity`, `searxng`, `brave-free`, `xai` for search only) speak each vendor's
+//! wire format through the shared [`client`]. Backends never build HTTP responses; failures are [`VendorFailure`]
 //! values with stable codes.
 
 use std::future::Future;
@@ -22,6 +21,7 @@ pub mod firecrawl;
 pub mod html;
 pub mod keenable;
 pub mod parallel;
+pub mod perplexity;
 pub mod registry;
 pub mod search;
 pub mod searxng;
@@ -47,6 +47,7 @@ pub const SEARCH_BACKENDS: &[&str] = &[
     "exa",
     "parallel",
     "keenable",
+    "perplexity",
     "searxng",
     "brave-free",
     "xai",
@@ -127,6 +128,8 @@ pub enum BackendKind {
     Parallel,
     /// Keenable (`/v1/fetch`, `/v1/search`, or their keyless `/public` forms).
     Keenable,
+    /// Perplexity's Search API (`/search`).
+    Perplexity,
     /// A SearXNG instance (`/search?format=json`).
     Searxng,
     /// Brave Search's web search API.
@@ -139,13 +142,14 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in registry order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Direct,
         Self::Firecrawl,
         Self::Tavily,
         Self::Exa,
         Self::Parallel,
         Self::Keenable,
+        Self::Perplexity,
         Self::Searxng,
         Self::BraveFree,
         Self::Xai,
@@ -165,6 +169,7 @@ impl BackendKind {
             Self::Exa => "exa",
             Self::Parallel => "parallel",
             Self::Keenable => "keenable",
+            Self::Perplexity => "perplexity",
             Self::Searxng => "searxng",
             Self::BraveFree => "brave-free",
             Self::Xai => "xai",
@@ -180,6 +185,7 @@ impl BackendKind {
             Self::Exa => "Exa",
             Self::Parallel => "Parallel",
             Self::Keenable => "Keenable",
+            Self::Perplexity => "Perplexity",
             Self::Searxng => "SearXNG",
             Self::BraveFree => "Brave Search (Free)",
             Self::Xai => "xAI Web Search (Grok)",
@@ -209,7 +215,9 @@ impl BackendKind {
             Self::Direct | Self::Firecrawl | Self::Exa | Self::Parallel | Self::Keenable => {
                 KeyOrder::WebHit
             }
-            Self::Tavily | Self::Searxng | Self::BraveFree | Self::Xai => KeyOrder::TitleHit,
+            Self::Tavily | Self::Perplexity | Self::Searxng | Self::BraveFree | Self::Xai => {
+                KeyOrder::TitleHit
+            }
         }
     }
 
@@ -222,6 +230,7 @@ impl BackendKind {
             Self::Exa => Some(exa::DEFAULT_BASE_URL),
             Self::Parallel => Some(parallel::DEFAULT_BASE_URL),
             Self::Keenable => Some(keenable::DEFAULT_BASE_URL),
+            Self::Perplexity => Some(perplexity::DEFAULT_BASE_URL),
             Self::BraveFree => Some(brave_free::DEFAULT_BASE_URL),
             Self::Xai => Some(xai::DEFAULT_BASE_URL),
         }
@@ -247,6 +256,7 @@ impl BackendKind {
             Self::Exa => Some("EXA_API_KEY"),
             Self::Parallel => Some("PARALLEL_API_KEY"),
             Self::Keenable => Some("KEENABLE_API_KEY"),
+            Self::Perplexity => Some("PERPLEXITY_API_KEY"),
             Self::BraveFree => Some("BRAVE_SEARCH_API_KEY"),
             Self::Xai => Some("XAI_API_KEY"),
         }
@@ -258,6 +268,7 @@ impl BackendKind {
             Self::Firecrawl => Some("FIRECRAWL_API_URL"),
             Self::Tavily => Some("TAVILY_BASE_URL"),
             Self::Parallel => Some("PARALLEL_BASE_URL"),
+            Self::Perplexity => Some("PERPLEXITY_BASE_URL"),
             Self::Searxng => Some("SEARXNG_URL"),
             _ => None,
         }
@@ -287,6 +298,8 @@ pub enum Backend {
     Parallel(parallel::ParallelClient),
     /// Keenable, keyed or keyless.
     Keenable(keenable::KeenableClient),
+    /// Perplexity search.
+    Perplexity(perplexity::PerplexityClient),
     /// SearXNG.
     Searxng(searxng::SearxngClient),
     /// Brave Search.
@@ -307,6 +320,9 @@ impl Backend {
             BackendKind::Exa => Self::Exa(exa::ExaClient::new(endpoint)),
             BackendKind::Parallel => Self::Parallel(parallel::ParallelClient::new(endpoint)),
             BackendKind::Keenable => Self::Keenable(keenable::KeenableClient::new(endpoint)),
+            BackendKind::Perplexity => {
+                Self::Perplexity(perplexity::PerplexityClient::new(endpoint))
+            }
             BackendKind::Searxng => Self::Searxng(searxng::SearxngClient::new(endpoint)),
             BackendKind::BraveFree => Self::BraveFree(brave_free::BraveFreeClient::new(endpoint)),
             BackendKind::Xai => Self::Xai(xai::XaiClient::new(endpoint)),
@@ -322,6 +338,7 @@ impl Backend {
             Self::Exa(_) => BackendKind::Exa,
             Self::Parallel(_) => BackendKind::Parallel,
             Self::Keenable(_) => BackendKind::Keenable,
+            Self::Perplexity(_) => BackendKind::Perplexity,
             Self::Searxng(_) => BackendKind::Searxng,
             Self::BraveFree(_) => BackendKind::BraveFree,
             Self::Xai(_) => BackendKind::Xai,
@@ -353,6 +370,7 @@ impl Backend {
             Self::Exa(c) => c.available(),
             Self::Parallel(c) => c.available(),
             Self::Keenable(c) => c.available(),
+            Self::Perplexity(c) => c.available(),
             Self::BraveFree(c) => c.available(),
             Self::Xai(c) => c.available(),
         }
@@ -370,7 +388,7 @@ impl Backend {
             Self::Parallel(c) => return c.extract(urls).await,
             Self::Keenable(c) => return c.extract(urls).await,
             Self::Direct(_) => "the direct backend fetches through the pipeline".to_string(),
-            Self::Searxng(_) | Self::BraveFree(_) | Self::Xai(_) => {
+            Self::Perplexity(_) | Self::Searxng(_) | Self::BraveFree(_) | Self::Xai(_) => {
                 search_only_error(self.display_name())
             }
         };
@@ -393,6 +411,7 @@ impl Backend {
             Self::Exa(c) => c.search(query, limit).await,
             Self::Parallel(c) => c.search(query, limit).await,
             Self::Keenable(c) => c.search(query, limit).await,
+            Self::Perplexity(c) => c.search(query, limit).await,
             Self::Searxng(c) => c.search(query, limit).await,
             Self::BraveFree(c) => c.search(query, limit).await,
             Self::Xai(c) => c.search(query, limit).await,
