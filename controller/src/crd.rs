@@ -204,6 +204,8 @@ pub enum SearchBackend {
     Searxng,
     /// Brave Search (free tier).
     BraveFree,
+    /// DuckDuckGo's HTML search (keyless: DuckDuckGo reads the agent's queries).
+    Ddgs,
     /// xAI web search.
     Xai,
 }
@@ -236,6 +238,9 @@ pub struct VendorsSpec {
     /// Brave Search (free tier).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brave_free: Option<VendorSpec>,
+    /// DuckDuckGo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ddgs: Option<VendorSpec>,
     /// xAI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xai: Option<VendorSpec>,
@@ -607,6 +612,7 @@ impl SearchBackend {
             Self::Perplexity => "perplexity",
             Self::Searxng => "searxng",
             Self::BraveFree => "brave-free",
+            Self::Ddgs => "ddgs",
             Self::Xai => "xai",
         }
     }
@@ -623,6 +629,7 @@ pub fn vendor_entries(vendors: &VendorsSpec) -> BTreeMap<&'static str, &VendorSp
         ("perplexity", &vendors.perplexity),
         ("searxng", &vendors.searxng),
         ("brave-free", &vendors.brave_free),
+        ("ddgs", &vendors.ddgs),
         ("xai", &vendors.xai),
     ]
     .into_iter()

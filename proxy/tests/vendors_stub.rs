@@ -311,7 +311,8 @@ fn success_body(kind: BackendKind, op: Op) -> Value {
         (BackendKind::Xai, _) => json!({"output": [{"type": "message", "content": [
             {"type": "output_text", "annotations": [],
              "text": "{\"results\":[{\"title\":\"One\",\"url\":\"https://r/1\",\"description\":\"first\"}]}"}]}]}),
-        (BackendKind::Direct, _) => Value::Null,
+        // DuckDuckGo answers HTML, not JSON: its own test covers it.
+        (BackendKind::Direct | BackendKind::Ddgs, _) => Value::Null,
     }
 }
 
@@ -616,6 +617,63 @@ async fn perplexity_asks_for_low_context_results_and_refuses_a_row_without_a_url
         .await
         .expect("an empty result list is a success");
     assert_eq!(big.requests()[0].json()["max_results"], 20, "capped at 20");
+}
+
+#[tokio::test]
+async fn ddgs_gets_the_html_page_and_words_failures_as_hermes_does() {
+    let page = r#"<html><body><div class="result web-result">
+      <h2><a class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fr%2F1">One</a></h2>
+      <a class="result__snippet">first</a></div>
+      <div class="result web-result"><h2><a class="result__a" href="https://r/2">Two</a></h2></div>
+      </body></html>"#;
+    let stub = Stub::start("", vec![text_reply(200, page)]).await;
+    let mut endpoint = stub.endpoint(2000, 0);
+    endpoint.api_key = None;
+    let hits = backend(BackendKind::Ddgs, endpoint)
+        .search(QUERY, 1)
+        .await
+        .expect("a result page must give rows");
+    let seen = stub.requests();
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("GET", "/html/")
+    );
+    assert_eq!(seen[0].query.as_deref(), Some("q=rust+lang"));
+    assert_eq!(
+        hits.iter().map(|h| h.to_json()).collect::<Vec<_>>(),
+        [json!({"title": "One", "url": "https://r/1", "description": "first", "position": 1})],
+        "cut to the limit"
+    );
+
+    let busy = Stub::start("", vec![text_reply(429, "")]).await;
+    let err = call(BackendKind::Ddgs, Op::Search, busy.endpoint(2000, 0))
+        .await
+        .map(|_| ())
+        .expect_err("a 429 fails");
+    assert_eq!(err.to_string(), "DuckDuckGo search failed: HTTP 429");
+
+    let hung = Stub::start("", vec![Reply::Hang]).await;
+    let err = call(BackendKind::Ddgs, Op::Search, hung.endpoint(200, 0))
+        .await
+        .map(|_| ())
+        .expect_err("a hung page times out");
+    assert_eq!(err.code(), "vendor_timeout");
+    assert!(
+        err.to_string()
+            .starts_with("DuckDuckGo search timed out after 30s"),
+        "{err}"
+    );
+
+    let changed = Stub::start(
+        "",
+        vec![text_reply(200, "<html><body><p>new look</p></body></html>")],
+    )
+    .await;
+    let err = call(BackendKind::Ddgs, Op::Search, changed.endpoint(2000, 0))
+        .await
+        .map(|_| ())
+        .expect_err("an unknown layout fails");
+    assert_eq!(err.code(), "vendor_bad_response");
 }
 
 #[tokio::test]
@@ -1074,6 +1132,7 @@ async fn search_only_backends_refuse_extract_with_hermes_typed_error() {
     let urls: Vec<String> = URLS.iter().map(|u| u.to_string()).collect();
     for kind in [
         BackendKind::Perplexity,
+        BackendKind::Ddgs,
         BackendKind::Searxng,
         BackendKind::BraveFree,
         BackendKind::Xai,
@@ -1130,6 +1189,7 @@ fn display_names_and_key_orders_match_hermes() {
         (BackendKind::Parallel, "Parallel", KeyOrder::WebHit),
         (BackendKind::Keenable, "Keenable", KeyOrder::WebHit),
         (BackendKind::Perplexity, "Perplexity", KeyOrder::TitleHit),
+        (BackendKind::Ddgs, "DuckDuckGo (ddgs)", KeyOrder::TitleHit),
         (BackendKind::Searxng, "SearXNG", KeyOrder::TitleHit),
         (
             BackendKind::BraveFree,

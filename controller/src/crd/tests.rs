@@ -115,6 +115,7 @@ fn the_schema_carries_the_validation() {
                 "perplexity",
                 "searxng",
                 "brave-free",
+                "ddgs",
                 "xai"
             ]),
         ),

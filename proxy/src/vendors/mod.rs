@@ -3,7 +3,7 @@
 //! One file per backend. `direct` is built in and keyless: the gate fetches the page itself
 //! through a connector that dials only addresses E2 checked, and re-gates every redirect hop.
 //! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel`, `keenable` for extract and
-//! search; `perplexity`, `searxng`, `brave-free`, `xai` for search only) speak each vendor's
+//! search; `perplexity`, `searxng`, `brave-free`, `ddgs`, `xai` for search only) speak each vendor's
 //! wire format through the shared [`client`]. Backends never build HTTP responses; failures are [`VendorFailure`]
 //! values with stable codes.
 
@@ -15,6 +15,7 @@ use crate::gates::DenyReason;
 
 pub mod brave_free;
 pub mod client;
+pub mod ddgs;
 pub mod direct;
 pub mod exa;
 pub mod firecrawl;
@@ -50,6 +51,7 @@ pub const SEARCH_BACKENDS: &[&str] = &[
     "perplexity",
     "searxng",
     "brave-free",
+    "ddgs",
     "xai",
 ];
 
@@ -134,6 +136,8 @@ pub enum BackendKind {
     Searxng,
     /// Brave Search's web search API.
     BraveFree,
+    /// DuckDuckGo's HTML search page (keyless).
+    Ddgs,
     /// xAI's Responses API with the `web_search` tool.
     Xai,
 }
@@ -142,7 +146,7 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in registry order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Direct,
         Self::Firecrawl,
         Self::Tavily,
@@ -152,6 +156,7 @@ impl BackendKind {
         Self::Perplexity,
         Self::Searxng,
         Self::BraveFree,
+        Self::Ddgs,
         Self::Xai,
     ];
 
@@ -172,6 +177,7 @@ impl BackendKind {
             Self::Perplexity => "perplexity",
             Self::Searxng => "searxng",
             Self::BraveFree => "brave-free",
+            Self::Ddgs => "ddgs",
             Self::Xai => "xai",
         }
     }
@@ -188,6 +194,7 @@ impl BackendKind {
             Self::Perplexity => "Perplexity",
             Self::Searxng => "SearXNG",
             Self::BraveFree => "Brave Search (Free)",
+            Self::Ddgs => "DuckDuckGo (ddgs)",
             Self::Xai => "xAI Web Search (Grok)",
         }
     }
@@ -215,9 +222,12 @@ impl BackendKind {
             Self::Direct | Self::Firecrawl | Self::Exa | Self::Parallel | Self::Keenable => {
                 KeyOrder::WebHit
             }
-            Self::Tavily | Self::Perplexity | Self::Searxng | Self::BraveFree | Self::Xai => {
-                KeyOrder::TitleHit
-            }
+            Self::Tavily
+            | Self::Perplexity
+            | Self::Searxng
+            | Self::BraveFree
+            | Self::Ddgs
+            | Self::Xai => KeyOrder::TitleHit,
         }
     }
 
@@ -232,6 +242,7 @@ impl BackendKind {
             Self::Keenable => Some(keenable::DEFAULT_BASE_URL),
             Self::Perplexity => Some(perplexity::DEFAULT_BASE_URL),
             Self::BraveFree => Some(brave_free::DEFAULT_BASE_URL),
+            Self::Ddgs => Some(ddgs::DEFAULT_BASE_URL),
             Self::Xai => Some(xai::DEFAULT_BASE_URL),
         }
     }
@@ -241,6 +252,7 @@ impl BackendKind {
         let secs = match self {
             Self::Searxng | Self::BraveFree => 15,
             Self::Keenable => keenable::TIMEOUT_SECS,
+            Self::Ddgs => ddgs::TIMEOUT_SECS,
             Self::Xai => 90,
             _ => 60,
         };
@@ -250,7 +262,7 @@ impl BackendKind {
     /// The env var Hermes reads the credential from.
     pub fn key_env(self) -> Option<&'static str> {
         match self {
-            Self::Direct | Self::Searxng => None,
+            Self::Direct | Self::Searxng | Self::Ddgs => None,
             Self::Firecrawl => Some("FIRECRAWL_API_KEY"),
             Self::Tavily => Some("TAVILY_API_KEY"),
             Self::Exa => Some("EXA_API_KEY"),
@@ -304,6 +316,8 @@ pub enum Backend {
     Searxng(searxng::SearxngClient),
     /// Brave Search.
     BraveFree(brave_free::BraveFreeClient),
+    /// DuckDuckGo.
+    Ddgs(ddgs::DdgsClient),
     /// xAI web search.
     Xai(xai::XaiClient),
 }
@@ -325,6 +339,7 @@ impl Backend {
             }
             BackendKind::Searxng => Self::Searxng(searxng::SearxngClient::new(endpoint)),
             BackendKind::BraveFree => Self::BraveFree(brave_free::BraveFreeClient::new(endpoint)),
+            BackendKind::Ddgs => Self::Ddgs(ddgs::DdgsClient::new(endpoint)),
             BackendKind::Xai => Self::Xai(xai::XaiClient::new(endpoint)),
         })
     }
@@ -341,6 +356,7 @@ impl Backend {
             Self::Perplexity(_) => BackendKind::Perplexity,
             Self::Searxng(_) => BackendKind::Searxng,
             Self::BraveFree(_) => BackendKind::BraveFree,
+            Self::Ddgs(_) => BackendKind::Ddgs,
             Self::Xai(_) => BackendKind::Xai,
         }
     }
@@ -372,6 +388,7 @@ impl Backend {
             Self::Keenable(c) => c.available(),
             Self::Perplexity(c) => c.available(),
             Self::BraveFree(c) => c.available(),
+            Self::Ddgs(c) => c.available(),
             Self::Xai(c) => c.available(),
         }
     }
@@ -388,9 +405,11 @@ impl Backend {
             Self::Parallel(c) => return c.extract(urls).await,
             Self::Keenable(c) => return c.extract(urls).await,
             Self::Direct(_) => "the direct backend fetches through the pipeline".to_string(),
-            Self::Perplexity(_) | Self::Searxng(_) | Self::BraveFree(_) | Self::Xai(_) => {
-                search_only_error(self.display_name())
-            }
+            Self::Perplexity(_)
+            | Self::Searxng(_)
+            | Self::BraveFree(_)
+            | Self::Ddgs(_)
+            | Self::Xai(_) => search_only_error(self.display_name()),
         };
         fail_all(
             urls,
@@ -414,6 +433,7 @@ impl Backend {
             Self::Perplexity(c) => c.search(query, limit).await,
             Self::Searxng(c) => c.search(query, limit).await,
             Self::BraveFree(c) => c.search(query, limit).await,
+            Self::Ddgs(c) => c.search(query, limit).await,
             Self::Xai(c) => c.search(query, limit).await,
         };
         result.map_err(VendorFailure::Vendor)
