@@ -258,6 +258,36 @@ pub struct VendorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 600))]
     pub timeout_seconds: Option<u32>,
+    /// For a vendor with a keyless tier (keenable): `auto` (keyless without a key, the
+    /// default), `free` (always keyless; the vendor reads the agent's queries without any
+    /// contract) or `paid` (always keyed; no call without a key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<VendorTier>,
+}
+
+/// How a vendor with a keyless tier is called.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum VendorTier {
+    /// Keyless without a key, keyed with one.
+    Auto,
+    /// Always keyless.
+    Free,
+    /// Always keyed.
+    Paid,
+}
+
+// === impl VendorTier ===
+
+impl VendorTier {
+    /// The gate's name for this tier.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Free => "free",
+            Self::Paid => "paid",
+        }
+    }
 }
 
 /// `spec.websiteBlocklist`: sites the gate refuses (gate E4).

@@ -553,6 +553,54 @@ async fn keenable_without_a_key_uses_the_public_endpoints_and_hermes_keyless_wor
 }
 
 #[tokio::test]
+async fn keenable_tiers_pick_the_route_free_never_sends_the_key_and_paid_needs_one() {
+    use fleetgate_proxy::policy::VendorTier;
+    use fleetgate_proxy::vendors::keenable::{KeenableClient, MISSING_KEY};
+    let body = success_body(BackendKind::Keenable, Op::Search);
+    let stub = Stub::start("", vec![json_reply(200, &body)]).await;
+    let free = KeenableClient::new(stub.endpoint(2000, 0)).with_tier(VendorTier::Free);
+    assert!(free.keyless() && free.available());
+    free.search(QUERY, 5)
+        .await
+        .expect("a free search must succeed");
+    let seen = stub.requests();
+    assert_eq!(seen[0].path, "/v1/search/public");
+    assert_eq!(
+        seen[0].header("authorization"),
+        None,
+        "the free tier sends no key"
+    );
+
+    let mut keyless = stub.endpoint(2000, 0);
+    keyless.api_key = None;
+    let paid = KeenableClient::new(keyless).with_tier(VendorTier::Paid);
+    assert!(
+        !paid.available(),
+        "a paid tier without a key is not callable"
+    );
+    let err = paid.search(QUERY, 5).await.expect_err("no key, no call");
+    assert_eq!(
+        (err.kind, err.message.as_str()),
+        (VendorErrorKind::NotConfigured, MISSING_KEY)
+    );
+    let pages = paid.extract(&[URLS[0].to_string()]).await;
+    assert!(pages[0].is_err());
+    assert_eq!(
+        stub.requests().len(),
+        1,
+        "the paid tier without a key sent nothing"
+    );
+
+    let keyed = KeenableClient::new(stub.endpoint(2000, 0)).with_tier(VendorTier::Paid);
+    assert!(!keyed.keyless());
+    keyed
+        .search(QUERY, 5)
+        .await
+        .expect("a keyed search must succeed");
+    assert_eq!(stub.requests()[1].path, "/v1/search");
+}
+
+#[tokio::test]
 async fn keenable_words_a_keyed_failure_per_url_and_reads_a_missing_content_as_empty() {
     let stub = Stub::start(
         "",

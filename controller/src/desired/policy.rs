@@ -115,6 +115,8 @@ struct WireVendor {
     api_key_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tier: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -217,6 +219,7 @@ fn web(spec: &FleetPolicySpec) -> WireWeb {
                 base_url: v.base_url.clone(),
                 api_key_file: None,
                 timeout_ms: v.timeout_seconds.map(|s| u64::from(s) * 1000),
+                tier: v.tier.map(|t| t.name()),
             };
             (name, wire)
         })

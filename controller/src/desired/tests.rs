@@ -35,6 +35,7 @@ fn searxng(url: &str) -> Option<VendorsSpec> {
         searxng: Some(VendorSpec {
             base_url: Some(url.into()),
             timeout_seconds: None,
+            tier: None,
         }),
         ..VendorsSpec::default()
     })
@@ -92,6 +93,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
                     firecrawl: Some(VendorSpec {
                         base_url: Some("https://fc.corp:3002".into()),
                         timeout_seconds: None,
+                        tier: None,
                     }),
                     ..VendorsSpec::default()
                 })
@@ -106,12 +108,28 @@ fn every_spec_field_lands_in_the_gate_policy() {
                     brave_free: Some(VendorSpec {
                         base_url: None,
                         timeout_seconds: Some(5),
+                        tier: None,
                     }),
                     ..VendorsSpec::default()
                 })
             },
             "/web/vendors/brave-free/timeoutMs",
             json!(5000),
+        ),
+        (
+            "vendor tier under the gate name",
+            |s| {
+                s.web.search_backend = Some(SearchBackend::Keenable);
+                s.web.vendors = Some(VendorsSpec {
+                    keenable: Some(VendorSpec {
+                        tier: Some(crate::crd::VendorTier::Paid),
+                        ..VendorSpec::default()
+                    }),
+                    ..VendorsSpec::default()
+                })
+            },
+            "/web/vendors/keenable/tier",
+            json!("paid"),
         ),
         (
             "credentials secret gives the extract backend a key file",
@@ -343,6 +361,7 @@ fn invalid_specs_name_the_field() {
                     firecrawl: Some(VendorSpec {
                         base_url: Some("ftp://fc.corp".into()),
                         timeout_seconds: None,
+                        tier: None,
                     }),
                     ..VendorsSpec::default()
                 })
@@ -356,6 +375,7 @@ fn invalid_specs_name_the_field() {
                     brave_free: Some(VendorSpec {
                         base_url: Some("brave".into()),
                         timeout_seconds: None,
+                        tier: None,
                     }),
                     ..VendorsSpec::default()
                 })

@@ -103,6 +103,20 @@ pub struct VendorSettings {
     pub allowed_domains: Vec<String>,
     /// xAI excluded domains (at most 5).
     pub excluded_domains: Vec<String>,
+    /// Keyed or keyless, for a vendor with a keyless tier (Hermes' `web.provider_tier`).
+    pub tier: VendorTier,
+}
+
+/// `web.vendors.<name>.tier`: how a vendor with a keyless tier is called.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VendorTier {
+    /// Keyless when no key is configured, keyed otherwise.
+    #[default]
+    Auto,
+    /// Always keyless, even with a key.
+    Free,
+    /// Always keyed: without a key the vendor is not configured.
+    Paid,
 }
 
 /// `web.cache:`.
@@ -604,6 +618,25 @@ impl<'a> Validator<'a> {
                 "at most 5 allowed or excluded domains (xAI restriction)",
             );
         }
+        let tier = match raw.tier.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("auto") => VendorTier::Auto,
+            Some("free") => VendorTier::Free,
+            Some("paid") => VendorTier::Paid,
+            Some(other) => {
+                self.err(
+                    format!("{field}.tier"),
+                    format!("'{other}' is not a tier; use free, paid or auto"),
+                );
+                VendorTier::Auto
+            }
+        };
+        let keyless = vendors::BackendKind::from_name(name).is_some_and(|k| k.has_keyless_tier());
+        if tier == VendorTier::Free && !keyless {
+            self.err(
+                format!("{field}.tier"),
+                format!("'{name}' has no keyless tier; free applies to keenable"),
+            );
+        }
         Some(VendorSettings {
             name: name.to_string(),
             base_url,
@@ -616,6 +649,7 @@ impl<'a> Validator<'a> {
             model: raw.model.clone(),
             allowed_domains: allowed,
             excluded_domains: excluded,
+            tier,
         })
     }
 

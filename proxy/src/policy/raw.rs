@@ -110,6 +110,8 @@ pub struct RawVendor {
     pub allowed_domains: Option<Vec<String>>,
     /// xAI excluded domains.
     pub excluded_domains: Option<Vec<String>>,
+    /// `free`, `paid` or `auto` (keyless-capable vendors).
+    pub tier: Option<String>,
 }
 
 /// `web.cache:`.

@@ -276,3 +276,37 @@ fn inline_secret_rules_compile_with_the_policy_and_a_bad_one_is_refused_naming_i
     let err = Policy::parse(bad.as_bytes(), Path::new("/")).expect_err("a broken rule");
     assert!(fields(&err).contains(&"secrets.inlineRules[0]"), "{err}");
 }
+
+#[test]
+fn a_vendor_tier_is_free_paid_or_auto_and_free_only_where_there_is_a_keyless_tier() {
+    let parse = |vendors: &str| {
+        let text = format!("version: v1\nweb:\n  vendors:\n{vendors}");
+        Policy::parse(text.as_bytes(), Path::new("/"))
+    };
+    let tier_of = |policy: &Policy, name: &str| {
+        policy
+            .web
+            .vendors
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.tier)
+    };
+    let ok = parse("    keenable:\n      tier: FREE\n    exa:\n      tier: paid\n    tavily: {}\n")
+        .expect("known tiers must load");
+    assert_eq!(tier_of(&ok, "keenable"), Some(VendorTier::Free));
+    assert_eq!(tier_of(&ok, "exa"), Some(VendorTier::Paid));
+    assert_eq!(
+        tier_of(&ok, "tavily"),
+        Some(VendorTier::Auto),
+        "auto by default"
+    );
+    let err = parse("    keenable:\n      tier: sometimes\n").expect_err("an unknown tier");
+    assert!(fields(&err).contains(&"web.vendors.keenable.tier"), "{err}");
+    assert!(err.to_string().contains("use free, paid or auto"), "{err}");
+    let err = parse("    brave-free:\n      tier: free\n").expect_err("no keyless brave");
+    assert!(
+        fields(&err).contains(&"web.vendors.brave-free.tier"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("has no keyless tier"), "{err}");
+}

@@ -13,12 +13,17 @@
 //! Keenable <search|extract> failed: <detail>. Set KEENABLE_API_KEY (keenable.ai) or another
 //! web backend via `hermes tools` for reliable service.` without one. A keyless vendor sees
 //! the agent's queries and URLs: it is only called when the policy names it.
+//!
+//! `web.vendors.keenable.tier` (Hermes' `web.provider_tier.keenable`) picks the route: `auto`
+//! (the default) is keyless without a key, `free` is always keyless (the key is not sent),
+//! `paid` is always keyed and refuses to call without a key.
 
 use serde_json::{Value, json};
 
 use super::client::{self, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 use super::{Page, VendorFailure};
+use crate::policy::VendorTier;
 
 /// Keenable's API host.
 pub const DEFAULT_BASE_URL: &str = "https://api.keenable.ai";
@@ -30,10 +35,14 @@ const NAME: &str = "keenable";
 /// The title header Hermes sends on every call.
 const TITLE: (&str, &str) = ("x-keenable-title", "hermes-agent");
 
+/// The error of a paid tier without a key.
+pub const MISSING_KEY: &str = "KEENABLE_API_KEY is not set and web.vendors.keenable.tier is paid";
+
 /// A Keenable API client.
 #[derive(Clone, Debug)]
 pub struct KeenableClient {
     http: HttpClient,
+    tier: VendorTier,
 }
 
 // === impl KeenableClient ===
@@ -43,21 +52,43 @@ impl KeenableClient {
     pub fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
+            tier: VendorTier::Auto,
         }
     }
 
-    /// Always callable: with a key, or keylessly.
-    pub fn available(&self) -> bool {
-        true
+    /// The same client on `tier`.
+    pub fn with_tier(mut self, tier: VendorTier) -> Self {
+        self.tier = tier;
+        self
     }
 
-    /// Whether calls go to the keyless public endpoints.
+    /// Callable keylessly, or with a key; a paid tier needs the key.
+    pub fn available(&self) -> bool {
+        self.tier != VendorTier::Paid || self.http.endpoint().key().is_some()
+    }
+
+    /// Whether calls go to the keyless public endpoints (Hermes' `use_keyless`): always on
+    /// the free tier, never on the paid one, without a key on `auto`.
     pub fn keyless(&self) -> bool {
-        self.http.endpoint().key().is_none()
+        match self.tier {
+            VendorTier::Free => true,
+            VendorTier::Paid => false,
+            VendorTier::Auto => self.http.endpoint().key().is_none(),
+        }
+    }
+
+    /// A paid tier without a key sends nothing.
+    fn check_key(&self) -> Result<(), VendorError> {
+        if self.available() {
+            Ok(())
+        } else {
+            Err(VendorError::not_configured(NAME, MISSING_KEY))
+        }
     }
 
     /// Search; rows are `{url, title, description, position}`.
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+        self.check_key()?;
         let (path, max) = if self.keyless() {
             ("/v1/search/public", limit.max(1))
         } else {
@@ -98,6 +129,7 @@ impl KeenableClient {
     }
 
     async fn fetch(&self, url: &str) -> Result<Page, VendorError> {
+        self.check_key()?;
         let path = if self.keyless() {
             "/v1/fetch/public"
         } else {
@@ -125,7 +157,8 @@ impl KeenableClient {
 
     fn headers(&self) -> Vec<(&'static str, String)> {
         let mut headers = vec![(TITLE.0, TITLE.1.to_string())];
-        if let Some(key) = self.http.endpoint().key() {
+        // A keyless call carries no key, even when one is configured (the free tier).
+        if let Some(key) = self.http.endpoint().key().filter(|_| !self.keyless()) {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         headers

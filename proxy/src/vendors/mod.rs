@@ -259,6 +259,11 @@ impl BackendKind {
         std::time::Duration::from_secs(secs)
     }
 
+    /// Whether the vendor answers without a key (`tier: free | auto`).
+    pub fn has_keyless_tier(self) -> bool {
+        matches!(self, Self::Keenable)
+    }
+
     /// The env var Hermes reads the credential from.
     pub fn key_env(self) -> Option<&'static str> {
         match self {

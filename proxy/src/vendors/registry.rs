@@ -84,6 +84,7 @@ fn build_backend(
                 ..
             }),
         ) => Backend::Parallel(p.with_search_mode(mode)),
+        (Backend::Keenable(k), Some(c)) => Backend::Keenable(k.with_tier(c.tier)),
         (Backend::Xai(x), Some(c)) => Backend::Xai(x.with_options(xai::XaiOptions {
             model: c.model.clone(),
             allowed_domains: c.allowed_domains.clone(),
