@@ -336,3 +336,153 @@ async fn two_gates_sharing_one_cache_folder_never_serve_a_partial_entry() {
         "entries stay near the bound (4 + sweep slack per process): {entries}"
     );
 }
+
+#[tokio::test]
+async fn keyless_keenable_serves_extract_and_search_behind_the_fronts_and_the_gates_come_first() {
+    let dns = StubDns::builder()
+        .answer("docs.example.test", [ip(PUBLIC)])
+        .answer("meta.example.test", [ip("169.254.169.254")])
+        .start()
+        .await
+        .unwrap();
+    let keenable = origin::http1()
+        .route(
+            "/v1/fetch/public",
+            Reply::json(
+                &json!({"url": "https://docs.example.test/guide", "title": "Guide",
+                                "content": MARKDOWN}),
+            ),
+        )
+        .route(
+            "/v1/search/public",
+            Reply::json(&json!({"results": [
+                {"title": "First", "url": "https://a.example/", "snippet": "a text"}]})),
+        )
+        .run()
+        .await
+        .unwrap();
+    let gate = GateProcess::spawn(&policy(
+        &dns,
+        &format!(
+            "web:\n  extractBackend: keenable\n  searchBackend: keenable\n  vendors:\n    keenable:\n      baseUrl: http://{}\n      retries: 0\n",
+            keenable.addr()
+        ),
+    ))
+    .await
+    .unwrap();
+
+    let body = extract(
+        &gate,
+        json!([
+            "https://docs.example.test/guide",
+            "http://meta.example.test/latest"
+        ]),
+    )
+    .await;
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(results[0]["content"], MARKDOWN, "{body}");
+    assert_eq!(results[0]["served_by"], "keenable", "{body}");
+    assert_eq!(results[1]["code"], "ip_cloud_metadata", "{body}");
+    assert_eq!(
+        keenable.hits("/v1/fetch/public"),
+        1,
+        "a URL the gates refuse never reaches the keyless vendor"
+    );
+    let seen = keenable.last_request().unwrap();
+    assert!(
+        seen.headers.get("authorization").is_none(),
+        "no key is configured, none is sent"
+    );
+    assert_eq!(
+        seen.headers
+            .get("x-keenable-title")
+            .and_then(|v| v.to_str().ok()),
+        Some("hermes-agent")
+    );
+
+    let firecrawl = http::post_json(
+        gate.api_addr(),
+        "/v2/search",
+        &json!({"query": "fleet gate", "limit": 3}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .unwrap();
+    assert_eq!(
+        firecrawl["data"]["web"][0]["url"], "https://a.example/",
+        "{firecrawl}"
+    );
+    let tavily = http::post_json(
+        gate.api_addr(),
+        "/tavily/search",
+        &json!({"query": "fleet gate", "max_results": 3}),
+    )
+    .await
+    .unwrap()
+    .json()
+    .unwrap();
+    assert_eq!(tavily["results"][0]["content"], "a text", "{tavily}");
+    assert_eq!(
+        keenable.hits("/v1/search/public"),
+        1,
+        "the memo serves the second front"
+    );
+}
+
+#[tokio::test]
+async fn ddgs_serves_the_searxng_front_and_a_changed_layout_is_a_vendor_error() {
+    let dns = StubDns::builder().start().await.unwrap();
+    let page = r#"<html><body><div class="result web-result"><h2>
+        <a class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fa.example%2F">First</a></h2>
+        <a class="result__snippet">a text</a></div></body></html>"#;
+    let ddg = origin::http1()
+        .route("/html/", Reply::text(page))
+        .run()
+        .await
+        .unwrap();
+    let gate = GateProcess::spawn(&policy(
+        &dns,
+        &format!(
+            "web:\n  searchBackend: ddgs\n  vendors:\n    ddgs:\n      baseUrl: http://{}\n      retries: 0\n",
+            ddg.addr()
+        ),
+    ))
+    .await
+    .unwrap();
+    let sx = http::get(gate.api_addr(), "/searxng/search?q=fleet&format=json")
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(sx["results"][0]["url"], "https://a.example/", "{sx}");
+    assert_eq!(sx["results"][0]["content"], "a text", "{sx}");
+
+    let changed = origin::http1()
+        .route(
+            "/html/",
+            Reply::text("<html><body><p>new look</p></body></html>"),
+        )
+        .run()
+        .await
+        .unwrap();
+    let gate = GateProcess::spawn(&policy(
+        &dns,
+        &format!(
+            "web:\n  searchBackend: ddgs\n  vendors:\n    ddgs:\n      baseUrl: http://{}\n      retries: 0\n",
+            changed.addr()
+        ),
+    ))
+    .await
+    .unwrap();
+    let reply = http::post_json(gate.api_addr(), "/v1/search", &json!({"query": "fleet"}))
+        .await
+        .unwrap();
+    let body: Value = reply.json().unwrap();
+    assert_eq!(body["success"], false, "{body}");
+    assert_eq!(
+        reply.header("x-fleetgate-error"),
+        Some("vendor_bad_response"),
+        "{body}"
+    );
+}
