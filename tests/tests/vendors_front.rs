@@ -56,11 +56,25 @@ fn firecrawl_policy(dns: &StubDns, stub: &Origin, root: Option<&str>, rescue: &s
 }
 
 async fn extract(gate: &GateProcess, urls: Value) -> Value {
-    http::post_json(gate.api_addr(), "/v1/extract", &json!({"urls": urls}))
+    post(gate, "/v1/extract", json!({"urls": urls})).await
+}
+
+/// POST `body` to `path` on the gate's API and read the JSON answer.
+async fn post(gate: &GateProcess, path: &str, body: Value) -> Value {
+    http::post_json(gate.api_addr(), path, &body)
         .await
         .unwrap()
         .json()
         .unwrap()
+}
+
+/// A gate whose `web:` section is `web` and whose vendor `name` is the stub at `stub`.
+async fn gate_with(dns: &StubDns, web: &str, name: &str, stub: &Origin) -> GateProcess {
+    let section = format!(
+        "web:\n{web}  vendors:\n    {name}:\n      baseUrl: http://{}\n      retries: 0\n",
+        stub.addr()
+    );
+    GateProcess::spawn(&policy(dns, &section)).await.unwrap()
 }
 
 #[tokio::test]
@@ -218,15 +232,12 @@ async fn every_search_front_serves_the_configured_backend_through_the_memo() {
     ))
     .await
     .unwrap();
-    let native = http::post_json(
-        gate.api_addr(),
+    let native = post(
+        &gate,
         "/v1/search",
-        &json!({"query": "Fleet Gate", "limit": 1}),
+        json!({"query": "Fleet Gate", "limit": 1}),
     )
-    .await
-    .unwrap()
-    .json()
-    .unwrap();
+    .await;
     assert_eq!(native["success"], true, "{native}");
     assert_eq!(
         native["data"]["web"],
@@ -242,15 +253,12 @@ async fn every_search_front_serves_the_configured_backend_through_the_memo() {
     );
 
     // Same query modulo case and spaces, another front: a memo hit, the vendor is not called again.
-    let tavily = http::post_json(
-        gate.api_addr(),
+    let tavily = post(
+        &gate,
         "/tavily/search",
-        &json!({"query": "  fleet   gate ", "max_results": 2}),
+        json!({"query": "  fleet   gate ", "max_results": 2}),
     )
-    .await
-    .unwrap()
-    .json()
-    .unwrap();
+    .await;
     assert_eq!(tavily["results"].as_array().unwrap().len(), 2, "{tavily}");
     assert_eq!(tavily["results"][0]["content"], "a text");
     assert_eq!(
@@ -266,15 +274,7 @@ async fn every_search_front_serves_the_configured_backend_through_the_memo() {
         .unwrap();
     assert_eq!(sx["results"][0]["url"], "https://a.example/", "{sx}");
     // SearXNG serves a full bucket of 20; a Firecrawl search for 15 lands in the same bucket.
-    let fc = http::post_json(
-        gate.api_addr(),
-        "/v2/search",
-        &json!({"query": "other", "limit": 15}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .unwrap();
+    let fc = post(&gate, "/v2/search", json!({"query": "other", "limit": 15})).await;
     assert_eq!(fc["data"]["web"][1]["url"], "https://b.example/", "{fc}");
     assert_eq!(searx.hits("/search"), 2, "one call per (query, bucket)");
 }
@@ -361,15 +361,8 @@ async fn keyless_keenable_serves_extract_and_search_behind_the_fronts_and_the_ga
         .run()
         .await
         .unwrap();
-    let gate = GateProcess::spawn(&policy(
-        &dns,
-        &format!(
-            "web:\n  extractBackend: keenable\n  searchBackend: keenable\n  vendors:\n    keenable:\n      baseUrl: http://{}\n      retries: 0\n",
-            keenable.addr()
-        ),
-    ))
-    .await
-    .unwrap();
+    let web = "  extractBackend: keenable\n  searchBackend: keenable\n";
+    let gate = gate_with(&dns, web, "keenable", &keenable).await;
 
     let body = extract(
         &gate,
@@ -400,28 +393,22 @@ async fn keyless_keenable_serves_extract_and_search_behind_the_fronts_and_the_ga
         Some("hermes-agent")
     );
 
-    let firecrawl = http::post_json(
-        gate.api_addr(),
+    let firecrawl = post(
+        &gate,
         "/v2/search",
-        &json!({"query": "fleet gate", "limit": 3}),
+        json!({"query": "fleet gate", "limit": 3}),
     )
-    .await
-    .unwrap()
-    .json()
-    .unwrap();
+    .await;
     assert_eq!(
         firecrawl["data"]["web"][0]["url"], "https://a.example/",
         "{firecrawl}"
     );
-    let tavily = http::post_json(
-        gate.api_addr(),
+    let tavily = post(
+        &gate,
         "/tavily/search",
-        &json!({"query": "fleet gate", "max_results": 3}),
+        json!({"query": "fleet gate", "max_results": 3}),
     )
-    .await
-    .unwrap()
-    .json()
-    .unwrap();
+    .await;
     assert_eq!(tavily["results"][0]["content"], "a text", "{tavily}");
     assert_eq!(
         keenable.hits("/v1/search/public"),
@@ -441,15 +428,7 @@ async fn ddgs_serves_the_searxng_front_and_a_changed_layout_is_a_vendor_error() 
         .run()
         .await
         .unwrap();
-    let gate = GateProcess::spawn(&policy(
-        &dns,
-        &format!(
-            "web:\n  searchBackend: ddgs\n  vendors:\n    ddgs:\n      baseUrl: http://{}\n      retries: 0\n",
-            ddg.addr()
-        ),
-    ))
-    .await
-    .unwrap();
+    let gate = gate_with(&dns, "  searchBackend: ddgs\n", "ddgs", &ddg).await;
     let sx = http::get(gate.api_addr(), "/searxng/search?q=fleet&format=json")
         .await
         .unwrap()
@@ -466,15 +445,7 @@ async fn ddgs_serves_the_searxng_front_and_a_changed_layout_is_a_vendor_error() 
         .run()
         .await
         .unwrap();
-    let gate = GateProcess::spawn(&policy(
-        &dns,
-        &format!(
-            "web:\n  searchBackend: ddgs\n  vendors:\n    ddgs:\n      baseUrl: http://{}\n      retries: 0\n",
-            changed.addr()
-        ),
-    ))
-    .await
-    .unwrap();
+    let gate = gate_with(&dns, "  searchBackend: ddgs\n", "ddgs", &changed).await;
     let reply = http::post_json(gate.api_addr(), "/v1/search", &json!({"query": "fleet"}))
         .await
         .unwrap();
