@@ -43,8 +43,8 @@ use super::cost::{
 use super::jobs::CronJob;
 use super::ledger::{Execution, LedgerSnapshot, coverage_from};
 use super::time::{format_local, parse_iso};
-use super::turns::{AgentTurn, AuxRead, StateSnapshot, TurnRange};
-use super::{CronCostReport, FullRead, ReportOptions, effective, managed, read_full, status};
+use super::turns::{AgentTurn, AuxRead, StateSnapshot, TurnRange, job_ids};
+use super::{CronCostReport, FullRead, ReportOptions, read_full};
 
 /// Width of a bucket in seconds.
 pub const BUCKET_SECONDS: f64 = 600.0;
@@ -518,10 +518,8 @@ fn incremental(
     }
     cached.terminal_rows = terminal_rows;
 
-    let mut errors = Vec::new();
-    let jobs = status::jobs_or_error(opts, &mut errors);
-    let managed = managed::load(&opts.managed_dir);
-    let merged = effective::merge_config(&opts.hermes_home, &managed.config);
+    let read = FullRead::jobs(opts);
+    let jobs = read.jobs.as_slice();
 
     // The tail: everything anchored from c1 on, read on every report.
     let (sep, offset) = cached.shape;
@@ -534,8 +532,8 @@ fn incremental(
         aux: AuxRead::Probe,
     };
     let turns = ssnap.turns(range, None).map_err(db)?;
-    executions.extend(lsnap.priors(&turn_jobs(&turns), &c1_text).map_err(db)?);
-    let runs = runs_from(cached, &executions, &turns, until, &jobs);
+    executions.extend(lsnap.priors(&job_ids(&turns), &c1_text).map_err(db)?);
+    let runs = runs_from(cached, &executions, &turns, until, jobs);
     fold(cached, &runs, &executions, &turns, until);
 
     // The head buckets: one per distinct span start below c1.
@@ -546,7 +544,7 @@ fn incremental(
     others.extend(cached.sums.keys().map(String::as_str));
     let mut heads_needed: Vec<i64> = Vec::new();
     for id in ids.iter().map(String::as_str).chain(others.iter().copied()) {
-        let h = bucket_of(window.span_start(&jobs, id));
+        let h = bucket_of(window.span_start(jobs, id));
         if h < cached.c1 && !heads_needed.contains(&h) {
             heads_needed.push(h);
         }
@@ -558,7 +556,7 @@ fn incremental(
         let Some(bucket) = cached.buckets.get(&h) else {
             return Err(Stale("a head bucket is not cached"));
         };
-        let records = read_bucket(&lsnap, &ssnap, cached.shape, h, bucket, &jobs)?;
+        let records = read_bucket(&lsnap, &ssnap, cached.shape, h, bucket, jobs)?;
         cached.heads.insert(h, records);
     }
     let heads = &cached.heads;
@@ -576,7 +574,7 @@ fn incremental(
     let c1_time = bucket_start(cached.c1);
     let mut totals: Vec<(String, Totals)> = Vec::with_capacity(ids.len());
     for id in ids {
-        let lo = window.span_start(&jobs, &id);
+        let lo = window.span_start(jobs, &id);
         let mut sum = Totals::default();
         let h = bucket_of(lo);
         if h < cached.c1 {
@@ -593,18 +591,9 @@ fn incremental(
         }
         totals.push((id, sum));
     }
-    let cost = window.section(&jobs, &totals);
+    let cost = window.section(jobs, &totals);
     cached.ledger_newest = newest(lsnap.conn(), "executions").map_err(db)?;
     cached.sessions_newest = newest(ssnap.conn(), "sessions").map_err(db)?;
-    let read = FullRead {
-        jobs,
-        merged,
-        ledger: None,
-        turns: None,
-        errors,
-        ledger_snapshot: None,
-        state_snapshot: None,
-    };
     Ok(read.finish(cost))
 }
 
@@ -696,7 +685,7 @@ fn read_bucket(
         aux: AuxRead::Probe,
     };
     let turns = ssnap.turns(range, None).map_err(db)?;
-    executions.extend(lsnap.priors(&turn_jobs(&turns), &lo).map_err(db)?);
+    executions.extend(lsnap.priors(&job_ids(&turns), &lo).map_err(db)?);
     let runs = runs_between(b0, b1, &executions, &turns, jobs);
     let mut records = Vec::new();
     for (id, list) in runs {
@@ -722,13 +711,6 @@ fn read_window(since: f64, until: f64, days: u32, coverage: Option<f64>) -> Wind
 /// A failed query: the cache cannot answer.
 fn db<E>(_: E) -> Stale {
     Stale("a query failed")
-}
-
-fn turn_jobs(turns: &[AgentTurn]) -> Vec<&str> {
-    let mut ids: Vec<&str> = turns.iter().map(|t| t.job_id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
 }
 
 /// Device, inode and schema cookie (bumped by every schema change and by VACUUM).

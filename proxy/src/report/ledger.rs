@@ -156,20 +156,11 @@ impl Shapes {
         }
     }
 
-    /// The one regular shape every text had, as (separator, offset seconds, offset text).
+    /// The one regular shape every text had, as (separator, offset seconds).
     pub fn uniform(&self) -> Option<(u8, i64)> {
         match self.0.as_slice() {
             [(sep, offset)] if *sep != 0 => Some((*sep, offset_seconds(offset)?)),
             _ => None,
-        }
-    }
-
-    /// Add the shapes of `other`.
-    pub fn merge(&mut self, other: &Self) {
-        for shape in &other.0 {
-            if !self.0.contains(shape) {
-                self.0.push(shape.clone());
-            }
         }
     }
 }

@@ -169,12 +169,29 @@ impl FullRead {
     }
 }
 
+impl FullRead {
+    /// The jobs and the effective config; nothing read from the databases yet.
+    pub(crate) fn jobs(opts: &ReportOptions) -> Self {
+        let mut errors = Vec::new();
+        let jobs = status::jobs_or_error(opts, &mut errors);
+        let managed = managed::load(&opts.managed_dir);
+        let merged = effective::merge_config(&opts.hermes_home, &managed.config);
+        Self {
+            jobs,
+            merged,
+            ledger: None,
+            turns: None,
+            errors,
+            ledger_snapshot: None,
+            state_snapshot: None,
+        }
+    }
+}
+
 /// Read the jobs, the ledger and the turns of the window `[since, until]`.
 pub(crate) fn read_full(opts: &ReportOptions, since: f64, until: f64) -> FullRead {
-    let mut errors = Vec::new();
-    let jobs = status::jobs_or_error(opts, &mut errors);
-    let managed = managed::load(&opts.managed_dir);
-    let merged = effective::merge_config(&opts.hermes_home, &managed.config);
+    let mut read = FullRead::jobs(opts);
+    let errors = &mut read.errors;
     let ledger_path = opts.hermes_home.join("cron").join("executions.db");
     let state_path = opts.hermes_home.join("state.db");
     let busy = opts.busy_timeout;
@@ -196,36 +213,31 @@ pub(crate) fn read_full(opts: &ReportOptions, since: f64, until: f64) -> FullRea
         (ledger.join(), turns)
     });
     let ledger = match ledger {
-        Ok(result) => readable(result, &mut errors),
+        Ok(result) => readable(result, errors),
         Err(_) => {
             errors.push("failed to read cron/executions.db: the reader panicked".to_string());
             None
         }
     };
-    let (turns, state_snapshot) = readable(turns, &mut errors).unzip();
+    let (turns, state_snapshot) = readable(turns, errors).unzip();
     let (mut ledger, mut ledger_snapshot) = ledger.unzip();
     // A turn in the window may belong to a run claimed before the rows read.
-    if let (Some(ledger), Some(snapshot), Some(turns)) = (&mut ledger, &ledger_snapshot, &turns) {
-        let mut ids: Vec<&str> = turns.iter().map(|t| t.job_id.as_str()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        if let Err(err) = snapshot.add_priors(ledger, &ids) {
-            errors.push(err.to_string());
-            ledger_snapshot = None;
-        }
+    if let (Some(ledger), Some(snapshot), Some(turns)) = (&mut ledger, &ledger_snapshot, &turns)
+        && let Err(err) = snapshot.add_priors(ledger, &turns::job_ids(turns))
+    {
+        errors.push(err.to_string());
+        ledger_snapshot = None;
     }
     // A ledger whose priors could not be read is as unreadable as one that failed to open.
     if ledger_snapshot.is_none() {
         ledger = None;
     }
     FullRead {
-        jobs,
-        merged,
         ledger,
         turns,
-        errors,
         ledger_snapshot,
         state_snapshot,
+        ..read
     }
 }
 

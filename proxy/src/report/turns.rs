@@ -119,6 +119,14 @@ pub fn cron_job_id(session_id: &str) -> Option<&str> {
     (shape && !job.is_empty()).then_some(job)
 }
 
+/// The distinct job ids of `turns`, sorted.
+pub fn job_ids(turns: &[AgentTurn]) -> Vec<&str> {
+    let mut ids: Vec<&str> = turns.iter().map(|t| t.job_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 /// Read the cron turns that started in `[since, until]`.
 pub fn read_turns(
     path: &Path,
@@ -188,16 +196,6 @@ impl StateSnapshot {
     /// auxiliary usage rows (if the table exists) have `last_seen`.
     pub fn dated(&self) -> bool {
         self.schema.dated()
-    }
-
-    /// The table's columns, as probed.
-    pub fn has_column(&self, table: &str, column: &str) -> bool {
-        match table {
-            "sessions" => self.schema.sessions.contains(column),
-            "messages" => self.schema.messages.contains(column),
-            "session_model_usage" => self.schema.usage.contains(column),
-            _ => false,
-        }
     }
 
     /// A second connection whose read transaction begins right after this one's (so both

@@ -30,6 +30,12 @@ pub struct FirecrawlClient {
     http: HttpClient,
 }
 
+impl super::FetchOne for FirecrawlClient {
+    async fn fetch_one(&self, url: &str) -> Result<Page, VendorError> {
+        self.scrape(url).await
+    }
+}
+
 // === impl FirecrawlClient ===
 
 impl FirecrawlClient {
@@ -80,18 +86,7 @@ impl FirecrawlClient {
     /// A failure that cannot differ per URL (no credential, 401, 402, vendor unreachable)
     /// is reused for the remaining URLs instead of calling again.
     pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
-        let mut out: Vec<Result<Page, VendorFailure>> = Vec::with_capacity(urls.len());
-        for url in urls {
-            if let Some(Err(VendorFailure::Vendor(e))) = out.last()
-                && super::account_wide(e)
-            {
-                let again = e.clone();
-                out.push(Err(VendorFailure::Vendor(again)));
-                continue;
-            }
-            out.push(self.scrape(url).await.map_err(VendorFailure::Vendor));
-        }
-        out
+        super::per_url(self, urls).await
     }
 
     async fn scrape(&self, url: &str) -> Result<Page, VendorError> {

@@ -45,6 +45,12 @@ pub struct KeenableClient {
     tier: VendorTier,
 }
 
+impl super::FetchOne for KeenableClient {
+    async fn fetch_one(&self, url: &str) -> Result<Page, VendorError> {
+        self.fetch(url).await
+    }
+}
+
 // === impl KeenableClient ===
 
 impl KeenableClient {
@@ -114,18 +120,7 @@ impl KeenableClient {
     /// Extract each URL with its own fetch; one result per URL in input order (a refused key
     /// is not asked again for the next URL).
     pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
-        let mut out: Vec<Result<Page, VendorFailure>> = Vec::with_capacity(urls.len());
-        for url in urls {
-            if let Some(Err(VendorFailure::Vendor(e))) = out.last()
-                && super::account_wide(e)
-            {
-                let again = e.clone();
-                out.push(Err(VendorFailure::Vendor(again)));
-                continue;
-            }
-            out.push(self.fetch(url).await.map_err(VendorFailure::Vendor));
-        }
-        out
+        super::per_url(self, urls).await
     }
 
     async fn fetch(&self, url: &str) -> Result<Page, VendorError> {

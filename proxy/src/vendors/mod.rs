@@ -445,9 +445,35 @@ impl Backend {
     }
 }
 
+/// A vendor that fetches one URL per call.
+pub(crate) trait FetchOne {
+    /// Fetch `url`.
+    fn fetch_one(&self, url: &str) -> impl Future<Output = Result<Page, VendorError>>;
+}
+
+/// Fetch each URL in turn; one result per URL in input order. A failure that cannot differ
+/// per URL ([`account_wide`]) is reused for the remaining URLs instead of calling again.
+pub(crate) async fn per_url(
+    client: &impl FetchOne,
+    urls: &[String],
+) -> Vec<Result<Page, VendorFailure>> {
+    let mut out: Vec<Result<Page, VendorFailure>> = Vec::with_capacity(urls.len());
+    for url in urls {
+        if let Some(Err(VendorFailure::Vendor(e))) = out.last()
+            && account_wide(e)
+        {
+            let again = e.clone();
+            out.push(Err(VendorFailure::Vendor(again)));
+            continue;
+        }
+        out.push(client.fetch_one(url).await.map_err(VendorFailure::Vendor));
+    }
+    out
+}
+
 /// A failure that would repeat for every URL of a per-URL vendor call (a refused key, no
-/// credit, no route to the vendor): the remaining URLs reuse it instead of calling again.
-pub(crate) fn account_wide(e: &VendorError) -> bool {
+/// credit, no route to the vendor).
+fn account_wide(e: &VendorError) -> bool {
     matches!(e.status, Some(401 | 402))
         || matches!(
             e.kind,
