@@ -49,11 +49,15 @@ pub struct ProxyMetrics {
     pub cache_lookups: IntCounterVec,
     /// `fleetgate_cache_writes_total{outcome}`: `stored` or a no-cache reason.
     pub cache_writes: IntCounterVec,
-    /// `fleetgate_search_requests_total{outcome}`: `ok`, `memo_hit` or a failure code.
+    /// `fleetgate_search_requests_total{outcome}`: `ok`, `memo_hit`, `rescued` or a failure
+    /// code.
     pub searches: IntCounterVec,
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
     pub rescues: IntCounterVec,
+    /// `fleetgate_search_rescues_total{from,to,outcome}`: rescues of a failed search by
+    /// backend (`to` is `keyless` for the ring) and outcome (`served`, `failed`).
+    pub search_rescues: IntCounterVec,
     /// `fleetgate_log_lines_dropped_total`: log lines dropped because the log queue was full
     /// (brought up to date on every scrape by [`ProxyMetrics::sync_log_drops`]).
     pub log_lines_dropped: IntCounter,
@@ -184,6 +188,13 @@ impl ProxyMetrics {
                 ),
                 &["from", "to", "outcome"],
             )?,
+            search_rescues: IntCounterVec::new(
+                Opts::new(
+                    "fleetgate_search_rescues_total",
+                    "Rescues after the search backend failed, by backend and outcome.",
+                ),
+                &["from", "to", "outcome"],
+            )?,
             blocklist_rules: IntGauge::new(
                 "fleetgate_blocklist_rules",
                 "Rules in the active website blocklist.",
@@ -251,6 +262,7 @@ impl ProxyMetrics {
         reg.register(Box::new(m.listener_bytes.clone()))?;
         reg.register(Box::new(m.active_tunnels.clone()))?;
         reg.register(Box::new(m.rescues.clone()))?;
+        reg.register(Box::new(m.search_rescues.clone()))?;
         reg.register(Box::new(m.cache_lookups.clone()))?;
         reg.register(Box::new(m.cache_writes.clone()))?;
         reg.register(Box::new(m.searches.clone()))?;

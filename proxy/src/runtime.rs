@@ -12,7 +12,7 @@ use crate::cache::memo::SearchMemo;
 use crate::gates::website_blocklist::Blocklist;
 use crate::policy::Policy;
 use crate::resolve::{self, GateResolver};
-use crate::vendors::SearchHit;
+use crate::vendors::Searched;
 use crate::vendors::direct::DirectFetcher;
 use crate::vendors::registry::Backends;
 
@@ -30,7 +30,7 @@ pub struct Runtime {
     /// The shared extract cache on the same volume (`extract/`).
     pub cache: DiskCache,
     /// The in-process search memo.
-    pub search_memo: SearchMemo<Vec<SearchHit>>,
+    pub search_memo: SearchMemo<Searched>,
     /// The `direct` backend.
     pub direct: DirectFetcher,
     /// The extract, search and rescue backends.

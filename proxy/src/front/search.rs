@@ -11,7 +11,8 @@ use crate::respond::{self, ApiError, Body};
 /// The search shapes the api listener speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
-    /// `{"success": true, "data": {"web": [...]}, "served_by", "cached"}` (Hermes' own shape).
+    /// `{"success": true, "data": {"web": [...]}, "served_by", "cached"}` (Hermes' own shape;
+    /// a rescued answer adds `data.rescued_from` and `data.backend_error`).
     Native,
     /// Firecrawl v2: `{"success": true, "data": {"web": [{url,title,description,position}]}}`.
     FirecrawlV2,
@@ -58,22 +59,32 @@ pub fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
 
 /// Shape a search outcome for `shape`.
 pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Body> {
-    let (hits, served_by, cached) = match outcome {
+    let (hits, served_by, cached, rescue) = match outcome {
         SearchOutcome::Hits {
             hits,
             served_by,
             cached,
-        } => (hits, served_by, cached),
+            rescued_from,
+            backend_error,
+        } => (hits, served_by, cached, rescued_from.zip(backend_error)),
         SearchOutcome::Failed { code, message } => return failure(shape, code, &message),
     };
     let score = |i: usize| 1.0 - (i as f64) / (hits.len().max(1) as f64 * 2.0);
     let body = match shape {
-        Shape::Native => json!({
-            "success": true,
-            "data": {"web": hits},
-            "served_by": served_by,
-            "cached": cached,
-        }),
+        Shape::Native => {
+            let mut data = json!({"web": hits});
+            // Hermes marks a rescued answer in `data`: the backend that failed and why.
+            if let Some((from, note)) = rescue {
+                data["rescued_from"] = json!(from);
+                data["backend_error"] = json!(note);
+            }
+            json!({
+                "success": true,
+                "data": data,
+                "served_by": served_by,
+                "cached": cached,
+            })
+        }
         Shape::FirecrawlV2 => json!({"success": true, "data": {"web": hits.iter().map(|h| json!({
             "url": h.url, "title": h.title, "description": h.description, "position": h.position,
         })).collect::<Vec<_>>()}}),

@@ -1,5 +1,10 @@
 //! E5 + E6 + E7 for the items that passed the gates: the shared cache, the configured
 //! backend (one batch), one rescue pass when it fails every URL, then assembly.
+//!
+//! Rescue follows Hermes: it runs when every row of the batch failed; rows refused by a gate
+//! (a redirect hop or a vendor's final URL) are never rescued and keep their refusal; the
+//! rescue entries of `web.rescue` are tried in order (the keyless ring pinned at the failed
+//! backend) and the first that serves any row wins. Rescued rows are never cached.
 
 use tokio::time::Instant;
 
@@ -7,12 +12,23 @@ use super::{Pending, Pipeline, Row};
 use crate::cache::{CachedPage, NewEntry};
 use crate::context::TargetUrl;
 use crate::gates::{DenyReason, Verdict};
+use crate::vendors::keyless::Start;
 use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
 
 type Fetched = Result<Page, VendorFailure>;
 
 /// Characters of the configured backend's error kept on rescued rows.
-const BACKEND_ERROR_CHARS: usize = 300;
+pub(super) const BACKEND_ERROR_CHARS: usize = 300;
+
+/// Appended to the configured backend's error when every rescue entry failed too: Hermes'
+/// `(keyless rescue also failed: ...)` for the ring alone, else the entries by name.
+pub(super) fn rescue_failed_suffix(names: &[&str], last_error: &str) -> String {
+    if names == ["keyless"] {
+        format!(" (keyless rescue also failed: {last_error})")
+    } else {
+        format!(" (rescue via {} also failed: {last_error})", names.join(", "))
+    }
+}
 
 impl Pipeline<'_> {
     /// Fetch and assemble every pending item; rows come back with their input index.
@@ -43,11 +59,12 @@ impl Pipeline<'_> {
         if misses.is_empty() {
             return rows;
         }
-        let results = self.fetch_with(primary, &misses).await;
-        let every_url_failed = results
+        let results = self.fetch_with(primary, &misses, Start::Cursor).await;
+        let every_url_failed = results.iter().all(Result::is_err);
+        let any_rescuable = results
             .iter()
-            .all(|r| matches!(r, Err(f) if !f.is_gate_refusal()));
-        if every_url_failed && !self.rt.backends.rescue.is_empty() {
+            .any(|r| matches!(r, Err(f) if !f.is_gate_refusal()));
+        if every_url_failed && any_rescuable && self.rescuers(primary).next().is_some() {
             rows.extend(self.rescue(&misses, results, limit).await);
             return rows;
         }
@@ -81,6 +98,7 @@ impl Pipeline<'_> {
             status: if entry.status == 0 { 200 } else { entry.status },
             content_type: None,
             textual: true,
+            via: None,
         };
         let mut row = self.assemble_row(page, limit, backend.name());
         row.cached = true;
@@ -90,8 +108,8 @@ impl Pipeline<'_> {
     }
 
     /// One batch through `backend`: the gate's own fetcher item by item (each hop re-gated),
-    /// a vendor in one call (each final URL re-gated).
-    async fn fetch_with(&self, backend: &Backend, pending: &[Pending]) -> Vec<Fetched> {
+    /// a vendor in one call (each final URL re-gated); the ring walks from `start`.
+    async fn fetch_with(&self, backend: &Backend, pending: &[Pending], start: Start) -> Vec<Fetched> {
         let started = Instant::now();
         let results = match backend {
             Backend::Direct(direct) => {
@@ -108,7 +126,10 @@ impl Pipeline<'_> {
                     .iter()
                     .map(|p| p.admitted.target.normalized.clone())
                     .collect();
-                let pages = vendor.extract(&urls).await;
+                let pages = match vendor {
+                    Backend::Ring(ring) => ring.extract(start, &urls).await,
+                    other => other.extract(&urls).await,
+                };
                 futures_util::future::join_all(
                     pages
                         .into_iter()
@@ -138,9 +159,18 @@ impl Pipeline<'_> {
         }
     }
 
-    /// The configured backend failed every URL: try the rescue backends in order; the first
-    /// that serves any URL wins. Rescued rows are marked and never cached; exhausted rescue
-    /// keeps the original errors with a suffix naming the rescue failure.
+    /// The rescue entries for `primary`: every entry but the failed backend itself.
+    fn rescuers<'b>(&'b self, primary: &'b Backend) -> impl Iterator<Item = &'b Backend> {
+        self.rt
+            .backends
+            .rescue
+            .iter()
+            .filter(move |b| b.capabilities().extract && b.name() != primary.name())
+    }
+
+    /// The configured backend failed every URL: try the rescue entries in order on the rows no
+    /// gate refused; the first that serves any of them wins. Rescued rows are marked and never
+    /// cached; exhausted rescue keeps the original errors with a suffix naming the failure.
     async fn rescue(
         &self,
         pending: &[Pending],
@@ -148,19 +178,31 @@ impl Pipeline<'_> {
         limit: usize,
     ) -> Vec<(usize, Row)> {
         let primary = &self.rt.backends.extract;
+        // Rows a gate refused keep their refusal: a rescue never re-asks for a blocked URL.
+        let (retry, refused): (Vec<_>, Vec<_>) = pending
+            .iter()
+            .zip(original)
+            .partition(|(_, r)| !matches!(r, Err(f) if f.is_gate_refusal()));
+        let mut rows: Vec<(usize, Row)> = refused
+            .into_iter()
+            .map(|(p, r)| (p.index, self.finish(p, r, primary, limit)))
+            .collect();
+        let (retry, original): (Vec<Pending>, Vec<Fetched>) =
+            retry.into_iter().map(|(p, r)| (p.clone(), r)).unzip();
         let original_error = original
             .iter()
             .find_map(|r| r.as_ref().err().map(|f| f.to_string()))
             .unwrap_or_else(|| "extract failed".into());
         let mut last_error = String::from("unknown");
-        for backend in &self.rt.backends.rescue {
-            let results = self.fetch_with(backend, pending).await;
+        let rescuers: Vec<&Backend> = self.rescuers(primary).collect();
+        for backend in &rescuers {
+            let results = self
+                .fetch_with(backend, &retry, Start::rescuing(primary))
+                .await;
             if results.iter().any(Result::is_ok) {
-                self.count_rescue(primary, backend, "served");
-                return pending
-                    .iter()
-                    .zip(results.into_iter().zip(original.iter()))
-                    .map(|(p, (rescued, first))| {
+                self.count_rescue_kind("extract", primary, backend, "served");
+                rows.extend(retry.iter().zip(results.into_iter().zip(original)).map(
+                    |(p, (rescued, first))| {
                         let row = match (rescued, first) {
                             (Ok(page), _) => {
                                 let mut row = self.finish_uncached(p, Ok(page), backend, limit);
@@ -170,32 +212,28 @@ impl Pipeline<'_> {
                                 );
                                 row
                             }
-                            (Err(_), first) => self.finish(p, first.clone(), primary, limit),
+                            (Err(_), first) => self.finish(p, first, primary, limit),
                         };
                         (p.index, row)
-                    })
-                    .collect();
+                    },
+                ));
+                return rows;
             }
-            self.count_rescue(primary, backend, "failed");
+            self.count_rescue_kind("extract", primary, backend, "failed");
             if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
                 last_error = e.to_string();
             }
         }
-        let names: Vec<&str> = self.rt.backends.rescue.iter().map(Backend::name).collect();
-        pending
-            .iter()
-            .zip(original)
-            .map(|(p, r)| {
-                let mut row = self.finish(p, r, primary, limit);
-                if let Some(error) = row.error.as_mut() {
-                    error.push_str(&format!(
-                        " (rescue via {} also failed: {last_error})",
-                        names.join(", ")
-                    ));
-                }
-                (p.index, row)
-            })
-            .collect()
+        let names: Vec<&str> = rescuers.iter().map(|b| b.name()).collect();
+        let suffix = rescue_failed_suffix(&names, &last_error);
+        rows.extend(retry.iter().zip(original).map(|(p, r)| {
+            let mut row = self.finish(p, r, primary, limit);
+            if let Some(error) = row.error.as_mut() {
+                error.push_str(&suffix);
+            }
+            (p.index, row)
+        }));
+        rows
     }
 
     /// E7 for one item from the configured backend; a successful page is written to the
@@ -235,7 +273,10 @@ impl Pipeline<'_> {
     ) -> Row {
         let target = &pending.admitted.target;
         let row = match result {
-            Ok(page) => self.assemble_row(page, limit, backend.name()),
+            Ok(page) => {
+                let by = page.via.map_or(backend.name(), |member| member.name());
+                self.assemble_row(page, limit, by)
+            }
             Err(failure) => {
                 self.count_outcome(failure.code());
                 Row::failed(&target.normalized, &failure, backend)
@@ -279,9 +320,20 @@ impl Pipeline<'_> {
         Err(reason)
     }
 
-    fn count_rescue(&self, from: &Backend, to: &Backend, outcome: &str) {
-        self.metrics
-            .rescues
+    /// Count a rescue of an `extract` or `search` call.
+    pub(super) fn count_rescue_kind(
+        &self,
+        what: &str,
+        from: &Backend,
+        to: &Backend,
+        outcome: &str,
+    ) {
+        let counter = if what == "search" {
+            &self.metrics.search_rescues
+        } else {
+            &self.metrics.rescues
+        };
+        counter
             .with_label_values(&[from.name(), to.name(), outcome])
             .inc();
     }

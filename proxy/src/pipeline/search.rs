@@ -1,5 +1,9 @@
 //! The search pipeline: limit clamp → strict backend (settled at load) → memo → vendor call at
-//! the bucketed limit → slice to the caller's limit.
+//! the bucketed limit → rescue when it failed → slice to the caller's limit.
+//!
+//! Rescue walks `web.rescue` for entries that can search (the keyless ring pinned at the
+//! failed backend, or a named backend); a rescued answer names the backend that failed and is
+//! never memoized, so the next call asks the configured backend again.
 //!
 //! Search has no URL to gate (Hermes applies no SSRF, secret or blocklist check to a query);
 //! result URLs come back unfiltered, and any later fetch of them goes through extract.
@@ -8,7 +12,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::Pipeline;
-use crate::vendors::SearchHit;
+use super::fetch::{BACKEND_ERROR_CHARS, rescue_failed_suffix};
+use crate::cache::memo;
+use crate::vendors::{Backend, SearchHit, Searched, VendorFailure, keyless::Start};
 
 /// Hermes' default search limit.
 pub const DEFAULT_SEARCH_LIMIT: usize = 5;
@@ -22,10 +28,14 @@ pub enum SearchOutcome {
     Hits {
         /// The rows, in the backend's order and key order.
         hits: Vec<SearchHit>,
-        /// The backend that served them.
+        /// The backend that served them (a ring member when the keyless ring did).
         served_by: &'static str,
         /// Whether they came from the memo.
         cached: bool,
+        /// The configured backend, when a rescue backend served this call.
+        rescued_from: Option<&'static str>,
+        /// Why the configured backend failed, on a rescued call.
+        backend_error: Option<String>,
     },
     /// The search failed; `message` is the backend's (or the gate's) text.
     Failed {
@@ -83,26 +93,106 @@ impl Pipeline<'_> {
             self.observe_vendor(backend, status, started);
         }
         let outcome = match result {
-            Ok(mut hits) => {
-                hits.truncate(limit);
-                SearchOutcome::Hits {
-                    hits,
-                    served_by: backend.name(),
-                    cached,
-                }
-            }
-            Err(failure) => SearchOutcome::Failed {
-                code: failure.code(),
-                message: failure.to_string(),
-            },
+            Ok(searched) => hits(searched, limit, cached, None),
+            Err(failure) => self.rescue_search(backend, query, limit, failure).await,
         };
         let label = match &outcome {
             SearchOutcome::Hits { cached: true, .. } => "memo_hit",
+            SearchOutcome::Hits {
+                rescued_from: Some(_),
+                ..
+            } => "rescued",
             SearchOutcome::Hits { .. } => "ok",
             SearchOutcome::Failed { code, .. } => code,
         };
         self.metrics.searches.with_label_values(&[label]).inc();
         outcome
+    }
+}
+
+impl Pipeline<'_> {
+    /// The configured search backend failed: try each rescue entry that can search, in order.
+    async fn rescue_search(
+        &self,
+        primary: &Backend,
+        query: &str,
+        limit: usize,
+        failure: VendorFailure,
+    ) -> SearchOutcome {
+        let original = failure.to_string();
+        let rescuers: Vec<&Backend> = self
+            .rt
+            .backends
+            .rescue
+            .iter()
+            .filter(|b| b.capabilities().search && b.name() != primary.name())
+            .collect();
+        if rescuers.is_empty() {
+            return SearchOutcome::Failed {
+                code: failure.code(),
+                message: original,
+            };
+        }
+        let bucket = memo::bucket(limit);
+        let mut last_error = String::from("unknown");
+        for rescuer in &rescuers {
+            let started = Instant::now();
+            let result = match rescuer {
+                Backend::Ring(ring) => ring.search(Start::rescuing(primary), query, bucket).await,
+                other => other.search(query, bucket).await,
+            };
+            self.observe_vendor(rescuer, result.as_ref().ok().map(|_| 200), started);
+            match result {
+                Ok(searched) => {
+                    self.count_rescue_kind("search", primary, rescuer, "served");
+                    let by = match rescuer {
+                        Backend::Ring(_) => "the keyless free tier".to_string(),
+                        other => format!("'{}'", other.name()),
+                    };
+                    let excerpt: String = original.chars().take(BACKEND_ERROR_CHARS).collect();
+                    let note = format!(
+                        "Configured backend '{p}' failed this call ({excerpt}); result served by \
+                         {by}. The next call will use '{p}' again.",
+                        p = primary.name()
+                    );
+                    return hits(searched, limit, false, Some((primary.name(), note)));
+                }
+                Err(e) => {
+                    self.count_rescue_kind("search", primary, rescuer, "failed");
+                    last_error = e.to_string();
+                }
+            }
+        }
+        let names: Vec<&str> = rescuers.iter().map(|b| b.name()).collect();
+        SearchOutcome::Failed {
+            code: failure.code(),
+            message: format!("{original}{}", rescue_failed_suffix(&names, &last_error)),
+        }
+    }
+}
+
+/// The caller's rows of a successful search.
+fn hits(
+    searched: Searched,
+    limit: usize,
+    cached: bool,
+    rescued: Option<(&'static str, String)>,
+) -> SearchOutcome {
+    let Searched {
+        mut hits,
+        served_by,
+    } = searched;
+    hits.truncate(limit);
+    let (rescued_from, backend_error) = match rescued {
+        Some((from, note)) => (Some(from), Some(note)),
+        None => (None, None),
+    };
+    SearchOutcome::Hits {
+        hits,
+        served_by: served_by.name(),
+        cached,
+        rescued_from,
+        backend_error,
     }
 }
 

@@ -105,6 +105,9 @@ pub struct VendorSettings {
     pub excluded_domains: Vec<String>,
     /// Keyed or keyless, for a vendor with a keyless tier (Hermes' `web.provider_tier`).
     pub tier: VendorTier,
+    /// The keyless endpoint; default the vendor's public one (Exa's and Parallel's MCP
+    /// servers, Firecrawl's cloud API, Keenable's base URL).
+    pub keyless_url: Option<url::Url>,
 }
 
 /// `web.vendors.<name>.tier`: how a vendor with a keyless tier is called.
@@ -578,12 +581,17 @@ impl<'a> Validator<'a> {
     fn vendor(&mut self, name: &str, raw: &raw::RawVendor) -> Option<VendorSettings> {
         let field = format!("web.vendors.{name}");
         match vendors::BackendKind::from_name(name) {
-            None | Some(vendors::BackendKind::Direct) => {
+            None | Some(vendors::BackendKind::Direct | vendors::BackendKind::Keyless) => {
                 self.err(
                     field,
                     format!(
                         "no configurable backend named '{name}'; configure one of: {}",
-                        vendors::SEARCH_BACKENDS.join(", ")
+                        vendors::SEARCH_BACKENDS
+                            .iter()
+                            .filter(|n| **n != "keyless")
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 );
                 return None;
@@ -634,9 +642,29 @@ impl<'a> Validator<'a> {
         if tier == VendorTier::Free && !keyless {
             self.err(
                 format!("{field}.tier"),
-                format!("'{name}' has no keyless tier; free applies to keenable"),
+                format!(
+                    "'{name}' has no keyless tier; free applies to exa, parallel, firecrawl and keenable"
+                ),
             );
         }
+        let keyless_url = match raw.keyless_url.as_deref().map(url::Url::parse) {
+            None => None,
+            Some(_) if !keyless => {
+                self.err(
+                    format!("{field}.keylessUrl"),
+                    format!("'{name}' has no keyless tier; keylessUrl applies to exa, parallel, firecrawl and keenable"),
+                );
+                None
+            }
+            Some(Ok(u)) if matches!(u.scheme(), "http" | "https") => Some(u),
+            Some(_) => {
+                self.err(
+                    format!("{field}.keylessUrl"),
+                    "must be an absolute http(s) URL, e.g. `https://mcp.exa.ai/mcp`",
+                );
+                None
+            }
+        };
         Some(VendorSettings {
             name: name.to_string(),
             base_url,
@@ -650,6 +678,7 @@ impl<'a> Validator<'a> {
             allowed_domains: allowed,
             excluded_domains: excluded,
             tier,
+            keyless_url,
         })
     }
 

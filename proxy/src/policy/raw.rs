@@ -112,6 +112,8 @@ pub struct RawVendor {
     pub excluded_domains: Option<Vec<String>>,
     /// `free`, `paid` or `auto` (keyless-capable vendors).
     pub tier: Option<String>,
+    /// The keyless endpoint (keyless-capable vendors).
+    pub keyless_url: Option<String>,
 }
 
 /// `web.cache:`.

@@ -88,17 +88,21 @@ impl Endpoint {
             .filter(|k| !k.is_empty())
     }
 
-    /// `base_url` with `path` appended to its path (a base path prefix is kept).
+    /// `base_url` with `path` appended to its path (a base path prefix is kept); an empty
+    /// `path` is the base URL itself (an MCP endpoint).
     pub fn url(&self, path: &str) -> Url {
         let mut url = self.base_url.clone();
+        url.set_query(None);
+        url.set_fragment(None);
+        if path.is_empty() {
+            return url;
+        }
         let joined = format!(
             "{}/{}",
             url.path().trim_end_matches('/'),
             path.trim_start_matches('/')
         );
         url.set_path(&joined);
-        url.set_query(None);
-        url.set_fragment(None);
         url
     }
 }

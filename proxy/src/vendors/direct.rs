@@ -236,6 +236,7 @@ impl DirectFetcher {
             status,
             content_type,
             textual: kind != BodyKind::Binary,
+            via: None,
         })
     }
 

@@ -160,7 +160,7 @@ fn is_cloud(base: &url::Url) -> bool {
 }
 
 /// Firecrawl's own error text from a `success: false` body.
-fn vendor_error_text(answer: &Value) -> String {
+pub(super) fn vendor_error_text(answer: &Value) -> String {
     answer
         .get("error")
         .and_then(Value::as_str)
@@ -169,7 +169,7 @@ fn vendor_error_text(answer: &Value) -> String {
 }
 
 /// The page of a scrape answer: `data` (or the top level) with `markdown` and `metadata`.
-fn page(requested: &str, answer: &Value) -> Page {
+pub(super) fn page(requested: &str, answer: &Value) -> Page {
     let data = answer
         .get("data")
         .filter(|d| d.is_object())
@@ -197,11 +197,12 @@ fn page(requested: &str, answer: &Value) -> Page {
             .and_then(Value::as_str)
             .map(str::to_string),
         textual: true,
+        via: None,
     }
 }
 
 /// Search rows from `data` (a list), `data.web`, `data.results`, `web` or `results`.
-fn search_rows(answer: &Value) -> &[Value] {
+pub(super) fn search_rows(answer: &Value) -> &[Value] {
     let data = answer.get("data");
     if let Some(Value::Array(rows)) = data {
         return rows;
@@ -219,7 +220,7 @@ fn search_rows(answer: &Value) -> &[Value] {
 }
 
 /// A web result, or a scraped document whose fields sit in `metadata`.
-fn search_row(row: &Value) -> RawHit {
+pub(super) fn search_row(row: &Value) -> RawHit {
     let meta = row.get("metadata");
     let pick = |key: &str, meta_key: &str| {
         let direct = search::text(row.get(key));

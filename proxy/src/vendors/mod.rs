@@ -4,8 +4,9 @@
 //! through a connector that dials only addresses E2 checked, and re-gates every redirect hop.
 //! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel`, `keenable` for extract and
 //! search; `perplexity`, `searxng`, `brave-free`, `ddgs`, `xai` for search only) speak each vendor's
-//! wire format through the shared [`client`]. Backends never build HTTP responses; failures are [`VendorFailure`]
-//! values with stable codes.
+//! wire format through the shared [`client`]. exa, parallel, firecrawl and keenable also answer
+//! without a key ([`keyless`]), and `keyless` names their ring. Backends never build HTTP
+//! responses; failures are [`VendorFailure`] values with stable codes.
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -21,6 +22,7 @@ pub mod exa;
 pub mod firecrawl;
 pub mod html;
 pub mod keenable;
+pub mod keyless;
 pub mod parallel;
 pub mod perplexity;
 pub mod registry;
@@ -30,7 +32,7 @@ pub mod tavily;
 pub mod xai;
 
 pub use client::{Endpoint, FailureSource, VendorError, VendorErrorKind};
-pub use search::{KeyOrder, SearchHit};
+pub use search::{KeyOrder, SearchHit, Searched};
 
 /// Backends that can extract pages, by policy name.
 pub const EXTRACT_BACKENDS: &[&str] = &[
@@ -40,6 +42,7 @@ pub const EXTRACT_BACKENDS: &[&str] = &[
     "exa",
     "parallel",
     "keenable",
+    "keyless",
 ];
 /// Backends that can search, by policy name.
 pub const SEARCH_BACKENDS: &[&str] = &[
@@ -53,6 +56,7 @@ pub const SEARCH_BACKENDS: &[&str] = &[
     "brave-free",
     "ddgs",
     "xai",
+    "keyless",
 ];
 
 /// Refuse, at policy load, an extract backend that does not exist or cannot extract.
@@ -140,13 +144,15 @@ pub enum BackendKind {
     Ddgs,
     /// xAI's Responses API with the `web_search` tool.
     Xai,
+    /// The keyless ring: exa, parallel, firecrawl and keenable without a key.
+    Keyless,
 }
 
 // === impl BackendKind ===
 
 impl BackendKind {
     /// Every backend, in registry order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Direct,
         Self::Firecrawl,
         Self::Tavily,
@@ -158,6 +164,7 @@ impl BackendKind {
         Self::BraveFree,
         Self::Ddgs,
         Self::Xai,
+        Self::Keyless,
     ];
 
     /// The backend with policy name `name`.
@@ -179,6 +186,7 @@ impl BackendKind {
             Self::BraveFree => "brave-free",
             Self::Ddgs => "ddgs",
             Self::Xai => "xai",
+            Self::Keyless => "keyless",
         }
     }
 
@@ -196,6 +204,7 @@ impl BackendKind {
             Self::BraveFree => "Brave Search (Free)",
             Self::Ddgs => "DuckDuckGo (ddgs)",
             Self::Xai => "xAI Web Search (Grok)",
+            Self::Keyless => "Keyless tier",
         }
     }
 
@@ -209,6 +218,7 @@ impl BackendKind {
                 | Self::Exa
                 | Self::Parallel
                 | Self::Keenable
+                | Self::Keyless
         );
         Capabilities {
             extract,
@@ -219,9 +229,12 @@ impl BackendKind {
     /// The key order of this backend's search rows.
     pub fn key_order(self) -> KeyOrder {
         match self {
-            Self::Direct | Self::Firecrawl | Self::Exa | Self::Parallel | Self::Keenable => {
-                KeyOrder::WebHit
-            }
+            Self::Direct
+            | Self::Firecrawl
+            | Self::Exa
+            | Self::Parallel
+            | Self::Keenable
+            | Self::Keyless => KeyOrder::WebHit,
             Self::Tavily
             | Self::Perplexity
             | Self::Searxng
@@ -234,7 +247,7 @@ impl BackendKind {
     /// The public API base URL; `None` for `direct` and for `searxng` (operator-hosted).
     pub fn default_base_url(self) -> Option<&'static str> {
         match self {
-            Self::Direct | Self::Searxng => None,
+            Self::Direct | Self::Searxng | Self::Keyless => None,
             Self::Firecrawl => Some(firecrawl::CLOUD_BASE_URL),
             Self::Tavily => Some(tavily::DEFAULT_BASE_URL),
             Self::Exa => Some(exa::DEFAULT_BASE_URL),
@@ -259,15 +272,15 @@ impl BackendKind {
         std::time::Duration::from_secs(secs)
     }
 
-    /// Whether the vendor answers without a key (`tier: free | auto`).
+    /// Whether the vendor answers without a key (`tier: free | auto`): the ring members.
     pub fn has_keyless_tier(self) -> bool {
-        matches!(self, Self::Keenable)
+        keyless::RING.contains(&self)
     }
 
     /// The env var Hermes reads the credential from.
     pub fn key_env(self) -> Option<&'static str> {
         match self {
-            Self::Direct | Self::Searxng | Self::Ddgs => None,
+            Self::Direct | Self::Searxng | Self::Ddgs | Self::Keyless => None,
             Self::Firecrawl => Some("FIRECRAWL_API_KEY"),
             Self::Tavily => Some("TAVILY_API_KEY"),
             Self::Exa => Some("EXA_API_KEY"),
@@ -325,6 +338,10 @@ pub enum Backend {
     Ddgs(ddgs::DdgsClient),
     /// xAI web search.
     Xai(xai::XaiClient),
+    /// Exa, Parallel or Firecrawl on its keyless endpoint.
+    Keyless(keyless::KeylessClient),
+    /// The keyless ring, each call starting at the cursor.
+    Ring(keyless::Ring),
 }
 
 // === impl Backend ===
@@ -333,7 +350,7 @@ impl Backend {
     /// The vendor client of `kind` at `endpoint`; `None` for `direct`.
     pub fn vendor(kind: BackendKind, endpoint: Endpoint) -> Option<Self> {
         Some(match kind {
-            BackendKind::Direct => return None,
+            BackendKind::Direct | BackendKind::Keyless => return None,
             BackendKind::Firecrawl => Self::Firecrawl(firecrawl::FirecrawlClient::new(endpoint)),
             BackendKind::Tavily => Self::Tavily(tavily::TavilyClient::new(endpoint)),
             BackendKind::Exa => Self::Exa(exa::ExaClient::new(endpoint)),
@@ -363,6 +380,8 @@ impl Backend {
             Self::BraveFree(_) => BackendKind::BraveFree,
             Self::Ddgs(_) => BackendKind::Ddgs,
             Self::Xai(_) => BackendKind::Xai,
+            Self::Keyless(c) => c.kind(),
+            Self::Ring(_) => BackendKind::Keyless,
         }
     }
 
@@ -385,7 +404,7 @@ impl Backend {
     /// self-hosted base URL); SearXNG exists only with a base URL; `direct` always.
     pub fn available(&self) -> bool {
         match self {
-            Self::Direct(_) | Self::Searxng(_) => true,
+            Self::Direct(_) | Self::Searxng(_) | Self::Keyless(_) | Self::Ring(_) => true,
             Self::Firecrawl(c) => c.available(),
             Self::Tavily(c) => c.available(),
             Self::Exa(c) => c.available(),
@@ -409,6 +428,8 @@ impl Backend {
             Self::Exa(c) => return c.extract(urls).await,
             Self::Parallel(c) => return c.extract(urls).await,
             Self::Keenable(c) => return c.extract(urls).await,
+            Self::Keyless(c) => return c.extract(urls).await,
+            Self::Ring(r) => return r.extract(keyless::Start::Cursor, urls).await,
             Self::Direct(_) => "the direct backend fetches through the pipeline".to_string(),
             Self::Perplexity(_)
             | Self::Searxng(_)
@@ -423,7 +444,7 @@ impl Backend {
     }
 
     /// Search for `query`, at most `limit` rows (each vendor clamps further).
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorFailure> {
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Searched, VendorFailure> {
         let result = match self {
             Self::Direct(_) => Err(VendorError::new(
                 self.name(),
@@ -440,8 +461,15 @@ impl Backend {
             Self::BraveFree(c) => c.search(query, limit).await,
             Self::Ddgs(c) => c.search(query, limit).await,
             Self::Xai(c) => c.search(query, limit).await,
+            Self::Keyless(c) => c.search(query, limit).await,
+            Self::Ring(r) => return r.search(keyless::Start::Cursor, query, limit).await,
         };
-        result.map_err(VendorFailure::Vendor)
+        result
+            .map(|hits| Searched {
+                hits,
+                served_by: self.kind(),
+            })
+            .map_err(VendorFailure::Vendor)
     }
 }
 
@@ -496,6 +524,8 @@ pub struct Page {
     pub content_type: Option<String>,
     /// False when the body is not a text type (E7 names the binary kind or refuses it).
     pub textual: bool,
+    /// The ring member that served the page when the keyless ring did.
+    pub via: Option<BackendKind>,
 }
 
 // === impl Page ===
@@ -510,6 +540,7 @@ impl Page {
             status: 200,
             content_type: None,
             textual: true,
+            via: None,
         }
     }
 }

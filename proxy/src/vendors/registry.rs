@@ -1,12 +1,18 @@
 //! Backends built from a policy: the extract backend, the search backend and the rescue list.
 //!
+//! A ring member (exa, parallel, firecrawl, keenable) is called keylessly on `tier: free`, and
+//! on `tier: auto` when no key is configured (Firecrawl: nor a self-hosted base URL), as
+//! Hermes' `use_keyless` decides; `tier: paid` always calls the keyed API. `keyless` is the
+//! ring itself.
+//!
 //! Names were checked strictly when the policy loaded (no autodetect walk); here each name
 //! becomes a concrete client with its endpoint and key. Keys come from a mounted Secret file
 //! (`web.vendors.<name>.apiKeyFile`) or the environment, never from the policy itself, and are
 //! re-read on every policy load so a rotated Secret takes effect with the next reload.
 
-use crate::policy::{VendorSettings, WebPolicy};
+use crate::policy::{VendorSettings, VendorTier, WebPolicy};
 
+use super::keyless::{KeylessClient, Ring};
 use super::{Backend, BackendKind, Endpoint, direct::DirectFetcher, xai};
 
 /// The backends of one runtime.
@@ -16,7 +22,8 @@ pub struct Backends {
     pub extract: Backend,
     /// Serves search, when a search backend is configured.
     pub search: Option<Backend>,
-    /// Tried once, in order, when `extract` fails for every URL of a call.
+    /// Tried in order when `extract` fails for every URL of a call, or (those that can
+    /// search) when `search` fails; an entry naming the failed backend itself is skipped.
     pub rescue: Vec<Backend>,
     /// Problems met while building (unreadable key files, ...).
     pub warnings: Vec<String>,
@@ -31,12 +38,7 @@ impl Backends {
         let mut build = |name: &str| build_backend(name, &web.vendors, direct, &mut warnings);
         let extract = build(&web.extract_backend);
         let search = web.search_backend.as_deref().map(&mut build);
-        let rescue = web
-            .rescue
-            .iter()
-            .filter(|name| **name != web.extract_backend)
-            .map(|name| build(name))
-            .collect();
+        let rescue = web.rescue.iter().map(|name| build(name)).collect();
         Self {
             extract,
             search,
@@ -53,8 +55,10 @@ fn build_backend(
     warnings: &mut Vec<String>,
 ) -> Backend {
     let kind = BackendKind::from_name(name).unwrap_or(BackendKind::Direct);
-    if kind == BackendKind::Direct {
-        return Backend::Direct(direct.clone());
+    match kind {
+        BackendKind::Direct => return Backend::Direct(direct.clone()),
+        BackendKind::Keyless => return Backend::Ring(Ring::new(settings)),
+        _ => {}
     }
     let config = settings.iter().find(|s| s.name == name);
     let endpoint = config
@@ -75,6 +79,12 @@ fn build_backend(
         endpoint.retries = c.retries.unwrap_or(endpoint.retries);
     }
     endpoint.api_key = read_key(kind, config, warnings);
+    if kind != BackendKind::Keenable
+        && uses_keyless(kind, config, &endpoint)
+        && let Some(client) = KeylessClient::new(kind, config)
+    {
+        return Backend::Keyless(client);
+    }
     let backend = Backend::vendor(kind, endpoint).unwrap_or(Backend::Direct(direct.clone()));
     match (backend, config) {
         (
@@ -91,6 +101,23 @@ fn build_backend(
             excluded_domains: c.excluded_domains.clone(),
         })),
         (backend, _) => backend,
+    }
+}
+
+/// Hermes' `use_keyless` for a ring member: `free` always, `paid` never, `auto` without a
+/// key (and, for Firecrawl, without a self-hosted base URL).
+fn uses_keyless(kind: BackendKind, config: Option<&VendorSettings>, endpoint: &Endpoint) -> bool {
+    if !kind.has_keyless_tier() {
+        return false;
+    }
+    match config.map(|c| c.tier).unwrap_or_default() {
+        VendorTier::Free => true,
+        VendorTier::Paid => false,
+        VendorTier::Auto => {
+            endpoint.key().is_none()
+                && (kind != BackendKind::Firecrawl
+                    || config.and_then(|c| c.base_url.as_ref()).is_none())
+        }
     }
 }
 

@@ -60,6 +60,18 @@ impl Serialize for SearchHit {
     }
 }
 
+/// What a search produced: the rows and the vendor that served them (a ring member when the
+/// keyless ring did).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Searched {
+    /// The rows.
+    pub hits: Vec<SearchHit>,
+    /// The vendor that served them.
+    pub served_by: super::BackendKind,
+}
+
+impl crate::cache::memo::Memoizable for Searched {}
+
 /// A row before numbering: title, url, description.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RawHit {

@@ -65,26 +65,37 @@ impl Fixture {
         let dir = tempfile::tempdir().context("failed to create the test dir")?;
         let tls = TlsOrigin::start(origin.addr(), dir.path()).await?;
         let dns = zone().await?;
-        let forward_port = free_port().await?;
-        let policy = policy(
-            &dns,
-            &[
-                &[origin.addr().port(), tls.addr.port(), forward_port][..],
-                &options.ports,
-            ]
-            .concat(),
-            forward_port,
-        )
-        .replacen(
-            "  resolver:\n",
-            &format!("{}  resolver:\n", options.egress_extra),
-            1,
-        );
-        let mut builder = GateProcess::builder(&policy);
-        for arg in &options.args {
-            builder = builder.arg(arg);
-        }
-        let gate = builder.spawn().await?;
+        // The forward port must be known before the gate starts (the policy allows it, for the
+        // loop-to-self check), so it is picked free and released; another socket can take it
+        // in between, and then the gate is started again on a new one.
+        let mut attempt = 0;
+        let gate = loop {
+            attempt += 1;
+            let forward_port = free_port().await?;
+            let policy = policy(
+                &dns,
+                &[
+                    &[origin.addr().port(), tls.addr.port(), forward_port][..],
+                    &options.ports,
+                ]
+                .concat(),
+                forward_port,
+            )
+            .replacen(
+                "  resolver:\n",
+                &format!("{}  resolver:\n", options.egress_extra),
+                1,
+            );
+            let mut builder = GateProcess::builder(&policy);
+            for arg in &options.args {
+                builder = builder.arg(arg);
+            }
+            match builder.spawn().await {
+                Ok(gate) => break gate,
+                Err(e) if attempt < 5 && format!("{e:#}").contains("Address already in use") => {}
+                Err(e) => return Err(e),
+            }
+        };
         let proxy = gate
             .listener("forward_proxy")
             .context("the gate must announce its forward_proxy listener")?;
