@@ -148,8 +148,10 @@ pub struct WebSpec {
         )
     )]
     pub cache_exempt_hosts: Vec<String>,
-    /// Extract backends tried once, in order, when the extract backend fails for every URL of
-    /// a call. Default `[direct]` (the keyless rescue); an empty list turns rescue off.
+    /// Backends tried, in order, when the extract backend fails for every URL of a call (and,
+    /// those that can search, when the search backend fails). Default `[direct]`; `keyless`
+    /// walks the keyless ring (exa, parallel, firecrawl, keenable without keys: those vendors
+    /// read the agent's URLs and queries); an empty list turns rescue off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 5))]
     pub rescue: Option<Vec<ExtractBackend>>,
@@ -182,6 +184,9 @@ pub enum ExtractBackend {
     Parallel,
     /// Keenable (keyless through its public endpoints when no key is configured).
     Keenable,
+    /// The keyless ring: exa, parallel, firecrawl and keenable without keys, each call
+    /// starting at the next member.
+    Keyless,
 }
 
 /// A backend that can search, by the gate's name for it.
@@ -208,6 +213,9 @@ pub enum SearchBackend {
     Ddgs,
     /// xAI web search.
     Xai,
+    /// The keyless ring: exa, parallel, firecrawl and keenable without keys, each call
+    /// starting at the next member.
+    Keyless,
 }
 
 /// `spec.web.vendors`: per-vendor connection settings.
@@ -258,11 +266,21 @@ pub struct VendorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 600))]
     pub timeout_seconds: Option<u32>,
-    /// For a vendor with a keyless tier (keenable): `auto` (keyless without a key, the
-    /// default), `free` (always keyless; the vendor reads the agent's queries without any
-    /// contract) or `paid` (always keyed; no call without a key).
+    /// For a vendor with a keyless tier (exa, parallel, firecrawl, keenable): `auto` (keyless
+    /// without a key, the default), `free` (always keyless; the vendor reads the agent's
+    /// queries without any contract) or `paid` (always keyed; no call without a key, and
+    /// never walked by the keyless ring).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<VendorTier>,
+    /// The keyless endpoint of a vendor with a keyless tier, absolute http(s). Default the
+    /// vendor's public one (Exa's and Parallel's MCP servers, Firecrawl's cloud API).
+    #[serde(
+        default,
+        rename = "keylessURL",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = 2048), regex(pattern = r"^https?://[^\s/?#]+[^\s]*$"))]
+    pub keyless_url: Option<String>,
 }
 
 /// How a vendor with a keyless tier is called.
@@ -624,6 +642,7 @@ impl ExtractBackend {
             Self::Exa => "exa",
             Self::Parallel => "parallel",
             Self::Keenable => "keenable",
+            Self::Keyless => "keyless",
         }
     }
 }
@@ -644,6 +663,7 @@ impl SearchBackend {
             Self::BraveFree => "brave-free",
             Self::Ddgs => "ddgs",
             Self::Xai => "xai",
+            Self::Keyless => "keyless",
         }
     }
 }

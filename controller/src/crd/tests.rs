@@ -101,7 +101,8 @@ fn the_schema_carries_the_validation() {
                 "tavily",
                 "exa",
                 "parallel",
-                "keenable"
+                "keenable",
+                "keyless"
             ]),
         ),
         (
@@ -116,7 +117,8 @@ fn the_schema_carries_the_validation() {
                 "searxng",
                 "brave-free",
                 "ddgs",
-                "xai"
+                "xai",
+                "keyless"
             ]),
         ),
         (
@@ -127,7 +129,8 @@ fn the_schema_carries_the_validation() {
                 "tavily",
                 "exa",
                 "parallel",
-                "keenable"
+                "keenable",
+                "keyless"
             ]),
         ),
         (

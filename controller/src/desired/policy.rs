@@ -117,6 +117,8 @@ struct WireVendor {
     timeout_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keyless_url: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -220,6 +222,7 @@ fn web(spec: &FleetPolicySpec) -> WireWeb {
                 api_key_file: None,
                 timeout_ms: v.timeout_seconds.map(|s| u64::from(s) * 1000),
                 tier: v.tier.map(|t| t.name()),
+                keyless_url: v.keyless_url.clone(),
             };
             (name, wire)
         })

@@ -36,6 +36,7 @@ fn searxng(url: &str) -> Option<VendorsSpec> {
             base_url: Some(url.into()),
             timeout_seconds: None,
             tier: None,
+            keyless_url: None,
         }),
         ..VendorsSpec::default()
     })
@@ -94,6 +95,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
                         base_url: Some("https://fc.corp:3002".into()),
                         timeout_seconds: None,
                         tier: None,
+                        keyless_url: None,
                     }),
                     ..VendorsSpec::default()
                 })
@@ -109,6 +111,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
                         base_url: None,
                         timeout_seconds: Some(5),
                         tier: None,
+                        keyless_url: None,
                     }),
                     ..VendorsSpec::default()
                 })
@@ -130,6 +133,27 @@ fn every_spec_field_lands_in_the_gate_policy() {
             },
             "/web/vendors/keenable/tier",
             json!("paid"),
+        ),
+        (
+            "keyless endpoint under the gate name",
+            |s| {
+                s.web.rescue = Some(vec![ExtractBackend::Keyless]);
+                s.web.vendors = Some(VendorsSpec {
+                    exa: Some(VendorSpec {
+                        keyless_url: Some("https://mcp.mirror.example/mcp".into()),
+                        ..VendorSpec::default()
+                    }),
+                    ..VendorsSpec::default()
+                })
+            },
+            "/web/vendors/exa/keylessUrl",
+            json!("https://mcp.mirror.example/mcp"),
+        ),
+        (
+            "the keyless ring as a rescue",
+            |s| s.web.rescue = Some(vec![ExtractBackend::Direct, ExtractBackend::Keyless]),
+            "/web/rescue/1",
+            json!("keyless"),
         ),
         (
             "credentials secret gives the extract backend a key file",
@@ -362,6 +386,7 @@ fn invalid_specs_name_the_field() {
                         base_url: Some("ftp://fc.corp".into()),
                         timeout_seconds: None,
                         tier: None,
+                        keyless_url: None,
                     }),
                     ..VendorsSpec::default()
                 })
@@ -376,6 +401,7 @@ fn invalid_specs_name_the_field() {
                         base_url: Some("brave".into()),
                         timeout_seconds: None,
                         tier: None,
+                        keyless_url: None,
                     }),
                     ..VendorsSpec::default()
                 })

@@ -26,7 +26,10 @@ pub(super) fn rescue_failed_suffix(names: &[&str], last_error: &str) -> String {
     if names == ["keyless"] {
         format!(" (keyless rescue also failed: {last_error})")
     } else {
-        format!(" (rescue via {} also failed: {last_error})", names.join(", "))
+        format!(
+            " (rescue via {} also failed: {last_error})",
+            names.join(", ")
+        )
     }
 }
 
@@ -109,7 +112,12 @@ impl Pipeline<'_> {
 
     /// One batch through `backend`: the gate's own fetcher item by item (each hop re-gated),
     /// a vendor in one call (each final URL re-gated); the ring walks from `start`.
-    async fn fetch_with(&self, backend: &Backend, pending: &[Pending], start: Start) -> Vec<Fetched> {
+    async fn fetch_with(
+        &self,
+        backend: &Backend,
+        pending: &[Pending],
+        start: Start,
+    ) -> Vec<Fetched> {
         let started = Instant::now();
         let results = match backend {
             Backend::Direct(direct) => {

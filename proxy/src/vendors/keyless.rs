@@ -109,10 +109,16 @@ pub fn vendor_refusal(message: &str) -> bool {
     {
         rest = tail.trim_start();
     }
-    let Some(after) = ["http status", "status code", "client error", "error code", "http", "status"]
-        .iter()
-        .find_map(|w| rest.strip_prefix(w))
-    else {
+    let Some(after) = [
+        "http status",
+        "status code",
+        "client error",
+        "error code",
+        "http",
+        "status",
+    ]
+    .iter()
+    .find_map(|w| rest.strip_prefix(w)) else {
         return false;
     };
     let after = after.trim_start();
@@ -260,7 +266,9 @@ impl KeylessClient {
                 });
                 match self.tool(http, "web_fetch", args, "extract").await {
                     Ok(text) => match parallel_extract_rows(&text) {
-                        Ok(rows) => assign_rows(urls, rows, |_| page_failed(self.kind, "no content returned")),
+                        Ok(rows) => assign_rows(urls, rows, |_| {
+                            page_failed(self.kind, "no content returned")
+                        }),
                         Err(e) => fail_all(
                             urls,
                             self.worded(VendorError::bad_response(self.name(), e), "extract", true),
@@ -340,7 +348,9 @@ impl super::FetchOne for KeylessClient {
                 let text = self.tool(http, "web_fetch_exa", args, "extract").await;
                 let text = text.map_err(|mut e| {
                     // A per-URL failure names the key, not another backend.
-                    e.message = e.message.replace(" or another web backend via `hermes tools`", "");
+                    e.message = e
+                        .message
+                        .replace(" or another web backend via `hermes tools`", "");
                     e
                 })?;
                 Ok(Page::from_vendor(url.to_string(), exa_title(&text), text))
@@ -351,7 +361,11 @@ impl super::FetchOne for KeylessClient {
                     .post_json("/v2/scrape", &[], &body)
                     .await
                     .map_err(|e| {
-                        self.worded(VendorError::from_call(self.name(), "extract", &e), "extract", false)
+                        self.worded(
+                            VendorError::from_call(self.name(), "extract", &e),
+                            "extract",
+                            false,
+                        )
                     })?;
                 let answer = client::parse_json(&bytes).map_err(|e| {
                     self.worded(VendorError::bad_response(self.name(), e), "extract", false)
@@ -435,8 +449,8 @@ fn parallel_search_rows(text: &str) -> Result<Vec<RawHit>, String> {
 /// Parallel's keyless fetch text: JSON `{"results": [{url, title, full_content | content |
 /// excerpts[]}], "errors": [{url, content | error_type}]}`.
 fn parallel_extract_rows(text: &str) -> Result<Vec<(String, Result<Page, VendorFailure>)>, String> {
-    let answer: Value = serde_json::from_str(text)
-        .map_err(|e| format!("unexpected payload: {e}"))?;
+    let answer: Value =
+        serde_json::from_str(text).map_err(|e| format!("unexpected payload: {e}"))?;
     if !answer.is_object() {
         return Err("unexpected payload: not an object".into());
     }
@@ -583,11 +597,7 @@ impl Ring {
 
     /// Extract along the walk; moves on only when every row is rate-limit-ish. Pages carry
     /// the member that served them in [`Page::via`].
-    pub async fn extract(
-        &self,
-        start: Start,
-        urls: &[String],
-    ) -> Vec<Result<Page, VendorFailure>> {
+    pub async fn extract(&self, start: Start, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         let order = match self.order(start) {
             Ok(order) => order,
             Err(e) => return fail_all(urls, e),

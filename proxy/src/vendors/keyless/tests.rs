@@ -71,7 +71,9 @@ fn vendor_refusals_are_401_402_403_and_5xx_at_the_start() {
 #[test]
 fn a_pinned_walk_starts_at_its_member_and_leaves_the_cursor_alone() {
     let ring = Ring::new(&[]);
-    let pinned = ring.order(Start::At(BackendKind::Firecrawl)).expect("a walk");
+    let pinned = ring
+        .order(Start::At(BackendKind::Firecrawl))
+        .expect("a walk");
     assert_eq!(names(&pinned), ["firecrawl", "keenable", "exa", "parallel"]);
     let outside = ring.order(Start::At(BackendKind::Tavily)).expect("a walk");
     assert_eq!(
@@ -79,7 +81,9 @@ fn a_pinned_walk_starts_at_its_member_and_leaves_the_cursor_alone() {
         ["exa", "parallel", "firecrawl", "keenable"],
         "a backend outside the ring starts at exa"
     );
-    let after = ring.order(Start::After(BackendKind::Parallel)).expect("a walk");
+    let after = ring
+        .order(Start::After(BackendKind::Parallel))
+        .expect("a walk");
     assert_eq!(
         names(&after),
         ["firecrawl", "keenable", "exa"],
