@@ -310,3 +310,44 @@ fn a_vendor_tier_is_free_paid_or_auto_and_free_only_where_there_is_a_keyless_tie
     );
     assert!(err.to_string().contains("has no keyless tier"), "{err}");
 }
+
+#[test]
+fn a_keyless_endpoint_belongs_to_a_ring_member_and_the_ring_is_not_a_vendor() {
+    let parse = |web: &str| {
+        let text = format!("version: v1\nweb:\n{web}");
+        Policy::parse(text.as_bytes(), Path::new("/"))
+    };
+    let ok = parse(
+        "  searchBackend: keyless\n  rescue: [direct, keyless]\n  vendors:\n    exa:\n      tier: free\n      keylessUrl: http://127.0.0.1:9/mcp\n",
+    )
+    .expect("the ring and a keyless endpoint must load");
+    assert_eq!(ok.web.search_backend.as_deref(), Some("keyless"));
+    assert_eq!(ok.web.rescue, ["direct", "keyless"]);
+    let exa = ok.web.vendors.iter().find(|v| v.name == "exa").unwrap();
+    assert_eq!(
+        exa.keyless_url.as_ref().map(url::Url::as_str),
+        Some("http://127.0.0.1:9/mcp")
+    );
+    let cases = [
+        (
+            "  vendors:\n    tavily:\n      keylessUrl: https://t.example/\n",
+            "web.vendors.tavily.keylessUrl",
+            "has no keyless tier",
+        ),
+        (
+            "  vendors:\n    exa:\n      keylessUrl: mcp.exa.ai\n",
+            "web.vendors.exa.keylessUrl",
+            "absolute http(s) URL",
+        ),
+        (
+            "  vendors:\n    keyless:\n      tier: free\n",
+            "web.vendors.keyless",
+            "no configurable backend named 'keyless'",
+        ),
+    ];
+    for (web, field, words) in cases {
+        let err = parse(web).expect_err(web);
+        assert!(fields(&err).contains(&field), "{web}: {err}");
+        assert!(err.to_string().contains(words), "{web}: {err}");
+    }
+}
