@@ -211,7 +211,6 @@ async fn the_keyless_backend_starts_each_call_at_the_next_member_in_its_wire_for
     for (name, stub) in ring.members() {
         assert_eq!(stub.total_hits(), 2, "{name} served two of eight calls");
     }
-
     // Exa: one tools/call POST, no handshake, the MCP Accept header.
     let exa = tool_call(&ring.exa);
     assert_eq!(exa["method"], "tools/call");
@@ -246,6 +245,23 @@ async fn the_keyless_backend_starts_each_call_at_the_next_member_in_its_wire_for
     assert_eq!(fc.uri.path(), "/v2/search");
     assert!(fc.headers.get("authorization").is_none());
     assert_eq!(ring.keenable.hits("/v1/search/public"), 2);
+    // The SearXNG front a real Hermes searches through: the ring answers there too.
+    let sx: Value = http::get(gate.api_addr(), "/searxng/search?q=front&format=json")
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    let engine = sx["results"][0]["engine"].as_str().unwrap();
+    assert_eq!(
+        sx["results"][0]["content"],
+        format!("from {engine}"),
+        "{sx}"
+    );
+    assert_eq!(
+        at(engine),
+        (at(&served[7]) + 1) % 4,
+        "the front's call is the ninth turn of the cursor"
+    );
 }
 
 #[tokio::test]
