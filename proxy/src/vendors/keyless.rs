@@ -28,7 +28,8 @@ use super::client::{self, Endpoint, HttpClient, VendorError};
 use super::keenable::KeenableClient;
 use super::search::{self, KeyOrder, RawHit, SearchHit, Searched};
 use super::{
-    BackendKind, Page, VendorErrorKind, VendorFailure, assign_rows, fail_all, firecrawl, per_url,
+    BackendKind, Page, UrlRows, VendorErrorKind, VendorFailure, assign_rows, fail_all, firecrawl,
+    per_url,
 };
 use crate::policy::{VendorSettings, VendorTier};
 
@@ -267,7 +268,7 @@ impl KeylessClient {
                 match self.tool(http, "web_fetch", args, "extract").await {
                     Ok(text) => match parallel_extract_rows(&text) {
                         Ok(rows) => assign_rows(urls, rows, |_| {
-                            page_failed(self.kind, "no content returned")
+                            super::parallel::page_failed("no content returned")
                         }),
                         Err(e) => fail_all(
                             urls,
@@ -446,45 +447,14 @@ fn parallel_search_rows(text: &str) -> Result<Vec<RawHit>, String> {
         .collect())
 }
 
-/// Parallel's keyless fetch text: JSON `{"results": [{url, title, full_content | content |
-/// excerpts[]}], "errors": [{url, content | error_type}]}`.
-fn parallel_extract_rows(text: &str) -> Result<Vec<(String, Result<Page, VendorFailure>)>, String> {
+/// Parallel's keyless fetch text: the JSON of its keyed extract answer.
+fn parallel_extract_rows(text: &str) -> Result<UrlRows, String> {
     let answer: Value =
         serde_json::from_str(text).map_err(|e| format!("unexpected payload: {e}"))?;
     if !answer.is_object() {
         return Err("unexpected payload: not an object".into());
     }
-    let mut rows = Vec::new();
-    for r in search::rows(answer.get("results")) {
-        let url = search::text(r.get("url"));
-        let content = [r.get("full_content"), r.get("content")]
-            .into_iter()
-            .map(search::text)
-            .find(|s| !s.is_empty())
-            .unwrap_or_else(|| search::joined(r.get("excerpts"), "\n\n"));
-        let page = Page::from_vendor(url.clone(), search::text(r.get("title")), content);
-        rows.push((url, Ok(page)));
-    }
-    for r in search::rows(answer.get("errors")) {
-        let reason = [r.get("content"), r.get("error_type")]
-            .into_iter()
-            .map(search::text)
-            .find(|s| !s.is_empty())
-            .unwrap_or_else(|| "extraction failed".to_string());
-        rows.push((
-            search::text(r.get("url")),
-            Err(page_failed(BackendKind::Parallel, &reason)),
-        ));
-    }
-    Ok(rows)
-}
-
-fn page_failed(kind: BackendKind, reason: &str) -> VendorFailure {
-    VendorFailure::Vendor(VendorError::new(
-        kind.name(),
-        VendorErrorKind::PageFailed,
-        reason,
-    ))
+    Ok(super::parallel::extract_rows(&answer))
 }
 
 /// Where a walk of the ring starts.

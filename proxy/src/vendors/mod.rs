@@ -550,11 +550,14 @@ pub(crate) fn same_url(requested: &str, row: &str) -> bool {
     requested == row || requested.trim_end_matches('/') == row.trim_end_matches('/')
 }
 
+/// A vendor's rows keyed by the URL each names.
+pub(crate) type UrlRows = Vec<(String, Result<Page, VendorFailure>)>;
+
 /// Give each requested URL its vendor row, in input order; each row is used once and a URL
 /// without a row gets `missing(url)`.
 pub(crate) fn assign_rows(
     urls: &[String],
-    rows: Vec<(String, Result<Page, VendorFailure>)>,
+    rows: UrlRows,
     missing: impl Fn(&str) -> VendorFailure,
 ) -> Vec<Result<Page, VendorFailure>> {
     let mut rows: Vec<Option<(String, Result<Page, VendorFailure>)>> =

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::client::{Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::{Page, VendorErrorKind, VendorFailure, assign_rows, fail_all};
+use super::{Page, UrlRows, VendorErrorKind, VendorFailure, assign_rows, fail_all};
 
 /// Parallel's public API.
 pub const DEFAULT_BASE_URL: &str = "https://api.parallel.ai";
@@ -128,17 +128,18 @@ pub fn search_mode(raw: &str) -> &'static str {
     }
 }
 
-/// Every row of an extract answer, keyed by its URL.
-fn extract_rows(answer: &Value) -> Vec<(String, Result<Page, VendorFailure>)> {
+/// Every row of an extract answer, keyed by its URL (the keyed API's and the keyless
+/// `web_fetch` tool's alike): content is `full_content`, else `content`, else the excerpts
+/// joined by a blank line; `errors[]` rows carry `content`, else `error_type`.
+pub(super) fn extract_rows(answer: &Value) -> UrlRows {
     let mut rows = Vec::new();
     for r in search::rows(answer.get("results")) {
         let url = search::text(r.get("url"));
-        let full = search::text(r.get("full_content"));
-        let content = if full.is_empty() {
-            search::joined(r.get("excerpts"), "\n\n")
-        } else {
-            full
-        };
+        let content = [r.get("full_content"), r.get("content")]
+            .into_iter()
+            .map(search::text)
+            .find(|s| !s.is_empty())
+            .unwrap_or_else(|| search::joined(r.get("excerpts"), "\n\n"));
         let page = Page::from_vendor(url.clone(), search::text(r.get("title")), content);
         rows.push((url, Ok(page)));
     }
@@ -153,6 +154,6 @@ fn extract_rows(answer: &Value) -> Vec<(String, Result<Page, VendorFailure>)> {
     rows
 }
 
-fn page_failed(reason: &str) -> VendorFailure {
+pub(super) fn page_failed(reason: &str) -> VendorFailure {
     VendorFailure::Vendor(VendorError::new(NAME, VendorErrorKind::PageFailed, reason))
 }
