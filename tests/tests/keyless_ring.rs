@@ -498,3 +498,65 @@ async fn a_ring_of_paid_members_gives_the_pinned_message() {
         assert_eq!(stub.total_hits(), 0, "{name} is paid and never called");
     }
 }
+
+#[tokio::test]
+async fn firecrawl_without_a_key_scrapes_keylessly_behind_the_firecrawl_front() {
+    let dns = dns().await;
+    let ring = Ring::start().await;
+    // No key and no self-hosted base URL: tier auto calls Firecrawl's keyless REST API.
+    let web = format!(
+        "  extractBackend: firecrawl\n  rescue: []\n{}",
+        ring.vendors(|_| String::new())
+    );
+    let gate = gate(&dns, &web).await;
+    let body = post(
+        &gate,
+        "/v2/scrape",
+        json!({"url": "https://docs.example.test/guide", "formats": ["markdown"]}),
+    )
+    .await;
+    assert_eq!(body["success"], true, "{body}");
+    assert!(
+        body["data"]["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("keyless"),
+        "{body}"
+    );
+    let seen = ring.firecrawl.last_request().unwrap();
+    assert_eq!(seen.uri.path(), "/v2/scrape");
+    assert!(
+        seen.headers.get("authorization").is_none(),
+        "no key is sent"
+    );
+    let sent: Value = serde_json::from_slice(&seen.body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"url": "https://docs.example.test/guide", "formats": ["markdown"]}),
+        "the keyless scrape sends no waitFor"
+    );
+    // A refused URL gets the gate's answer; Firecrawl never sees it.
+    let refused = post(
+        &gate,
+        "/v2/scrape",
+        json!({"url": "https://blocked.test/plan"}),
+    )
+    .await;
+    assert_eq!(refused["success"], false, "{refused}");
+    assert_eq!(ring.firecrawl.hits("/v2/scrape"), 1);
+
+    // Firecrawl's keyless failure reads as Hermes words it.
+    ring.firecrawl
+        .set_route("/v2/scrape", Reply::text("upstream busy").status(503));
+    let failed = post(
+        &gate,
+        "/v1/extract",
+        json!({"urls": ["https://docs.example.test/other"]}),
+    )
+    .await;
+    assert_eq!(
+        failed["results"][0]["error"],
+        "Keyless Firecrawl extract failed: HTTP 503: upstream busy. Set FIRECRAWL_API_KEY (firecrawl.dev) for reliable service.",
+        "{failed}"
+    );
+}
