@@ -177,7 +177,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Each configured backend with whether it can be called now (credential present).
+/// Each configured backend with whether it can be called now (credential present) and whether
+/// it is called without a key (a third party then reads the agent's URLs and queries).
 fn backend_availability(rt: &crate::runtime::Runtime) -> serde_json::Value {
     let b = &rt.backends;
     let all = std::iter::once(&b.extract)
@@ -189,6 +190,7 @@ fn backend_availability(rt: &crate::runtime::Runtime) -> serde_json::Value {
             backend.name().to_string(),
             json!({
                 "available": backend.available(),
+                "keyless": backend.keyless(),
                 "extract": backend.capabilities().extract,
                 "search": backend.capabilities().search,
             }),

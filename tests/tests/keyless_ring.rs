@@ -535,6 +535,16 @@ async fn firecrawl_without_a_key_scrapes_keylessly_behind_the_firecrawl_front() 
         json!({"url": "https://docs.example.test/guide", "formats": ["markdown"]}),
         "the keyless scrape sends no waitFor"
     );
+    // The status page says which backend is called without a key.
+    let status: Value = http::get(gate.admin_addr(), "/v1/status")
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(
+        status["backends"]["available"]["firecrawl"]["keyless"], true,
+        "{status}"
+    );
     // A refused URL gets the gate's answer; Firecrawl never sees it.
     let refused = post(
         &gate,

@@ -417,6 +417,15 @@ impl Backend {
         }
     }
 
+    /// Whether calls go to a vendor without a key: a ring member's keyless endpoint or the ring.
+    pub fn keyless(&self) -> bool {
+        match self {
+            Self::Keyless(_) | Self::Ring(_) => true,
+            Self::Keenable(k) => k.keyless(),
+            _ => false,
+        }
+    }
+
     /// Extract `urls`: one result per URL, in input order.
     ///
     /// `direct` is driven by the pipeline through [`direct::DirectFetcher::fetch`]; here it
