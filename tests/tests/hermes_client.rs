@@ -220,33 +220,21 @@ async fn the_firecrawl_sdk_scrapes_through_the_gate_front() {
     );
 }
 
-#[tokio::test]
-async fn hermes_web_search_goes_through_the_gate_searxng_front() {
-    let Some(python) = venv::hermes_python() else {
-        return;
-    };
+/// Hermes 0.19.0's own `web_search` (its searxng backend, `SEARXNG_URL` at the gate's SearXNG
+/// front) against a gate whose `web:` section is `web`; Hermes' JSON result, or `None` when
+/// the venv is not there.
+async fn hermes_search_through_the_searxng_front(web: &str, limit: &str) -> Option<Value> {
+    let python = venv::hermes_python()?;
     let dns = StubDns::builder()
         .start()
         .await
         .expect("stub DNS must start");
-    let searx = origin::http1()
-        .route(
-            "/search",
-            Reply::json(&serde_json::json!({"results": [
-                {"title": "Fleet guide", "url": "https://docs.example/guide", "content": "how to run agents", "score": 2.0},
-                {"title": "Other", "url": "https://other.example/", "content": "less relevant", "score": 1.0}
-            ]})),
-        )
-        .run()
-        .await
-        .expect("stub SearXNG must start");
     let policy = format!(
         "version: v1\nlisten:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n\
          egress:\n  resolver:\n    nameservers: [\"{}\"]\n\
-         web:\n  searchBackend: searxng\n  vendors:\n    searxng:\n      baseUrl: http://{}\n\
+         web:\n{web}\
          store:\n  root: ${{WORK_DIR}}/volume\n",
-        dns.addr(),
-        searx.addr()
+        dns.addr()
     );
     let gate = GateProcess::spawn(&policy).await.expect("gate must start");
     let dir = tempfile::tempdir().unwrap();
@@ -260,7 +248,7 @@ async fn hermes_web_search_goes_through_the_gate_searxng_front() {
     let out = venv::run_python(
         &python,
         &std::fs::read_to_string(script("hermes_web_search.py")).unwrap(),
-        &["1", "fleet gate"],
+        &[limit, "fleet gate"],
         &[
             ("HERMES_HOME", home.to_str().unwrap()),
             (
@@ -278,7 +266,29 @@ async fn hermes_web_search_goes_through_the_gate_searxng_front() {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    let result: Value = serde_json::from_str(&stdout[start..]).expect("Hermes prints JSON");
+    Some(serde_json::from_str(&stdout[start..]).expect("Hermes prints JSON"))
+}
+
+#[tokio::test]
+async fn hermes_web_search_goes_through_the_gate_searxng_front() {
+    let searx = origin::http1()
+        .route(
+            "/search",
+            Reply::json(&serde_json::json!({"results": [
+                {"title": "Fleet guide", "url": "https://docs.example/guide", "content": "how to run agents", "score": 2.0},
+                {"title": "Other", "url": "https://other.example/", "content": "less relevant", "score": 1.0}
+            ]})),
+        )
+        .run()
+        .await
+        .expect("stub SearXNG must start");
+    let web = format!(
+        "  searchBackend: searxng\n  vendors:\n    searxng:\n      baseUrl: http://{}\n",
+        searx.addr()
+    );
+    let Some(result) = hermes_search_through_the_searxng_front(&web, "1").await else {
+        return;
+    };
     assert_eq!(result["success"], true, "{result}");
     let web = result["data"]["web"].as_array().expect("rows");
     assert_eq!(web.len(), 1, "Hermes cuts to its limit: {result}");
@@ -289,4 +299,66 @@ async fn hermes_web_search_goes_through_the_gate_searxng_front() {
         1,
         "the search went through the gate to the configured backend"
     );
+}
+
+#[tokio::test]
+async fn hermes_web_search_reaches_ddgs_and_the_keyless_ring_through_the_gate() {
+    let ddg = origin::http1()
+        .route(
+            "/html/",
+            Reply::text(
+                r#"<html><body><div class="result web-result"><h2>
+                <a class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fduck.example%2F">Duck</a></h2>
+                <a class="result__snippet">from ddgs</a></div></body></html>"#,
+            ),
+        )
+        .run()
+        .await
+        .expect("stub DuckDuckGo must start");
+    let web = format!(
+        "  searchBackend: ddgs\n  vendors:\n    ddgs:\n      baseUrl: http://{}\n",
+        ddg.addr()
+    );
+    let Some(result) = hermes_search_through_the_searxng_front(&web, "3").await else {
+        return;
+    };
+    assert_eq!(
+        result["data"]["web"][0]["url"], "https://duck.example/",
+        "{result}"
+    );
+    assert_eq!(
+        result["data"]["web"][0]["description"], "from ddgs",
+        "{result}"
+    );
+
+    // The ring with one free member: Exa's MCP endpoint answers an event stream.
+    let envelope = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text",
+        "text": "Title: Ring hit\nURL: https://exa.example/ring\nHighlights:\nfrom the ring"}]}});
+    let exa = origin::http1()
+        .route(
+            "/mcp",
+            Reply::new(200, "text/event-stream", format!("data: {envelope}\n\n")),
+        )
+        .run()
+        .await
+        .expect("stub Exa must start");
+    let mut web = format!(
+        "  searchBackend: keyless\n  vendors:\n    exa:\n      keylessUrl: http://{}/mcp\n",
+        exa.addr()
+    );
+    for paid in ["parallel", "firecrawl", "keenable"] {
+        web.push_str(&format!("    {paid}:\n      tier: paid\n"));
+    }
+    let result = hermes_search_through_the_searxng_front(&web, "3")
+        .await
+        .expect("the venv is there");
+    assert_eq!(
+        result["data"]["web"][0]["url"], "https://exa.example/ring",
+        "{result}"
+    );
+    assert_eq!(
+        result["data"]["web"][0]["description"], "from the ring",
+        "{result}"
+    );
+    assert_eq!(exa.hits("/mcp"), 1);
 }
