@@ -6,7 +6,7 @@
 //! rustls HTTPS listener with `POST /mutate-pods` and `GET /live`, certificates re-read when
 //! their files change, FleetPolicies from a reflector store.
 //!
-//! What a pod gets (DESIGN §2): the `fleetgate-proxy` sidecar (restricted security context,
+//! What a pod gets: the `fleetgate-proxy` sidecar (restricted security context,
 //! probes on the admin port), the managed `config.yaml` at `/etc/hermes` in the agent, the
 //! gate's `/etc/fleetgate` (policy, report token, vendor keys, shared blocklists), the shared
 //! cache volume, the Hermes home read-only at `/hermes` in the gate, the agent env that points

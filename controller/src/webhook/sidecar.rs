@@ -250,7 +250,7 @@ impl Plan<'_> {
         ]
     }
 
-    /// Env the agent container gets (DESIGN §2); the proxy variables only in proxy mode.
+    /// Env the agent container gets; the proxy variables only in proxy mode.
     pub fn agent_env(&self) -> Vec<(&'static str, String)> {
         let api = format!("http://127.0.0.1:{API_PORT}");
         let mut env = vec![
