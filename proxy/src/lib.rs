@@ -14,6 +14,7 @@
 
 pub mod accept;
 pub mod admin;
+pub mod admit;
 pub mod assemble;
 pub mod cache;
 pub mod cli;

@@ -14,16 +14,15 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::h1::Head;
-use super::http::count_gate;
 use super::limits::{Effective, TunnelPermit};
 use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
 use super::meter::{Activity, MeteredIo};
 use super::refusal::ProxyRefusal;
+use crate::admit::{self, Listener};
 use crate::connect::connect_pinned;
 use crate::context::canonical_host;
-use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
+use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
-use crate::policy::EnforcementMode;
 use crate::runtime::Runtime;
 use crate::transparent::dial::OwnDial;
 
@@ -209,7 +208,7 @@ async fn open(
             })?;
     let target = canonical_authority(raw).map_err(ProxyRefusal::Gate)?;
     *label = crate::gates::secret_url::redact_secrets(&target.to_string()).into_owned();
-    let addrs = check_host_target(&rt, &proxy.shared.metrics, &target)
+    let addrs = check_host_target(&rt, &proxy.shared.metrics, raw, &target)
         .await
         .map_err(ProxyRefusal::Gate)?;
     if let Some(target) = proxy.own.first_loop(&addrs, target.port) {
@@ -221,54 +220,40 @@ async fn open(
     Ok((stream, permit, limits))
 }
 
-/// The host-level gates in order: secret in host labels, port allow-list, E2 (resolve with
-/// the gate's resolver, every answer checked), E4 (enforced, or only counted in report mode).
-/// Returns the checked addresses to dial. Shared with any listener that sees only a host name.
+/// `admit`'s CONNECT row on an authority (secret in host labels on the raw and the canonical
+/// name, the port list, E2, E4); the checked addresses to dial. A secret rule in report mode
+/// is logged here, since the tunnel's own line comes later.
 pub async fn check_host_target(
     rt: &Runtime,
     metrics: &ProxyMetrics,
+    raw: &str,
     target: &HostTarget,
 ) -> Result<Vec<IpAddr>, DenyReason> {
-    let refuse = |gate: &str, reason: DenyReason| {
-        count_gate(metrics, gate, Some(&reason));
-        reason
-    };
-    match secret_url::check_host_secret_with(&target.host, Some(&rt.policy.secrets)) {
-        Verdict::Deny(reason) => return Err(refuse("secret_url", reason)),
-        // A rule of a file in report mode: counted, not refused (the line names the rule).
-        Verdict::Report(reason) => {
-            tracing::warn!(
-                target: "egress.decision",
-                gate = "secret_url", verdict = "report", reason = reason.code(),
-                rule = reason.rule().unwrap_or_default(), "egress.decision"
-            );
-            metrics.count_verdict("secret_url", &Verdict::Report(reason));
-        }
-        Verdict::Allow => count_gate(metrics, "secret_url", None),
+    let raw_host = raw_host(raw);
+    let admission = admit::host(
+        rt,
+        metrics,
+        Listener::Connect,
+        raw_host,
+        &target.host,
+        target.port,
+    )
+    .await
+    .map_err(|r| r.reason)?;
+    for (gate, reason) in &admission.reported {
+        tracing::warn!(
+            target: "egress.decision",
+            gate, verdict = "report", reason = reason.code(),
+            rule = reason.rule().unwrap_or_default(), "egress.decision"
+        );
     }
-    if !rt.policy.egress.ports.contains(&target.port) {
-        let port = target.port;
-        return Err(refuse("port", DenyReason::PortNotAllowed { port }));
-    }
-    count_gate(metrics, "port", None);
-    let addrs = ssrf::check_host(&target.host, &rt.policy.egress, &rt.resolver)
-        .await
-        .map_err(|reason| refuse("ssrf", reason))?;
-    count_gate(metrics, "ssrf", None);
-    let Some(m) = rt.blocklist.check_host(&target.host) else {
-        count_gate(metrics, "website_blocklist", None);
-        return Ok(addrs);
-    };
-    let reason = DenyReason::BlockedByPolicy {
-        host: m.host,
-        rule: m.rule,
-        source: m.source,
-    };
-    if rt.policy.blocklist.mode == EnforcementMode::Enforce {
-        return Err(refuse("website_blocklist", reason));
-    }
-    metrics.count_gate("website_blocklist", "report", reason.code());
-    Ok(addrs)
+    Ok(admission.addrs)
+}
+
+/// The host of a raw `host:port` authority as the client wrote it (brackets kept off).
+fn raw_host(raw: &str) -> &str {
+    let host = raw.rsplit_once(':').map_or(raw, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// Decrements the active-tunnel gauge however the tunnel task ends.

@@ -22,15 +22,15 @@ use url::Position;
 use super::h1::{self, BodyMeter, Clock, Framing, FramingError, Head};
 use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
 use super::refusal::ProxyRefusal;
+use crate::admit::{self, Listener};
 use crate::connect::connect_pinned;
+use crate::context::TargetUrl;
 use crate::gates::DenyReason;
-use crate::metrics::ProxyMetrics;
-use crate::pipeline::Pipeline;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
 use crate::telemetry;
 use crate::transparent::dial::OwnDial;
-use crate::vendors::{Admitted, HopGate};
+use crate::vendors::Admitted;
 
 pub use super::h1::HOP_BY_HOP;
 
@@ -485,35 +485,23 @@ async fn admit(proxy: &ForwardProxy, rt: &Runtime, raw: &str) -> Result<Admitted
             ));
         }
     }
-    // Before any DNS: the port of the request line, then again the canonical one.
-    check_port(proxy, rt, uri.port_u16().unwrap_or(80))?;
-    let admitted = Pipeline::new(rt, &proxy.shared.metrics)
-        .admit(raw)
+    // Before any parse of the URL: the port of the request line; `admit` checks the canonical
+    // one again with the other gates.
+    let metrics = &proxy.shared.metrics;
+    let listener = Listener::ForwardHttp;
+    admit::port(rt, metrics, listener, uri.port_u16().unwrap_or(80)).map_err(gate_refusal)?;
+    let target = TargetUrl::new(raw);
+    let admission = admit::url(rt, metrics, listener, &target)
         .await
-        .map_err(ProxyRefusal::Gate)?;
-    if let Some(port) = admitted.target.port() {
-        check_port(proxy, rt, port)?;
-    }
-    Ok(admitted)
+        .map_err(gate_refusal)?;
+    Ok(Admitted {
+        target,
+        addrs: admission.addrs,
+    })
 }
 
-fn check_port(proxy: &ForwardProxy, rt: &Runtime, port: u16) -> Result<(), ProxyRefusal> {
-    if rt.policy.egress.ports.contains(&port) {
-        count_gate(&proxy.shared.metrics, "port", None);
-        return Ok(());
-    }
-    let reason = DenyReason::PortNotAllowed { port };
-    count_gate(&proxy.shared.metrics, "port", Some(&reason));
-    Err(ProxyRefusal::Gate(reason))
-}
-
-/// Count one decision of a gate this module runs itself, like the pipeline counts its own.
-pub(super) fn count_gate(metrics: &ProxyMetrics, gate: &str, refused: Option<&DenyReason>) {
-    let (verdict, reason) = match refused {
-        Some(r) => ("deny", r.code()),
-        None => ("allow", "ok"),
-    };
-    metrics.count_gate(gate, verdict, reason);
+fn gate_refusal(refusal: admit::Refusal) -> ProxyRefusal {
+    ProxyRefusal::Gate(refusal.reason)
 }
 
 /// The kept upstream when it went to one of this request's checked addresses (`true`);

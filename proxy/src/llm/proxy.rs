@@ -89,7 +89,11 @@ async fn relay(
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
     let own = own_listeners(shared);
-    let mut conn = shared.llm.upstreams.connect(rt, &own, &url).await?;
+    let mut conn = shared
+        .llm
+        .upstreams
+        .connect(rt, &shared.metrics, &own, &url)
+        .await?;
     let request = outbound(parts, &url, provider.kind, &key, prepared.body)?;
     let sent = conn.sender.send_request(request);
     let resp = timeout(provider.header_timeout, sent)

@@ -15,9 +15,10 @@ use rustls::pki_types::ServerName;
 use tokio::time::timeout;
 
 use super::LlmError;
+use crate::admit::{self, Listener};
 use crate::connect::{OwnListeners, connect_pinned};
 use crate::context::TargetUrl;
-use crate::gates::ssrf;
+use crate::metrics::ProxyMetrics;
 use crate::runtime::Runtime;
 
 /// Idle connections kept per target.
@@ -79,19 +80,16 @@ impl Upstreams {
     pub async fn connect(
         &self,
         rt: &Runtime,
+        metrics: &ProxyMetrics,
         own: &OwnListeners,
         url: &url::Url,
     ) -> Result<Conn, LlmError> {
         let target = TargetUrl::new(url.as_str());
         let port = target.port().unwrap_or(443);
-        if !rt.policy.egress.ports.contains(&port) {
-            return Err(LlmError::Refused(
-                crate::gates::DenyReason::PortNotAllowed { port },
-            ));
-        }
-        let addrs = ssrf::check_url(&target, &rt.policy.egress, &rt.resolver)
+        let addrs = admit::url(rt, metrics, Listener::LlmUpstream, &target)
             .await
-            .map_err(LlmError::Refused)?;
+            .map_err(|r| LlmError::Refused(r.reason))?
+            .addrs;
         if let Some(target) = own.first_loop(&addrs, port) {
             return Err(LlmError::Loop(target));
         }

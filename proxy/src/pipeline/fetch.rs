@@ -9,9 +9,9 @@
 use tokio::time::Instant;
 
 use super::{Pending, Pipeline, Row};
+use crate::admit::{self, Listener};
 use crate::cache::{CachedPage, NewEntry};
-use crate::context::TargetUrl;
-use crate::gates::{DenyReason, Verdict};
+use crate::gates::DenyReason;
 use crate::vendors::keyless::Start;
 use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
 
@@ -158,7 +158,7 @@ impl Pipeline<'_> {
     async fn regate_final_url(&self, result: Fetched, pending: &Pending) -> Fetched {
         match result {
             Ok(page) if page.url != pending.admitted.target.normalized => {
-                match self.admit(&page.url).await {
+                match self.admit_as(Listener::Recheck, &page.url).await {
                     Ok(_) => Ok(page),
                     Err(reason) => Err(VendorFailure::Refused(reason)),
                 }
@@ -312,20 +312,9 @@ impl Pipeline<'_> {
         );
     }
 
-    /// `egress.ports` for the gate's own connections when the policy sets it, counted like the
-    /// other gates: the same `port_not_allowed` refusal as a CONNECT to that port.
+    /// `egress.ports` for the gate's own fetch (`admit`'s `Fetch` row: when the policy sets it).
     fn check_port(&self, port: u16) -> Result<(), DenyReason> {
-        let egress = &self.rt.policy.egress;
-        if !egress.ports_explicit {
-            return Ok(());
-        }
-        if egress.ports.contains(&port) {
-            self.record("port", &Verdict::Allow);
-            return Ok(());
-        }
-        let reason = DenyReason::PortNotAllowed { port };
-        self.record("port", &Verdict::Deny(reason.clone()));
-        Err(reason)
+        admit::port(self.rt, self.metrics, Listener::Fetch, port).map_err(|r| r.reason)
     }
 
     /// Count a rescue of an `extract` or `search` call.
@@ -347,18 +336,15 @@ impl Pipeline<'_> {
     }
 }
 
-/// The hop gate of the `direct` backend: the port allow-list first (before any DNS query),
-/// then the pipeline's E1, E2 and E4 like every hop.
+/// The hop gate of the `direct` backend: `admit`'s `Fetch` row (E1, the port list when set,
+/// E2, E4) on every hop.
 struct PortedHops<'p, 'a> {
     pipeline: &'p Pipeline<'a>,
 }
 
 impl HopGate for PortedHops<'_, '_> {
     async fn admit(&self, url: &str) -> Result<Admitted, DenyReason> {
-        if let Some(port) = TargetUrl::new(url).port() {
-            self.pipeline.check_port(port)?;
-        }
-        self.pipeline.admit(url).await
+        self.pipeline.admit_as(Listener::Fetch, url).await
     }
 }
 

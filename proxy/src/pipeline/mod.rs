@@ -14,15 +14,14 @@ use std::net::IpAddr;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::admit::{self, Listener};
 use crate::assemble;
 use crate::context::TargetUrl;
-use crate::gates::website_blocklist::WebsiteBlocklistGate;
-use crate::gates::{DenyReason, Gate, Scope, Verdict, parse_items, secret_url, ssrf};
+use crate::gates::{DenyReason, Scope, Verdict, parse_items};
 use crate::metrics::{ProxyMetrics, status_class};
-use crate::policy::EnforcementMode;
 use crate::runtime::Runtime;
 use crate::telemetry;
-use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
+use crate::vendors::{Admitted, Backend, Page, VendorFailure};
 
 mod fetch;
 mod rows;
@@ -118,9 +117,8 @@ impl<'a> Pipeline<'a> {
 
     /// Run E1, E2 and E4 on one URL exactly as `extract` would, without fetching.
     pub async fn check_url(&self, raw: &str) -> UrlCheck {
-        let target = TargetUrl::new(raw);
-        let (refusal, addresses) = match self.admit_target(&target).await {
-            Ok(addrs) => (None, addrs),
+        let (refusal, addresses) = match self.admit_as(Listener::Recheck, raw).await {
+            Ok(admitted) => (None, admitted.addrs),
             Err(reason) => (Some(reason), Vec::new()),
         };
         UrlCheck {
@@ -130,41 +128,37 @@ impl<'a> Pipeline<'a> {
         }
     }
 
-    /// Gate E1 with this policy's `secrets:`.
-    fn secret_url(&self) -> secret_url::SecretUrlGate<'_> {
-        secret_url::SecretUrlGate {
-            secrets: Some(&self.rt.policy.secrets),
-        }
-    }
-
     /// E1 over every valid item, in order: the first hit refuses the call.
     fn secret_gate(&self, items: &[Result<TargetUrl, DenyReason>]) -> Option<DenyReason> {
         for target in items.iter().flatten() {
-            let verdict = self.secret_url().check(target);
-            self.record("secret_url", &verdict);
-            if let Verdict::Report(reason) = &verdict {
-                self.log_item(
-                    target,
-                    "secret_url",
-                    "report",
-                    reason.code(),
-                    None,
-                    None,
-                    Instant::now(),
-                );
-            }
-            if let Verdict::Deny(reason) = verdict {
-                self.log_item(
-                    target,
-                    "secret_url",
-                    "deny",
-                    reason.code(),
-                    None,
-                    None,
-                    Instant::now(),
-                );
-                self.count_outcome(reason.code());
-                return Some(reason);
+            match admit::secrets(self.rt, self.metrics, target) {
+                Ok(admission) => {
+                    for (gate, reason) in admission.reported {
+                        self.log_item(
+                            target,
+                            gate,
+                            "report",
+                            reason.code(),
+                            None,
+                            None,
+                            Instant::now(),
+                        );
+                    }
+                }
+                Err(refusal) => {
+                    let reason = refusal.reason;
+                    self.log_item(
+                        target,
+                        refusal.gate,
+                        "deny",
+                        reason.code(),
+                        None,
+                        None,
+                        Instant::now(),
+                    );
+                    self.count_outcome(reason.code());
+                    return Some(reason);
+                }
             }
         }
         None
@@ -184,53 +178,46 @@ impl<'a> Pipeline<'a> {
                 return Err(Row::denied("", &reason));
             }
         };
-        match self.network_gates(&target).await {
-            Ok(addrs) => Ok((Admitted { target, addrs }, started)),
-            Err((gate, reason)) => {
-                self.log_item(&target, gate, "deny", reason.code(), None, None, started);
+        match admit::url(self.rt, self.metrics, Listener::ExtractItem, &target).await {
+            Ok(admission) => Ok((
+                Admitted {
+                    target,
+                    addrs: admission.addrs,
+                },
+                started,
+            )),
+            Err(refusal) => {
+                let reason = refusal.reason;
+                self.log_item(
+                    &target,
+                    refusal.gate,
+                    "deny",
+                    reason.code(),
+                    None,
+                    None,
+                    started,
+                );
                 self.count_outcome(reason.code());
                 Err(Row::denied(&target.normalized, &reason))
             }
         }
     }
 
-    /// E2 then E4 for one target; the gate name travels with a refusal for the log line.
-    async fn network_gates(
+    /// `listener`'s gates on one URL: a redirect hop of the gate's own fetch (`Fetch`), a
+    /// vendor's final URL or `check-url` (`Recheck`).
+    pub(crate) async fn admit_as(
         &self,
-        target: &TargetUrl,
-    ) -> Result<Vec<IpAddr>, (&'static str, DenyReason)> {
-        let egress = &self.rt.policy.egress;
-        let checked = ssrf::check_url(target, egress, &self.rt.resolver).await;
-        self.record("ssrf", &verdict_of(&checked));
-        let addrs = checked.map_err(|r| ("ssrf", r))?;
-        let verdict = self.blocklist_verdict(target);
-        self.record("website_blocklist", &verdict);
-        match verdict {
-            Verdict::Deny(reason) => Err(("website_blocklist", reason)),
-            _ => Ok(addrs),
-        }
-    }
-
-    fn blocklist_verdict(&self, target: &TargetUrl) -> Verdict {
-        let verdict = WebsiteBlocklistGate {
-            list: &self.rt.blocklist,
-        }
-        .check(target);
-        match (verdict, self.rt.policy.blocklist.mode) {
-            (Verdict::Deny(reason), EnforcementMode::Report) => Verdict::Report(reason),
-            (v, _) => v,
-        }
-    }
-
-    /// E1 (item scope), E2 and E4: what every redirect hop, vendor final URL and `check-url`
-    /// go through.
-    async fn admit_target(&self, target: &TargetUrl) -> Result<Vec<IpAddr>, DenyReason> {
-        let verdict = self.secret_url().check(target);
-        self.record("secret_url", &verdict);
-        if let Verdict::Deny(reason) = verdict {
-            return Err(reason);
-        }
-        self.network_gates(target).await.map_err(|(_, r)| r)
+        listener: Listener,
+        url: &str,
+    ) -> Result<Admitted, DenyReason> {
+        let target = TargetUrl::new(url);
+        let admission = admit::url(self.rt, self.metrics, listener, &target)
+            .await
+            .map_err(|r| r.reason)?;
+        Ok(Admitted {
+            target,
+            addrs: admission.addrs,
+        })
     }
 
     /// E7 for one fetched page: binary check, images, truncate-and-store.
@@ -331,21 +318,6 @@ impl<'a> Pipeline<'a> {
                 "egress.decision"
             );
         }
-    }
-}
-
-impl HopGate for Pipeline<'_> {
-    async fn admit(&self, url: &str) -> Result<Admitted, DenyReason> {
-        let target = TargetUrl::new(url);
-        let addrs = self.admit_target(&target).await?;
-        Ok(Admitted { target, addrs })
-    }
-}
-
-fn verdict_of<T>(checked: &Result<T, DenyReason>) -> Verdict {
-    match checked {
-        Ok(_) => Verdict::Allow,
-        Err(r) => Verdict::Deny(r.clone()),
     }
 }
 

@@ -7,16 +7,15 @@
 //!                          address itself goes through the address table and the port list)
 //! ```
 //!
-//! Same order as the extract pipeline (E1, E2, E4), with the port check first because the port
-//! belongs to the connection, not to the name.
+//! The gates are `admit`'s row for a captured TLS connection; this module picks the name.
 
 use std::net::{IpAddr, SocketAddr};
 
 use super::refusal::Refusal;
 use super::sniff::{Sniffed, TargetName};
-use crate::gates::{DenyReason, Verdict, secret_url, ssrf};
+use crate::admit::{self, Listener};
 use crate::metrics::ProxyMetrics;
-use crate::policy::{EnforcementMode, Policy};
+use crate::policy::Policy;
 use crate::runtime::Runtime;
 
 /// Whether a connection without a name may go to the address the agent chose (still
@@ -62,62 +61,25 @@ async fn admit_name(
     host: &str,
     original: SocketAddr,
 ) -> Result<Admission, Refusal> {
-    // The raw form keeps its case: DNS is case-insensitive, a secret's prefix is not.
-    let secrets = Some(&rt.policy.secrets);
-    let secret = match secret_url::check_host_secret_with(raw, secrets) {
-        Verdict::Deny(reason) => Verdict::Deny(reason),
-        first => match secret_url::check_host_secret_with(host, secrets) {
-            Verdict::Allow => first,
-            second => second,
-        },
-    };
-    metrics.count_verdict("secret_url", &secret);
-    if let Verdict::Deny(reason) = secret {
-        return Err(Refusal::Gate(reason));
-    }
-    check_port(rt, metrics, original.port())?;
-    let checked = ssrf::check_host(host, &rt.policy.egress, &rt.resolver).await;
-    metrics.count_verdict("ssrf", &verdict_of(&checked));
-    let addrs = checked.map_err(Refusal::Gate)?;
-    let blocked = rt
-        .blocklist
-        .check_host(host)
-        .map(|m| DenyReason::BlockedByPolicy {
-            host: m.host,
-            rule: m.rule,
-            source: m.source,
-        });
-    let verdict = match (blocked, rt.policy.blocklist.mode) {
-        (None, _) => Verdict::Allow,
-        (Some(reason), EnforcementMode::Report) => Verdict::Report(reason),
-        (Some(reason), _) => Verdict::Deny(reason),
-    };
-    metrics.count_verdict("website_blocklist", &verdict);
-    if let Verdict::Deny(reason) = verdict {
-        return Err(Refusal::Gate(reason));
-    }
+    let port = original.port();
+    let admitted = admit::host(rt, metrics, Listener::TransparentTls, raw, host, port)
+        .await
+        .map_err(|r| Refusal::Gate(r.reason))?;
     Ok(Admission {
         host: host.to_string(),
-        addrs,
-        port: original.port(),
+        addrs: admitted.addrs,
+        port,
     })
 }
 
+/// Raw-IP egress: the original address itself goes through the same gates as a name.
 async fn admit_raw_ip(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     original: SocketAddr,
 ) -> Result<Admission, Refusal> {
-    check_port(rt, metrics, original.port())?;
     let ip = original.ip().to_canonical().to_string();
-    let checked = ssrf::check_host(&ip, &rt.policy.egress, &rt.resolver).await;
-    metrics.count_verdict("ssrf", &verdict_of(&checked));
-    let addrs = checked.map_err(Refusal::Gate)?;
-    Ok(Admission {
-        host: ip,
-        addrs,
-        port: original.port(),
-    })
+    admit_name(rt, metrics, &ip, &ip, original).await
 }
 
 /// Plain HTTP: the sniffed request's URL also goes through E1 (secret-shaped tokens, sensitive
@@ -134,35 +96,9 @@ fn check_first_request(
         return Ok(());
     };
     let target = crate::context::TargetUrl::new(&format!("http://{host}{path}"));
-    let gate = secret_url::SecretUrlGate {
-        secrets: Some(&rt.policy.secrets),
-    };
-    let verdict = crate::gates::Gate::check(&gate, &target);
-    metrics.count_verdict("secret_url", &verdict);
-    match verdict {
-        Verdict::Deny(reason) => Err(Refusal::Gate(reason)),
-        _ => Ok(()),
-    }
-}
-
-fn check_port(rt: &Runtime, metrics: &ProxyMetrics, port: u16) -> Result<(), Refusal> {
-    let verdict = if rt.policy.egress.ports.contains(&port) {
-        Verdict::Allow
-    } else {
-        Verdict::Deny(DenyReason::PortNotAllowed { port })
-    };
-    metrics.count_verdict("port", &verdict);
-    match verdict {
-        Verdict::Deny(reason) => Err(Refusal::Gate(reason)),
-        _ => Ok(()),
-    }
-}
-
-fn verdict_of<T>(checked: &Result<T, DenyReason>) -> Verdict {
-    match checked {
-        Ok(_) => Verdict::Allow,
-        Err(r) => Verdict::Deny(r.clone()),
-    }
+    admit::secrets(rt, metrics, &target)
+        .map(drop)
+        .map_err(|r| Refusal::Gate(r.reason))
 }
 
 #[cfg(test)]

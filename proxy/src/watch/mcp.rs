@@ -17,8 +17,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::Value;
 
 use super::WatchError;
+use crate::admit::{self, Listener};
 use crate::metrics::ProxyMetrics;
-use crate::pipeline::Pipeline;
 use crate::policy::watch::WatchSpec;
 use crate::runtime::Runtime;
 
@@ -30,15 +30,15 @@ pub async fn call(
     spec: &WatchSpec,
 ) -> Result<Vec<Value>, WatchError> {
     let url = spec.server_url.as_str();
-    let check = Pipeline::new(rt, metrics).check_url(url).await;
-    if let Some(reason) = check.refusal {
-        return Err(WatchError::Refused {
-            code: reason.code(),
-            message: reason.message(),
-        });
-    }
+    let target = crate::context::TargetUrl::new(url);
+    let admission = admit::url(rt, metrics, Listener::Watch, &target)
+        .await
+        .map_err(|r| WatchError::Refused {
+            code: r.reason.code(),
+            message: r.reason.message(),
+        })?;
     let headers = expand_headers(spec)?;
-    let client = http_client(spec, &check.addresses)?;
+    let client = http_client(spec, &admission.addrs)?;
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::with_client(client, config);
     let exchange = async {

@@ -1,0 +1,336 @@
+//! One egress admission beneath every listener.
+//!
+//! Every path out of the pod asks the same question: may this URL (or this `host:port`) be
+//! reached, and which addresses may the gate dial? [`url`] and [`host`] answer it for every
+//! listener. Each runs, in one order, the gates its [`Listener`]'s row of [`Row::of`] names:
+//!
+//! ```text
+//!  E1 secret URL ─► secret in host ─► egress.ports ─► E2 SSRF (own resolver, every answer) ─► E4 blocklist
+//! ```
+//!
+//! and counts every verdict in `fleetgate_gate_decisions_total`. The table is the only place
+//! that says which gate applies where; a listener never runs a gate by hand. What stays with
+//! the listener is its own protocol work: parsing its target, the loop check against the
+//! gate's own listeners, the pinned dial to the returned addresses, its decision line.
+
+use std::net::IpAddr;
+
+use crate::context::TargetUrl;
+use crate::gates::website_blocklist::WebsiteBlocklistGate;
+use crate::gates::{DenyReason, Gate, Verdict, secret_url, ssrf};
+use crate::metrics::ProxyMetrics;
+use crate::policy::EnforcementMode;
+use crate::runtime::Runtime;
+
+/// Who asks: each listener has one row of gates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Listener {
+    /// An item of an extract call, after E1 ran over the whole call.
+    ExtractItem,
+    /// The gate's own fetch (the `direct` backend): the item's dial and every redirect hop.
+    Fetch,
+    /// A URL re-checked without the gate dialling it: a vendor's final URL, `check-url`.
+    Recheck,
+    /// An absolute-form request on the forward proxy, a request relayed inside a CONNECT
+    /// tunnel, a captured plain-HTTP request.
+    ForwardHttp,
+    /// `CONNECT host:port` on the forward proxy.
+    Connect,
+    /// A captured TLS connection, by its SNI (or the original address for raw-IP egress).
+    TransparentTls,
+    /// The LLM route's upstream: a provider base URL from the policy.
+    LlmUpstream,
+    /// A watch's MCP server: a URL from the policy.
+    Watch,
+}
+
+// === impl Listener ===
+
+impl Listener {
+    /// Every listener, for tests and docs.
+    pub const ALL: [Self; 8] = [
+        Self::ExtractItem,
+        Self::Fetch,
+        Self::Recheck,
+        Self::ForwardHttp,
+        Self::Connect,
+        Self::TransparentTls,
+        Self::LlmUpstream,
+        Self::Watch,
+    ];
+}
+
+/// When `egress.ports` applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ports {
+    /// Always: the list (default 80, 443) binds every connection of this listener.
+    Always,
+    /// Only when the policy sets `egress.ports` itself.
+    WhenSet,
+    /// Never: the gate does not dial this target, or dials a port it checks elsewhere.
+    Never,
+}
+
+/// The gates of one listener.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// E1 over the whole URL (secret-shaped tokens, sensitive query names, userinfo).
+    pub secret_url: bool,
+    /// A token in a host label, on the name as the client sent it and on its canonical form.
+    pub secret_in_host: bool,
+    /// The port allow-list.
+    pub ports: Ports,
+    /// E4, the website blocklist.
+    pub blocklist: bool,
+}
+
+// === impl Row ===
+
+impl Row {
+    /// The gates of `listener`. E2 (the address check) applies everywhere: it is what
+    /// returns the addresses a listener may dial.
+    pub const fn of(listener: Listener) -> Self {
+        match listener {
+            // E1 already refused the whole call before any item's DNS query (Hermes refuses
+            // the call, not the item); the port is the dialler's business: a vendor dials its
+            // own connections, the `direct` backend checks at its dial (`Fetch`).
+            Listener::ExtractItem => Self {
+                secret_url: false,
+                secret_in_host: false,
+                ports: Ports::Never,
+                blocklist: true,
+            },
+            // The gate's own fetch of an extract item: the port list binds it when the policy
+            // sets one (pages on other ports are ordinary web pages Hermes fetches); a redirect
+            // hop is a new URL from the origin, so E1 runs on it again.
+            Listener::Fetch => Self {
+                secret_url: true,
+                secret_in_host: false,
+                ports: Ports::WhenSet,
+                blocklist: true,
+            },
+            // Nothing is dialled by the gate: the vendor already fetched, or nothing will be.
+            Listener::Recheck => Self {
+                secret_url: true,
+                secret_in_host: false,
+                ports: Ports::Never,
+                blocklist: true,
+            },
+            // The agent names the URL and the gate dials it: every gate. E1 covers the host.
+            Listener::ForwardHttp => Self {
+                secret_url: true,
+                secret_in_host: false,
+                ports: Ports::Always,
+                blocklist: true,
+            },
+            // Only a host and a port are seen: the host's labels carry what E1 would look for,
+            // on the raw form too (a secret's prefix is case-sensitive, DNS is not).
+            Listener::Connect | Listener::TransparentTls => Self {
+                secret_in_host: true,
+                secret_url: false,
+                ports: Ports::Always,
+                blocklist: true,
+            },
+            // The provider's base URL comes from the policy, not the agent: no URL content to
+            // check and nothing the blocklist is for; the address and port still bind it.
+            Listener::LlmUpstream => Self {
+                secret_url: false,
+                secret_in_host: false,
+                ports: Ports::Always,
+                blocklist: false,
+            },
+            // The MCP server's URL comes from the policy, but its headers may expand secrets
+            // and the blocklist may name the host: the URL gates apply. MCP servers listen on
+            // any port, which the policy names outright.
+            Listener::Watch => Self {
+                secret_url: true,
+                secret_in_host: false,
+                ports: Ports::Never,
+                blocklist: true,
+            },
+        }
+    }
+}
+
+/// A target the gates let through.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// The checked addresses, in resolver order: the only ones the listener may dial.
+    pub addrs: Vec<IpAddr>,
+    /// Gates in report mode that would have refused: `(gate, reason)`, for the decision line.
+    pub reported: Vec<(&'static str, DenyReason)>,
+}
+
+/// A target a gate refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refusal {
+    /// The gate that refused (`secret_url`, `port`, `ssrf`, `website_blocklist`).
+    pub gate: &'static str,
+    /// Why; its `code()` is the stable code every listener reports.
+    pub reason: DenyReason,
+}
+
+/// The gates of `listener` on a URL.
+pub async fn url(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    listener: Listener,
+    target: &TargetUrl,
+) -> Result<Admission, Refusal> {
+    let row = Row::of(listener);
+    let mut admission = Admission::default();
+    if row.secret_url {
+        admission = secrets(rt, metrics, target)?;
+    }
+    if let Some(port) = target.port() {
+        self::port(rt, metrics, listener, port)?;
+    }
+    let checked = ssrf::check_url(target, &rt.policy.egress, &rt.resolver).await;
+    admission.addrs = addresses(metrics, checked)?;
+    if row.blocklist {
+        let verdict = WebsiteBlocklistGate {
+            list: &rt.blocklist,
+        }
+        .check(target);
+        decide(
+            metrics,
+            "website_blocklist",
+            blocklist_mode(rt, verdict),
+            &mut admission,
+        )?;
+    }
+    Ok(admission)
+}
+
+/// The gates of `listener` on a host and port; `raw` is the name as the client sent it,
+/// `host` its canonical form.
+pub async fn host(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    listener: Listener,
+    raw: &str,
+    host: &str,
+    port: u16,
+) -> Result<Admission, Refusal> {
+    let row = Row::of(listener);
+    let mut admission = Admission::default();
+    if row.secret_in_host {
+        let secrets = Some(&rt.policy.secrets);
+        let first = secret_url::check_host_secret_with(raw, secrets);
+        let verdict = match first {
+            Verdict::Deny(_) => first,
+            _ if raw == host => first,
+            _ => match secret_url::check_host_secret_with(host, secrets) {
+                Verdict::Allow => first,
+                second => second,
+            },
+        };
+        decide(metrics, "secret_url", verdict, &mut admission)?;
+    }
+    self::port(rt, metrics, listener, port)?;
+    let checked = ssrf::check_host(host, &rt.policy.egress, &rt.resolver).await;
+    admission.addrs = addresses(metrics, checked)?;
+    if row.blocklist {
+        let verdict = match rt.blocklist.check_host(host) {
+            None => Verdict::Allow,
+            Some(m) => Verdict::Deny(DenyReason::BlockedByPolicy {
+                host: m.host,
+                rule: m.rule,
+                source: m.source,
+            }),
+        };
+        decide(
+            metrics,
+            "website_blocklist",
+            blocklist_mode(rt, verdict),
+            &mut admission,
+        )?;
+    }
+    Ok(admission)
+}
+
+/// E1 alone on one URL: the extract call runs it over every item before any item's DNS query
+/// (a hit refuses the whole call), and a sniffed HTTP head is checked with it before its host.
+pub fn secrets(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    target: &TargetUrl,
+) -> Result<Admission, Refusal> {
+    let gate = secret_url::SecretUrlGate {
+        secrets: Some(&rt.policy.secrets),
+    };
+    let mut admission = Admission::default();
+    decide(metrics, "secret_url", gate.check(target), &mut admission)?;
+    Ok(admission)
+}
+
+/// The port allow-list as `listener`'s row applies it; counted only where it applies.
+pub fn port(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    listener: Listener,
+    port: u16,
+) -> Result<(), Refusal> {
+    let egress = &rt.policy.egress;
+    let applies = match Row::of(listener).ports {
+        Ports::Always => true,
+        Ports::WhenSet => egress.ports_explicit,
+        Ports::Never => false,
+    };
+    if !applies {
+        return Ok(());
+    }
+    let verdict = if egress.ports.contains(&port) {
+        Verdict::Allow
+    } else {
+        Verdict::Deny(DenyReason::PortNotAllowed { port })
+    };
+    decide(metrics, "port", verdict, &mut Admission::default())
+}
+
+/// Count `verdict`; a refusal ends the admission, a report is kept for the decision line.
+fn decide(
+    metrics: &ProxyMetrics,
+    gate: &'static str,
+    verdict: Verdict,
+    admission: &mut Admission,
+) -> Result<(), Refusal> {
+    metrics.count_verdict(gate, &verdict);
+    match verdict {
+        Verdict::Allow => Ok(()),
+        Verdict::Report(reason) => {
+            admission.reported.push((gate, reason));
+            Ok(())
+        }
+        Verdict::Deny(reason) => Err(Refusal { gate, reason }),
+    }
+}
+
+/// E2's outcome, counted.
+fn addresses(metrics: &ProxyMetrics, checked: ssrf::Checked) -> Result<Vec<IpAddr>, Refusal> {
+    match checked {
+        Ok(addrs) => {
+            metrics.count_verdict("ssrf", &Verdict::Allow);
+            Ok(addrs)
+        }
+        Err(reason) => {
+            metrics.count_verdict("ssrf", &Verdict::Deny(reason.clone()));
+            Err(Refusal {
+                gate: "ssrf",
+                reason,
+            })
+        }
+    }
+}
+
+/// The blocklist's `mode`: in report mode a match is only reported.
+fn blocklist_mode(rt: &Runtime, verdict: Verdict) -> Verdict {
+    match (verdict, rt.policy.blocklist.mode) {
+        (Verdict::Deny(reason), EnforcementMode::Report) => Verdict::Report(reason),
+        (v, _) => v,
+    }
+}
+
+#[cfg(test)]
+mod tests;
