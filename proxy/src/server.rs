@@ -74,6 +74,15 @@ impl Shared {
     }
 }
 
+/// The address of the client that sent a request, set by [`serve_http`] on every request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// The client of `req`, when it came through [`serve_http`].
+pub fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
+    req.extensions().get::<ClientAddr>().map(|c| c.0)
+}
+
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> i64 {
     std::time::SystemTime::now()
@@ -95,7 +104,7 @@ pub async fn serve_http<H, F, B>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     loop {
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = acceptor.accept(&listener) => accepted,
             _ = shutdown.changed() => break,
         };
@@ -103,7 +112,8 @@ pub async fn serve_http<H, F, B>(
         let handler = handler.clone();
         let mut conn_shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| {
+            let service = service_fn(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(ClientAddr(peer));
                 let handler = handler.clone();
                 async move { Ok::<_, Infallible>(handler(req).await) }
             });
@@ -140,47 +150,94 @@ pub async fn api_or_llm(
         .map(|b| b.map_err(|never| match never {}).boxed())
 }
 
+/// A route of the api listener.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// `POST /v1/extract`.
+    Extract,
+    /// `POST /v2/scrape`, `/v1/scrape`.
+    FirecrawlScrape,
+    /// `POST /tavily/extract`.
+    TavilyExtract,
+    /// `POST /v1/search`, `/v2/search`, `/tavily/search`, in their shapes.
+    Search(crate::front::search::Shape),
+    /// `GET /searxng/search`.
+    SearxngSearch,
+    /// `GET|POST /v1/watch/<name>`.
+    Watch,
+    /// A known path with the wrong method.
+    MethodNotAllowed,
+    /// Anything else.
+    NotFound,
+}
+
+// === impl Route ===
+
+impl Route {
+    fn of(method: &Method, path: &str) -> Self {
+        use crate::front::search::Shape;
+        match (method, path) {
+            (&Method::POST, "/v1/extract") => Self::Extract,
+            (&Method::POST, "/v2/scrape" | "/v1/scrape") => Self::FirecrawlScrape,
+            (&Method::POST, "/tavily/extract") => Self::TavilyExtract,
+            (&Method::POST, "/v1/search") => Self::Search(Shape::Native),
+            (&Method::POST, "/v2/search") => Self::Search(Shape::FirecrawlV2),
+            (&Method::POST, "/tavily/search") => Self::Search(Shape::Tavily),
+            (&Method::GET, "/searxng/search") => Self::SearxngSearch,
+            (&Method::GET | &Method::POST, p) if p.starts_with(crate::watch::route::PREFIX) => {
+                Self::Watch
+            }
+            (
+                _,
+                "/v1/extract" | "/v2/scrape" | "/v1/scrape" | "/tavily/extract" | "/v1/search"
+                | "/v2/search" | "/tavily/search" | "/searxng/search",
+            ) => Self::MethodNotAllowed,
+            _ => Self::NotFound,
+        }
+    }
+
+    /// The `route` label of `fleetgate_http_request_duration_seconds`.
+    fn label(self) -> &'static str {
+        use crate::front::search::Shape;
+        match self {
+            Self::Extract => "extract",
+            Self::FirecrawlScrape => "firecrawl_scrape",
+            Self::TavilyExtract => "tavily_extract",
+            Self::Search(Shape::Native) => "search",
+            Self::Search(Shape::FirecrawlV2 | Shape::FirecrawlV1) => "firecrawl_search",
+            Self::Search(Shape::Tavily) => "tavily_search",
+            Self::Search(Shape::Searxng) | Self::SearxngSearch => "searxng_search",
+            Self::Watch => "watch",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::NotFound => "not_found",
+        }
+    }
+}
+
 /// The api listener's router.
 pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
-    use crate::front::search::Shape;
-    let route = match (req.method(), req.uri().path()) {
-        (&Method::POST, "/v1/extract") => "extract",
-        (&Method::POST, "/v2/scrape" | "/v1/scrape") => "firecrawl_scrape",
-        (&Method::POST, "/tavily/extract") => "tavily_extract",
-        (&Method::POST, "/v1/search") => "search",
-        (&Method::POST, "/v2/search") => "firecrawl_search",
-        (&Method::POST, "/tavily/search") => "tavily_search",
-        (&Method::GET, "/searxng/search") => "searxng_search",
-        (&Method::GET | &Method::POST, p) if p.starts_with(crate::watch::route::PREFIX) => "watch",
-        (
-            _,
-            "/v1/extract" | "/v2/scrape" | "/v1/scrape" | "/tavily/extract" | "/v1/search"
-            | "/v2/search" | "/tavily/search" | "/searxng/search",
-        ) => "method_not_allowed",
-        _ => "not_found",
-    };
+    let route = Route::of(req.method(), req.uri().path());
     let resp = match route {
-        "extract" => extract(&shared, req).await,
-        "firecrawl_scrape" => firecrawl_scrape(&shared, req).await,
-        "tavily_extract" => tavily_extract(&shared, req).await,
-        "search" => search(&shared, req, Shape::Native).await,
-        "firecrawl_search" => search(&shared, req, Shape::FirecrawlV2).await,
-        "tavily_search" => search(&shared, req, Shape::Tavily).await,
-        "searxng_search" => searxng_search(&shared, req).await,
-        "watch" => crate::watch::route::handle(&shared, req).await,
-        "method_not_allowed" => respond::api_error(&ApiError::MethodNotAllowed),
-        _ => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
+        Route::Extract => extract(&shared, req).await,
+        Route::FirecrawlScrape => firecrawl_scrape(&shared, req).await,
+        Route::TavilyExtract => tavily_extract(&shared, req).await,
+        Route::Search(shape) => search(&shared, req, shape).await,
+        Route::SearxngSearch => searxng_search(&shared, req).await,
+        Route::Watch => crate::watch::route::handle(&shared, req).await,
+        Route::MethodNotAllowed => respond::api_error(&ApiError::MethodNotAllowed),
+        Route::NotFound => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };
     shared
         .metrics
         .request_duration
-        .with_label_values(&[route])
+        .with_label_values(&[route.label()])
         .observe(started.elapsed().as_secs_f64());
     resp
 }
 
 async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let client = client_of(&req);
     let body = match read_json(req).await {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
@@ -191,7 +248,7 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         ));
     };
     let runtime = shared.runtime.load_full();
-    let pipeline = Pipeline::new(&runtime, &shared.metrics);
+    let pipeline = Pipeline::new(&runtime, &shared.metrics).for_client(client);
     match pipeline.extract(urls, body.get("char_limit")).await {
         ExtractOutcome::Refused(reason) => respond::extract_refusal(&reason),
         ExtractOutcome::Rows(rows) if rows.is_empty() => respond::json(
@@ -203,6 +260,7 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
 }
 
 async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let client = client_of(&req);
     let parsed = read_json(req)
         .await
         .and_then(|body| crate::front::firecrawl::parse_scrape(&body));
@@ -212,12 +270,14 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
     };
     let runtime = shared.runtime.load_full();
     let outcome = Pipeline::new(&runtime, &shared.metrics)
+        .for_client(client)
         .extract(&urls, limit.as_ref())
         .await;
     crate::front::firecrawl::scrape_response(outcome)
 }
 
 async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+    let client = client_of(&req);
     let urls = match read_json(req)
         .await
         .and_then(|b| crate::front::tavily::parse_extract(&b))
@@ -227,6 +287,7 @@ async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Bod
     };
     let runtime = shared.runtime.load_full();
     let outcome = Pipeline::new(&runtime, &shared.metrics)
+        .for_client(client)
         .extract(&urls, None)
         .await;
     crate::front::tavily::extract_response(outcome)

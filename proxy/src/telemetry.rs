@@ -38,6 +38,7 @@ pub const LOG_QUEUE_LINES: usize = 16_384;
 /// Lines dropped because the queue was full, since the process started.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
+pub mod decision;
 pub mod line;
 
 /// Queue one finished line (see [`line::JsonLine`]) for the writer thread, dropping and

@@ -23,7 +23,7 @@ use super::refusal::ProxyRefusal;
 use crate::accept::Acceptor;
 use crate::connect::OwnListeners;
 use crate::server::Shared;
-use crate::telemetry::{self, line::JsonLine};
+use crate::telemetry::decision::DecisionLine;
 
 /// The listener label of the forward proxy in metrics and logs.
 pub const LISTENER: &str = "forward_proxy";
@@ -219,80 +219,27 @@ impl ForwardProxy {
         self.log_decision(d, (gate, verdict, reason));
     }
 
-    /// The `egress.decision` line of one request, hand-built and queued when the log queue
-    /// runs (the generic JSON formatter cost more than the relay itself), else via `tracing`.
+    /// The `egress.decision` line of one request.
     fn log_decision(&self, d: &Decision<'_>, (gate, verdict, reason): (&str, &str, &str)) {
-        let duration_ms = d.started.elapsed().as_secs_f64() * 1000.0;
-        let (level, enabled) = if verdict == "allow" {
-            let on = tracing::enabled!(target: "egress.decision", tracing::Level::INFO);
-            (tracing::Level::INFO, on)
-        } else {
-            let on = tracing::enabled!(target: "egress.decision", tracing::Level::WARN);
-            (tracing::Level::WARN, on)
-        };
-        if !enabled {
-            return;
+        DecisionLine {
+            listener: self.listener,
+            proxy_type: d.proxy_type,
+            method: d.method,
+            gate,
+            verdict,
+            reason,
+            url: d.target,
+            client: Some(d.client),
+            vendor: None,
+            upstream: d.upstream,
+            upstream_status: d.upstream_status,
+            request_bytes: d.request_bytes,
+            cache: "bypass",
+            original_dst: d.original,
+            started: d.started,
         }
-        let fields = (gate, verdict, reason);
-        let line = decision_line(self.listener, d, level, fields, duration_ms);
-        if telemetry::queue_line(line) {
-            return;
-        }
-        let upstream = d.upstream.as_ref().map(tracing::field::display);
-        let original_dst = d.original.as_ref().map(tracing::field::display);
-        let (proxy_type, upstream_status) = (d.proxy_type, d.upstream_status);
-        let (method, request_bytes) = (d.method, d.request_bytes);
-        macro_rules! line {
-            ($level:ident) => {
-                tracing::$level!(
-                    target: "egress.decision",
-                    listener = self.listener, proxy_type, method, gate, verdict, reason,
-                    url = %d.target, client = %d.client, upstream, upstream_status,
-                    request_bytes, duration_ms, cache = "bypass", original_dst, "egress.decision"
-                )
-            };
-        }
-        if verdict == "allow" {
-            line!(info);
-        } else {
-            line!(warn);
-        }
+        .write();
     }
-}
-
-/// The decision line in the subscriber's JSON shape.
-fn decision_line(
-    listener: &str,
-    d: &Decision<'_>,
-    level: tracing::Level,
-    (gate, verdict, reason): (&str, &str, &str),
-    duration_ms: f64,
-) -> Vec<u8> {
-    let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
-    line.str("listener", listener)
-        .str("proxy_type", d.proxy_type);
-    if let Some(method) = d.method {
-        line.str("method", method);
-    }
-    line.str("gate", gate)
-        .str("verdict", verdict)
-        .str("reason", reason)
-        .display("url", d.target)
-        .socket("client", &d.client);
-    if let Some(upstream) = &d.upstream {
-        line.socket("upstream", upstream);
-    }
-    if let Some(status) = d.upstream_status {
-        line.num("upstream_status", status);
-    }
-    if let Some(bytes) = d.request_bytes {
-        line.num("request_bytes", bytes);
-    }
-    line.num("duration_ms", duration_ms).str("cache", "bypass");
-    if let Some(original) = &d.original {
-        line.socket("original_dst", original);
-    }
-    line.finish()
 }
 
 /// Accept connections on `listener` until shutdown, then wait for in-flight requests and

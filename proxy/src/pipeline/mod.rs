@@ -9,7 +9,7 @@
 //! Each gate runs for every URL; a cache hit never skips a gate. Gates decide, this module
 //! orders them and turns their verdicts into rows; `respond` and `front` turn rows into HTTP.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use serde_json::Value;
 use tokio::time::Instant;
@@ -20,7 +20,7 @@ use crate::context::TargetUrl;
 use crate::gates::{DenyReason, Scope, Verdict, parse_items};
 use crate::metrics::{ProxyMetrics, status_class};
 use crate::runtime::Runtime;
-use crate::telemetry;
+use crate::telemetry::{self, decision::DecisionLine};
 use crate::vendors::{Admitted, Backend, Page, VendorFailure};
 
 mod fetch;
@@ -64,6 +64,8 @@ struct Pending {
 pub struct Pipeline<'a> {
     rt: &'a Runtime,
     metrics: &'a ProxyMetrics,
+    /// The api client, for the decision lines.
+    client: Option<SocketAddr>,
 }
 
 // === impl Pipeline ===
@@ -71,7 +73,17 @@ pub struct Pipeline<'a> {
 impl<'a> Pipeline<'a> {
     /// A pipeline for one request, over one consistent runtime.
     pub fn new(rt: &'a Runtime, metrics: &'a ProxyMetrics) -> Self {
-        Self { rt, metrics }
+        Self {
+            rt,
+            metrics,
+            client: None,
+        }
+    }
+
+    /// The same pipeline serving the api client at `client`.
+    pub fn for_client(mut self, client: Option<SocketAddr>) -> Self {
+        self.client = client;
+        self
     }
 
     /// Run an extract call: `urls` as the caller sent it, optional `char_limit`.
@@ -304,20 +316,24 @@ impl<'a> Pipeline<'a> {
         started: Instant,
     ) {
         let url = telemetry::redact_url(&target.normalized);
-        let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-        if verdict == "deny" {
-            tracing::warn!(
-                target: "egress.decision",
-                gate, verdict, reason, url, vendor, upstream_status, duration_ms, cache,
-                "egress.decision"
-            );
-        } else {
-            tracing::info!(
-                target: "egress.decision",
-                gate, verdict, reason, url, vendor, upstream_status, duration_ms, cache,
-                "egress.decision"
-            );
+        DecisionLine {
+            listener: "api",
+            proxy_type: "extract",
+            method: None,
+            gate,
+            verdict,
+            reason,
+            url: &url,
+            client: self.client,
+            vendor,
+            upstream: None,
+            upstream_status,
+            request_bytes: None,
+            cache,
+            original_dst: None,
+            started,
         }
+        .write();
     }
 }
 

@@ -24,6 +24,7 @@ use crate::connect::OwnListeners;
 use crate::forward::meter::Activity;
 use crate::forward::{ForwardProxy, Limits};
 use crate::server::Shared;
+use crate::telemetry::decision::DecisionLine;
 
 /// One accepted connection.
 #[derive(Debug)]
@@ -271,25 +272,24 @@ impl Connection {
                 .inc();
         }
         let url = log_url(seen, admission);
-        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        let upstream = upstream.as_ref().map(tracing::field::display);
-        let original_dst = seen.original.as_ref().map(tracing::field::display);
-        let upstream_status: Option<u16> = None;
-        macro_rules! line {
-            ($level:ident) => {
-                tracing::$level!(
-                    target: "egress.decision",
-                    listener = LISTENER, proxy_type, gate, verdict, reason, url,
-                    client = %self.peer, upstream, upstream_status, duration_ms, cache = "bypass",
-                    original_dst, "egress.decision"
-                )
-            };
+        DecisionLine {
+            listener: LISTENER,
+            proxy_type,
+            method: None,
+            gate,
+            verdict,
+            reason,
+            url: &url,
+            client: Some(self.peer),
+            vendor: None,
+            upstream,
+            upstream_status: None,
+            request_bytes: None,
+            cache: "bypass",
+            original_dst: seen.original,
+            started: self.started,
         }
-        if verdict == "allow" {
-            line!(info);
-        } else {
-            line!(warn);
-        }
+        .write();
     }
 }
 

@@ -1,0 +1,207 @@
+//! The one `egress.decision` line: every listener fills the same fields and this module writes
+//! them, so a log query never depends on which listener decided.
+//!
+//! Every line carries every field, `null` where a listener has nothing to say (`vendor` on the
+//! forward proxy, `upstream` before a dial, `original_dst` off the transparent listener).
+//! Lines are built by hand and queued to the writer thread (the generic JSON formatter cost
+//! more than the relay itself); without a queue (a one-shot command) they go through `tracing`.
+
+use std::fmt::Display;
+use std::net::SocketAddr;
+
+use tokio::time::Instant;
+
+use super::line::JsonLine;
+
+/// One decision about one request, connection or extract item.
+#[derive(Clone, Copy)]
+pub struct DecisionLine<'a> {
+    /// The listener: `api`, `forward_proxy`, `transparent`.
+    pub listener: &'a str,
+    /// What was asked: `extract`, `http`, `connect`, `tls`, `unknown`.
+    pub proxy_type: &'a str,
+    /// The HTTP method, when there was a request head.
+    pub method: Option<&'a str>,
+    /// The gate that decided (the listener's own name when every gate allowed).
+    pub gate: &'a str,
+    /// `allow`, `deny` or `report`.
+    pub verdict: &'a str,
+    /// The stable code (`ok` when allowed).
+    pub reason: &'a str,
+    /// The redacted URL, or `host:port`; formatted only when the line is written.
+    pub url: &'a (dyn Display + Sync),
+    /// The client's address.
+    pub client: Option<SocketAddr>,
+    /// The vendor backend that served an extract item.
+    pub vendor: Option<&'a str>,
+    /// The checked address the gate dialled.
+    pub upstream: Option<SocketAddr>,
+    /// The upstream's HTTP status.
+    pub upstream_status: Option<u16>,
+    /// Request body bytes relayed upstream.
+    pub request_bytes: Option<u64>,
+    /// The shared cache's outcome (`hit`, `miss`, ...; `bypass` where there is no cache).
+    pub cache: &'a str,
+    /// A captured connection's original destination.
+    pub original_dst: Option<SocketAddr>,
+    /// When the request arrived.
+    pub started: Instant,
+}
+
+impl std::fmt::Debug for DecisionLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecisionLine")
+            .field("listener", &self.listener)
+            .field("gate", &self.gate)
+            .field("verdict", &self.verdict)
+            .field("reason", &self.reason)
+            .field("url", &self.url.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+// === impl DecisionLine ===
+
+impl DecisionLine<'_> {
+    /// Write the line: `WARN` for a refusal or a report, `INFO` for an allow.
+    pub fn write(&self) {
+        let allow = self.verdict == "allow";
+        let level = if allow {
+            tracing::Level::INFO
+        } else {
+            tracing::Level::WARN
+        };
+        let enabled = if allow {
+            tracing::enabled!(target: "egress.decision", tracing::Level::INFO)
+        } else {
+            tracing::enabled!(target: "egress.decision", tracing::Level::WARN)
+        };
+        if !enabled {
+            return;
+        }
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        if super::queue_line(self.json(level, duration_ms)) {
+            return;
+        }
+        let d = self;
+        let (client, upstream, original_dst) = (
+            d.client.as_ref().map(tracing::field::display),
+            d.upstream.as_ref().map(tracing::field::display),
+            d.original_dst.as_ref().map(tracing::field::display),
+        );
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "egress.decision",
+                    listener = d.listener, proxy_type = d.proxy_type, method = d.method,
+                    gate = d.gate, verdict = d.verdict, reason = d.reason, url = %d.url,
+                    client, vendor = d.vendor, upstream, upstream_status = d.upstream_status,
+                    request_bytes = d.request_bytes, duration_ms, cache = d.cache, original_dst,
+                    "egress.decision"
+                )
+            };
+        }
+        if allow {
+            line!(info);
+        } else {
+            line!(warn);
+        }
+    }
+
+    /// The line in the subscriber's JSON shape, every field present.
+    fn json(&self, level: tracing::Level, duration_ms: f64) -> Vec<u8> {
+        let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
+        line.str("listener", self.listener)
+            .str("proxy_type", self.proxy_type);
+        match self.method {
+            Some(method) => line.str("method", method),
+            None => line.num("method", ()),
+        };
+        line.str("gate", self.gate)
+            .str("verdict", self.verdict)
+            .str("reason", self.reason)
+            .display("url", self.url);
+        socket(&mut line, "client", self.client.as_ref());
+        match self.vendor {
+            Some(vendor) => line.str("vendor", vendor),
+            None => line.num("vendor", ()),
+        };
+        socket(&mut line, "upstream", self.upstream.as_ref());
+        line.num("upstream_status", self.upstream_status)
+            .num("request_bytes", self.request_bytes)
+            .num("duration_ms", duration_ms)
+            .str("cache", self.cache);
+        socket(&mut line, "original_dst", self.original_dst.as_ref());
+        line.finish()
+    }
+}
+
+fn socket(line: &mut JsonLine, key: &str, addr: Option<&SocketAddr>) {
+    match addr {
+        Some(addr) => line.socket(key, addr),
+        None => line.num(key, ()),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_carries_every_field_in_one_order() {
+        let url = "https://e.com/";
+        let line = DecisionLine {
+            listener: "api",
+            proxy_type: "extract",
+            method: None,
+            gate: "ssrf",
+            verdict: "deny",
+            reason: "ip_private_range",
+            url: &url,
+            client: Some("127.0.0.1:5000".parse().unwrap()),
+            vendor: None,
+            upstream: None,
+            upstream_status: None,
+            request_bytes: None,
+            cache: "bypass",
+            original_dst: None,
+            started: Instant::now(),
+        };
+        let bytes = line.json(tracing::Level::WARN, 1.5);
+        let value: serde_json::Value = serde_json::from_slice(&bytes).expect("a JSON line");
+        let keys: Vec<&str> = value
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut want = vec![
+            "timestamp",
+            "level",
+            "message",
+            "listener",
+            "proxy_type",
+            "method",
+            "gate",
+            "verdict",
+            "reason",
+            "url",
+            "client",
+            "vendor",
+            "upstream",
+            "upstream_status",
+            "request_bytes",
+            "duration_ms",
+            "cache",
+            "original_dst",
+            "target",
+        ];
+        let mut got = keys.clone();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "{value}");
+        assert_eq!(value["client"], "127.0.0.1:5000");
+        assert_eq!(value["vendor"], serde_json::Value::Null);
+        assert_eq!(value["reason"], "ip_private_range");
+    }
+}
