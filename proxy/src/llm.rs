@@ -19,7 +19,6 @@ use serde_json::json;
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
 use crate::policy::llm::{ProviderKind, role_key};
-use crate::respond::ERROR_HEADER;
 
 pub mod body;
 pub mod enforce;
@@ -142,6 +141,16 @@ pub enum LlmError {
 // === impl LlmError ===
 
 impl LlmError {
+    /// Codes only the LLM route gives; its other codes are the api's, the gates' and the
+    /// connector's (`not_found`, `invalid_request`, `payload_too_large`, a gate code,
+    /// `proxy_loop`, `upstream_*`).
+    pub const OWN_CODES: &'static [&'static str] = &[
+        "llm_role_not_configured",
+        "llm_model_not_allowed",
+        "llm_model_missing",
+        "llm_key_unavailable",
+    ];
+
     /// Stable code (body `code`, `x-fleetgate-error`, metric label).
     pub fn code(&self) -> &'static str {
         match self {
@@ -202,9 +211,7 @@ impl LlmError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Ok(code) = HeaderValue::from_str(self.code()) {
-            headers.insert(ERROR_HEADER, code);
-        }
+        crate::respond::tag(headers, self.code());
         resp
     }
 }

@@ -1,4 +1,5 @@
-//! The only place where outcomes become HTTP responses.
+//! The only place where outcomes become HTTP responses, and the only one that sets
+//! `x-fleetgate-error` ([`tag`]); listeners and fronts shape their bodies and call it.
 //!
 //! Refusals carry `{"error": {"code", "message"}}` (or Hermes' own body shape on the extract
 //! route) and the `x-fleetgate-error: <code>` header. The full error goes to the log; the
@@ -149,9 +150,14 @@ pub fn text(
 }
 
 fn with_code(mut resp: Response<Body>, code: &'static str) -> Response<Body> {
-    resp.headers_mut()
-        .insert(ERROR_HEADER, HeaderValue::from_static(code));
+    tag(resp.headers_mut(), code);
     resp
+}
+
+/// Name the refusal `code` in the `x-fleetgate-error` header: the one place any response of
+/// any listener gets it, so the header and the body's code cannot drift apart.
+pub fn tag(headers: &mut http::HeaderMap, code: &'static str) {
+    headers.insert(ERROR_HEADER, HeaderValue::from_static(code));
 }
 
 #[cfg(test)]
@@ -173,19 +179,96 @@ mod tests {
         );
     }
 
-    #[test]
-    fn all_response_codes_are_unique_across_gates_vendors_and_api() {
-        let mut seen = std::collections::HashSet::new();
-        let all = DenyReason::ALL_CODES
+    /// Every code any listener answers with, each family's list once.
+    fn every_code() -> Vec<&'static str> {
+        DenyReason::ALL_CODES
             .iter()
             .chain(ApiError::ALL_CODES)
             .chain(crate::vendors::VendorFailure::ALL_CODES)
-            .chain(&["binary_content"]);
-        for code in all {
+            .chain(crate::forward::refusal::ProxyRefusal::OWN_CODES)
+            .chain(crate::transparent::Refusal::OWN_CODES)
+            .chain(crate::llm::LlmError::OWN_CODES)
+            .chain(crate::watch::WatchError::ALL_CODES)
+            .chain(&["binary_content"])
+            .copied()
+            .collect()
+    }
+
+    #[test]
+    fn every_code_is_listed_once_across_all_families() {
+        let mut seen = std::collections::HashSet::new();
+        for code in every_code() {
             assert!(
-                seen.insert(*code),
+                seen.insert(code),
                 "code {code} must be unique across all families"
             );
+            assert!(
+                code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{code} must be snake_case"
+            );
+        }
+    }
+
+    #[test]
+    fn no_other_module_sets_the_error_header() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir)
+                .expect("the source tree is readable")
+                .flatten()
+            {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        assert!(files.len() > 50, "the walk must see the sources");
+        for file in files {
+            if file.ends_with("respond.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).expect("a source file is readable");
+            let compact: String = text.split_whitespace().collect();
+            for setter in [
+                "insert(ERROR_HEADER",
+                "insert(respond::ERROR_HEADER",
+                "insert(\"x-fleetgate-error\"",
+            ] {
+                assert!(
+                    !compact.contains(setter),
+                    "{} sets x-fleetgate-error itself; call respond::tag",
+                    file.display()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_llm_routes_codes_are_all_listed() {
+        use crate::llm::LlmError;
+        let errors = [
+            LlmError::NotFound(String::new()),
+            LlmError::RoleNotConfigured(String::new()),
+            LlmError::ModelNotAllowed(String::new()),
+            LlmError::ModelMissing(String::new()),
+            LlmError::TooLarge(1),
+            LlmError::BadRequest(String::new()),
+            LlmError::KeyUnavailable(String::new()),
+            LlmError::Refused(DenyReason::PortNotAllowed { port: 1 }),
+            LlmError::Loop("127.0.0.1:1".parse().unwrap()),
+            LlmError::Connect(crate::connect::ConnectError::NoAddress),
+            LlmError::Tls(String::new()),
+            LlmError::Timeout(1),
+            LlmError::Protocol(String::new()),
+        ];
+        let all = every_code();
+        for e in errors {
+            assert!(all.contains(&e.code()), "{} must be listed", e.code());
         }
     }
 }

@@ -52,6 +52,15 @@ pub enum WatchError {
 // === impl WatchError ===
 
 impl WatchError {
+    /// Every code of a watch route.
+    pub const ALL_CODES: &'static [&'static str] = &[
+        "watch_unknown",
+        "watch_config",
+        "watch_refused",
+        "watch_source_failed",
+        "watch_state",
+    ];
+
     /// The stable reason code (metric label, `x-fleetgate-error` header).
     pub fn code(&self) -> &'static str {
         match self {

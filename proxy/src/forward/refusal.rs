@@ -10,7 +10,7 @@ use serde_json::json;
 use super::meter::BoxError;
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
-use crate::respond::{self, ApiError, ERROR_HEADER};
+use crate::respond::{self, ApiError};
 
 /// The body type of every forward-proxy response: relayed bodies stream through it.
 pub type ProxyBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
@@ -186,7 +186,7 @@ fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
     let body = json!({"error": {"code": refusal.code(), "message": refusal.to_string()}});
     let mut resp = respond::json(refusal.status(), &body);
     let headers = resp.headers_mut();
-    headers.insert(ERROR_HEADER, HeaderValue::from_static(refusal.code()));
+    respond::tag(headers, refusal.code());
     if matches!(
         refusal,
         ProxyRefusal::TooManyTunnels { .. } | ProxyRefusal::TooManyConnections { .. }
@@ -254,7 +254,7 @@ mod tests {
         for (refusal, status, code, retry) in cases {
             let resp = refusal.response();
             assert_eq!(resp.status().as_u16(), status, "{code} status");
-            assert_eq!(resp.headers()[ERROR_HEADER], code, "{code} header");
+            assert_eq!(resp.headers()[respond::ERROR_HEADER], code, "{code} header");
             assert_eq!(
                 resp.headers()
                     .get(header::RETRY_AFTER)

@@ -79,9 +79,7 @@ fn refusal(code: &'static str, message: &str, status: StatusCode) -> Response<Bo
         "code": code,
     });
     let mut resp = respond::json(status, &body);
-    if let Ok(v) = http::HeaderValue::from_str(code) {
-        resp.headers_mut().insert(respond::ERROR_HEADER, v);
-    }
+    respond::tag(resp.headers_mut(), code);
     resp
 }
 

@@ -129,9 +129,7 @@ fn failure(shape: Shape, code: &'static str, message: &str) -> Response<Body> {
         Shape::Searxng => json!({"error": message, "code": code}),
     };
     let mut resp = respond::json(status, &body);
-    if let Ok(v) = http::HeaderValue::from_str(code) {
-        resp.headers_mut().insert(respond::ERROR_HEADER, v);
-    }
+    respond::tag(resp.headers_mut(), code);
     resp
 }
 

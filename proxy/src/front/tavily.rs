@@ -25,9 +25,7 @@ pub fn extract_response(outcome: ExtractOutcome) -> Response<Body> {
         ExtractOutcome::Refused(reason) => {
             let body = json!({"detail": {"error": reason.message(), "code": reason.code()}});
             let mut resp = respond::json(StatusCode::FORBIDDEN, &body);
-            if let Ok(v) = http::HeaderValue::from_str(reason.code()) {
-                resp.headers_mut().insert(respond::ERROR_HEADER, v);
-            }
+            respond::tag(resp.headers_mut(), reason.code());
             return resp;
         }
         ExtractOutcome::Rows(rows) => rows,

@@ -2,6 +2,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::*;
+use crate::respond::ERROR_HEADER;
 
 #[test]
 fn role_paths_parse_into_a_role_key_and_the_provider_path() {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::sniff::{Protocol, SniffError};
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
-use crate::respond::{self, Body, ERROR_HEADER};
+use crate::respond::{self, Body};
 
 /// A refused transparent connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -126,8 +126,7 @@ impl Refusal {
             other => {
                 let body = json!({"error": {"code": other.code(), "message": other.to_string()}});
                 let mut resp = respond::json(other.status(), &body);
-                resp.headers_mut()
-                    .insert(ERROR_HEADER, HeaderValue::from_static(other.code()));
+                respond::tag(resp.headers_mut(), other.code());
                 resp
             }
         };

@@ -4,7 +4,7 @@
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
-use crate::respond::{self, Body, ERROR_HEADER};
+use crate::respond::{self, Body};
 use crate::server::Shared;
 
 /// The path prefix of the route.
@@ -33,8 +33,7 @@ pub async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
                 "text/plain; charset=utf-8",
                 format!("watch {name}: {e}\n"),
             );
-            resp.headers_mut()
-                .insert(ERROR_HEADER, http::HeaderValue::from_static(e.code()));
+            respond::tag(resp.headers_mut(), e.code());
             resp.headers_mut().insert(
                 header::CACHE_CONTROL,
                 http::HeaderValue::from_static("no-store"),
