@@ -64,11 +64,7 @@ fn metrics(shared: &Shared) -> Response<Body> {
 
 fn status(shared: &Shared) -> Response<Body> {
     let rt = shared.runtime.load();
-    let loaded_at = rt
-        .loaded_at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let loaded_at = crate::clock::unix_secs(rt.loaded_at);
     let listeners: serde_json::Map<String, serde_json::Value> = shared
         .listeners
         .lock()

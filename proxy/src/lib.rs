@@ -18,6 +18,7 @@ pub mod admit;
 pub mod assemble;
 pub mod cache;
 pub mod cli;
+pub mod clock;
 pub mod connect;
 pub mod context;
 pub mod forward;

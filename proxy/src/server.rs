@@ -85,10 +85,7 @@ pub fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
 
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    i64::try_from(crate::clock::now_secs()).unwrap_or(i64::MAX)
 }
 
 /// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`.

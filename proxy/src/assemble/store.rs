@@ -156,9 +156,7 @@ impl Store {
     /// A new, exclusively created temporary file next to the target.
     fn create_temp(&self, name: &str) -> Result<(PathBuf, File), StoreError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
+        let nanos = crate::clock::now_subsec_nanos();
         let mut attempt = 0;
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);

@@ -552,9 +552,7 @@ fn decode(mut bytes: Vec<u8>) -> Option<(HeaderIn, String)> {
 /// A new, exclusively created temporary file next to the target.
 fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let nanos = crate::clock::now_subsec_nanos();
     let mut attempt = 0;
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -590,11 +588,7 @@ fn with_reason(error: io::Error) -> (NoCacheReason, io::Error) {
     (volume_reason(&error), error)
 }
 
-/// Milliseconds since the Unix epoch (0 before it).
-pub(crate) fn unix_millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub(crate) use crate::clock::unix_millis;
 
 /// A header's `fetched_at` seconds as whole milliseconds.
 fn seconds_to_millis(seconds: f64) -> u64 {

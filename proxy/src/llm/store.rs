@@ -112,9 +112,7 @@ impl ObservationStore {
 }
 
 fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64().floor())
+    crate::clock::now_secs() as f64
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 //! prints them for people, and [`cli`] is the `report` subcommand.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
@@ -87,11 +87,8 @@ impl ReportOptions {
 
     /// The report's "now" in Unix seconds.
     pub fn now_unix(&self) -> f64 {
-        self.now.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64())
-        })
+        self.now
+            .unwrap_or_else(|| crate::clock::unix_secs_f64(SystemTime::now()))
     }
 }
 

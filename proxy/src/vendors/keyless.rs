@@ -69,12 +69,7 @@ pub fn session_id() -> &'static str {
         use std::hash::{BuildHasher, Hasher};
         let half = || {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or_default(),
-            );
+            h.write_u32(crate::clock::now_subsec_nanos());
             h.finish()
         };
         format!("{:016x}{:016x}", half(), half())

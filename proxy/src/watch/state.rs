@@ -118,10 +118,7 @@ pub fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), Sta
 }
 
 fn tempfile_in(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = crate::clock::now_subsec_nanos();
     let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
     let file = std::fs::OpenOptions::new()
         .write(true)

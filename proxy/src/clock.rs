@@ -1,0 +1,50 @@
+//! Wall-clock time as the gate records it: the one place a `SystemTime` becomes a Unix number
+//! (seconds for status and metrics, milliseconds for cache headers, a nanosecond tail for
+//! temporary file names). A time before the epoch reads as 0.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Time since the epoch; zero before it.
+fn since_epoch(at: SystemTime) -> Duration {
+    at.duration_since(UNIX_EPOCH).unwrap_or_default()
+}
+
+/// Whole seconds since the epoch at `at`.
+pub fn unix_secs(at: SystemTime) -> u64 {
+    since_epoch(at).as_secs()
+}
+
+/// Seconds since the epoch at `at`, with the fraction.
+pub fn unix_secs_f64(at: SystemTime) -> f64 {
+    since_epoch(at).as_secs_f64()
+}
+
+/// Whole milliseconds since the epoch at `at`.
+pub fn unix_millis(at: SystemTime) -> u64 {
+    u64::try_from(since_epoch(at).as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whole seconds since the epoch now.
+pub fn now_secs() -> u64 {
+    unix_secs(SystemTime::now())
+}
+
+/// The sub-second nanoseconds of now: a cheap varying part of a temporary file's name.
+pub fn now_subsec_nanos() -> u32 {
+    since_epoch(SystemTime::now()).subsec_nanos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_and_before_read_as_zero_and_units_agree() {
+        assert_eq!(unix_secs(UNIX_EPOCH), 0);
+        assert_eq!(unix_millis(UNIX_EPOCH - Duration::from_secs(5)), 0);
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
+        assert_eq!(unix_secs(at), 1_700_000_000);
+        assert_eq!(unix_millis(at), 1_700_000_000_250);
+        assert!((unix_secs_f64(at) - 1_700_000_000.25).abs() < 1e-6);
+    }
+}
