@@ -8,7 +8,6 @@
 
 #![allow(clippy::expect_used, clippy::print_stdout)]
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use fleetgate_proxy::vendors::{BackendKind, check_extract_backend};
@@ -36,28 +35,13 @@ for p in list_providers():
 json.dump(out, sys.stdout)
 "#;
 
-/// The venv, or `None` (test skipped) when it is not configured.
-fn venv() -> Option<PathBuf> {
-    match std::env::var_os("FLEETGATE_VENV").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            assert!(
-                std::env::var("FLEETGATE_REQUIRE_VENV").as_deref() != Ok("1"),
-                "FLEETGATE_VENV must be set when FLEETGATE_REQUIRE_VENV=1"
-            );
-            println!("skipped: FLEETGATE_VENV not set (run tests/run)");
-            None
-        }
-    }
-}
-
 #[test]
 fn every_hermes_web_provider_has_fleetgates_name_display_name_capabilities_and_typed_error() {
-    let Some(venv) = venv() else {
+    let Some(python) = fleetgate_e2e::venv::hermes_python() else {
         return;
     };
     let home = tempfile::tempdir().expect("a temp dir");
-    let out = Command::new(venv.join("bin/python"))
+    let out = Command::new(python)
         .arg("-c")
         .arg(DRIVER)
         .env("HERMES_HOME", home.path())

@@ -115,7 +115,7 @@ impl DecisionLine<'_> {
             .str("proxy_type", self.proxy_type);
         match self.method {
             Some(method) => line.str("method", method),
-            None => line.num("method", ()),
+            None => line.null("method"),
         };
         line.str("gate", self.gate)
             .str("verdict", self.verdict)
@@ -124,11 +124,11 @@ impl DecisionLine<'_> {
         socket(&mut line, "client", self.client.as_ref());
         match self.vendor {
             Some(vendor) => line.str("vendor", vendor),
-            None => line.num("vendor", ()),
+            None => line.null("vendor"),
         };
         socket(&mut line, "upstream", self.upstream.as_ref());
-        line.num("upstream_status", self.upstream_status)
-            .num("request_bytes", self.request_bytes)
+        line.uint("upstream_status", self.upstream_status.map(u64::from))
+            .uint("request_bytes", self.request_bytes)
             .num("duration_ms", duration_ms)
             .str("cache", self.cache);
         socket(&mut line, "original_dst", self.original_dst.as_ref());
@@ -139,7 +139,7 @@ impl DecisionLine<'_> {
 fn socket(line: &mut JsonLine, key: &str, addr: Option<&SocketAddr>) {
     match addr {
         Some(addr) => line.socket(key, addr),
-        None => line.num(key, ()),
+        None => line.null(key),
     };
 }
 

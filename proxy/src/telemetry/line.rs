@@ -75,6 +75,25 @@ impl JsonLine {
         self
     }
 
+    /// A `null` field.
+    pub fn null(&mut self, key: &str) -> &mut Self {
+        self.key(key);
+        self.buf.extend_from_slice(b"null");
+        self
+    }
+
+    /// An unsigned integer field, or `null`.
+    pub fn uint(&mut self, key: &str, value: Option<u64>) -> &mut Self {
+        match value {
+            Some(v) => {
+                self.key(key);
+                push_decimal(&mut self.buf, v);
+                self
+            }
+            None => self.null(key),
+        }
+    }
+
     fn key(&mut self, key: &str) {
         self.buf.extend_from_slice(b",\"");
         escape_into(&mut self.buf, key);
