@@ -9,12 +9,14 @@
 //! ```
 //!
 //! and counts every verdict in `fleetgate_gate_decisions_total`. The table is the only place
-//! that says which gate applies where; a listener never runs a gate by hand. What stays with
-//! the listener is its own protocol work: parsing its target, the loop check against the
-//! gate's own listeners, the pinned dial to the returned addresses, its decision line.
+//! that says which gate applies where; a listener never runs a gate by hand. Every listener
+//! that dials then runs [`no_loop`] on the address and port it is about to dial (the
+//! `proxy_loop` gate). What stays with the listener is its own protocol work: parsing its target, the
+//! pinned dial to the returned addresses, its decision line.
 
 use std::net::IpAddr;
 
+use crate::connect::OwnListeners;
 use crate::context::TargetUrl;
 use crate::gates::website_blocklist::WebsiteBlocklistGate;
 use crate::gates::{DenyReason, Gate, Verdict, secret_url, ssrf};
@@ -287,6 +289,22 @@ pub fn port(
         Verdict::Deny(DenyReason::PortNotAllowed { port })
     };
     decide(metrics, "port", verdict, &mut Admission::default())
+}
+
+/// The loop check: whether a checked address on `port` reaches one of the gate's own
+/// listeners (`own`). Every listener that dials runs it after [`url`] or [`host`], counted as
+/// the `proxy_loop` gate.
+pub fn no_loop(
+    metrics: &ProxyMetrics,
+    own: &OwnListeners,
+    addrs: &[IpAddr],
+    port: u16,
+) -> Result<(), Refusal> {
+    let verdict = match own.first_loop(addrs, port) {
+        Some(target) => Verdict::Deny(DenyReason::ProxyLoop { target }),
+        None => Verdict::Allow,
+    };
+    decide(metrics, "proxy_loop", verdict, &mut Admission::default())
 }
 
 /// Count `verdict`; a refusal ends the admission, a report is kept for the decision line.

@@ -9,8 +9,6 @@
 //! the served tier scanned as it passes ([`tier`]). [`proxy`] is the request path,
 //! [`enforce`] the refusals and pins, [`store`] the last observation per role.
 
-use std::net::SocketAddr;
-
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
@@ -121,9 +119,6 @@ pub enum LlmError {
     /// An egress gate refused the upstream.
     #[error("failed to reach the provider: {}", .0.message())]
     Refused(DenyReason),
-    /// The upstream resolves to one of the gate's own listeners.
-    #[error("failed to reach the provider: {0} is this gate")]
-    Loop(SocketAddr),
     /// No checked address accepted the connection.
     #[error("failed to reach the provider: {0}")]
     Connect(ConnectError),
@@ -162,7 +157,6 @@ impl LlmError {
             Self::BadRequest(_) => "invalid_request",
             Self::KeyUnavailable(_) => "llm_key_unavailable",
             Self::Refused(reason) => reason.code(),
-            Self::Loop(_) => "proxy_loop",
             Self::Connect(e) => e.code(),
             Self::Tls(_) => "upstream_tls_failed",
             Self::Timeout(_) => "upstream_timeout",
@@ -174,7 +168,7 @@ impl LlmError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
-            Self::ModelNotAllowed(_) | Self::Refused(_) | Self::Loop(_) => StatusCode::FORBIDDEN,
+            Self::ModelNotAllowed(_) | Self::Refused(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BadRequest(_) | Self::ModelMissing(_) => StatusCode::BAD_REQUEST,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,

@@ -260,7 +260,6 @@ mod tests {
             LlmError::BadRequest(String::new()),
             LlmError::KeyUnavailable(String::new()),
             LlmError::Refused(DenyReason::PortNotAllowed { port: 1 }),
-            LlmError::Loop("127.0.0.1:1".parse().unwrap()),
             LlmError::Connect(crate::connect::ConnectError::NoAddress),
             LlmError::Tls(String::new()),
             LlmError::Timeout(1),

@@ -74,6 +74,20 @@ impl Shared {
     }
 }
 
+// === impl Shared (listeners) ===
+
+impl Shared {
+    /// Every listener of this gate as bound now, for the loop check.
+    pub fn own_listeners(&self) -> crate::connect::OwnListeners {
+        let bound = self
+            .listeners
+            .lock()
+            .map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
+            .unwrap_or_default();
+        crate::connect::OwnListeners::new(bound)
+    }
+}
+
 /// The address of the client that sent a request, set by [`serve_http`] on every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientAddr(pub SocketAddr);
@@ -245,7 +259,10 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         ));
     };
     let runtime = shared.runtime.load_full();
-    let pipeline = Pipeline::new(&runtime, &shared.metrics).for_client(client);
+    let own = shared.own_listeners();
+    let pipeline = Pipeline::new(&runtime, &shared.metrics)
+        .for_client(client)
+        .with_own(&own);
     match pipeline.extract(urls, body.get("char_limit")).await {
         ExtractOutcome::Refused(reason) => respond::extract_refusal(&reason),
         ExtractOutcome::Rows(rows) if rows.is_empty() => respond::json(
@@ -266,8 +283,10 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
         Err(e) => return respond::api_error(&e),
     };
     let runtime = shared.runtime.load_full();
+    let own = shared.own_listeners();
     let outcome = Pipeline::new(&runtime, &shared.metrics)
         .for_client(client)
+        .with_own(&own)
         .extract(&urls, limit.as_ref())
         .await;
     crate::front::firecrawl::scrape_response(outcome)
@@ -283,8 +302,10 @@ async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Bod
         Err(e) => return respond::api_error(&e),
     };
     let runtime = shared.runtime.load_full();
+    let own = shared.own_listeners();
     let outcome = Pipeline::new(&runtime, &shared.metrics)
         .for_client(client)
+        .with_own(&own)
         .extract(&urls, None)
         .await;
     crate::front::tavily::extract_response(outcome)

@@ -158,6 +158,7 @@ impl Watches {
         &self,
         rt: &Runtime,
         metrics: &ProxyMetrics,
+        own: &crate::connect::OwnListeners,
         name: &str,
         dry_run: bool,
     ) -> Result<RunOutput, WatchError> {
@@ -166,7 +167,7 @@ impl Watches {
         };
         let lock = self.lock_of(name);
         let _guard = lock.lock().await;
-        let outcome = run_once(rt, metrics, spec, dry_run).await;
+        let outcome = run_once(rt, metrics, own, spec, dry_run).await;
         let m = &self.metrics;
         if dry_run {
             // A dry run is a look, not a run: it moves no run or item counter.
@@ -204,16 +205,18 @@ impl Watches {
     }
 }
 
-/// One run of one watch, without locking or metrics.
+/// One run of one watch, without locking or metrics; `own` are the gate's listeners, which
+/// the MCP client never dials.
 pub async fn run_once(
     rt: &Runtime,
     metrics: &ProxyMetrics,
+    own: &crate::connect::OwnListeners,
     spec: &WatchSpec,
     dry_run: bool,
 ) -> Result<RunOutput, WatchError> {
     let path = state::path(&rt.policy.store.root, &spec.name);
     let seen = state::load(&path)?;
-    let docs = mcp::call(rt, metrics, spec).await?;
+    let docs = mcp::call(rt, metrics, own, spec).await?;
     let found = items::extract(&docs, &spec.id_field);
     if let Some(error) = found.envelope_error {
         return Err(WatchError::Source(format!(

@@ -211,9 +211,8 @@ async fn open(
     let addrs = check_host_target(&rt, &proxy.shared.metrics, raw, &target)
         .await
         .map_err(ProxyRefusal::Gate)?;
-    if let Some(target) = proxy.own.first_loop(&addrs, target.port) {
-        return Err(ProxyRefusal::Loop { target });
-    }
+    admit::no_loop(&proxy.shared.metrics, &proxy.own, &addrs, target.port)
+        .map_err(|r| ProxyRefusal::Gate(r.reason))?;
     let stream = connect_pinned(&addrs, target.port, limits.connect)
         .await
         .map_err(ProxyRefusal::Connect)?;

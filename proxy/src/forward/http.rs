@@ -214,9 +214,7 @@ async fn exchange(
             .parsed
             .ok_or_else(|| ProxyRefusal::Protocol("failed to build the upstream URL".into()))?,
     );
-    if let Some(target) = proxy.own.first_loop(&addrs, port) {
-        return Err(ProxyRefusal::Loop { target });
-    }
+    admit::no_loop(&proxy.shared.metrics, &proxy.own, &addrs, port).map_err(gate_refusal)?;
     let limits = proxy.limits.effective(&rt.policy);
     let clock = Clock {
         idle: limits.idle,

@@ -21,14 +21,6 @@ pub enum ProxyRefusal {
     /// A gate refused the target.
     #[error("{0}")]
     Gate(DenyReason),
-    /// The target is one of the gate's own listeners.
-    #[error(
-        "Blocked: {target} is one of this gate's own listeners; a proxied request must not loop back into the gate"
-    )]
-    Loop {
-        /// The checked address that reaches a listener.
-        target: std::net::SocketAddr,
-    },
     /// The gate's own upstream connection came back into the gate through the capture rules
     /// (the gate's uid is not exempt from them) and was refused there.
     #[error(
@@ -72,14 +64,13 @@ pub enum ProxyRefusal {
 
 impl ProxyRefusal {
     /// Codes this module adds to the families in `gates`, `respond` and `vendors`.
-    pub const OWN_CODES: &'static [&'static str] =
-        &["proxy_loop", "too_many_tunnels", "too_many_connections"];
+    pub const OWN_CODES: &'static [&'static str] = &["too_many_tunnels", "too_many_connections"];
 
     /// The stable code: the same in the header, the body, the log line and metric labels.
     pub fn code(&self) -> &'static str {
         match self {
             Self::Gate(reason) => reason.code(),
-            Self::Loop { .. } | Self::CameBack { .. } => "proxy_loop",
+            Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "too_many_tunnels",
             Self::TooManyConnections { .. } => "too_many_connections",
             Self::BadRequest(_) => "invalid_request",
@@ -94,7 +85,7 @@ impl ProxyRefusal {
     pub fn gate(&self) -> &'static str {
         match self {
             Self::Gate(reason) => gate_of(reason),
-            Self::Loop { .. } | Self::CameBack { .. } => "proxy_loop",
+            Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "tunnel_cap",
             Self::TooManyConnections { .. } => "connection_cap",
             Self::BadRequest(_) => "parse_request",
@@ -114,7 +105,7 @@ impl ProxyRefusal {
 
     fn status(&self) -> StatusCode {
         match self {
-            Self::Gate(_) | Self::Loop { .. } | Self::CameBack { .. } => StatusCode::FORBIDDEN,
+            Self::Gate(_) | Self::CameBack { .. } => StatusCode::FORBIDDEN,
             Self::TooManyTunnels { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::TooManyConnections { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -205,6 +196,7 @@ pub fn gate_of(reason: &DenyReason) -> &'static str {
         | DenyReason::SecretInHost { .. } => "secret_url",
         DenyReason::BlockedByPolicy { .. } => "website_blocklist",
         DenyReason::PortNotAllowed { .. } => "port",
+        DenyReason::ProxyLoop { .. } => "proxy_loop",
         _ => "ssrf",
     }
 }
@@ -217,9 +209,9 @@ mod tests {
     fn own_refusals_carry_status_code_header_and_retry_after() {
         let cases = [
             (
-                ProxyRefusal::Loop {
+                ProxyRefusal::Gate(DenyReason::ProxyLoop {
                     target: "127.0.0.1:15181".parse().expect("addr"),
-                },
+                }),
                 403,
                 "proxy_loop",
                 None,

@@ -128,6 +128,11 @@ pub enum DenyReason {
         /// The refused port.
         port: u16,
     },
+    /// Egress: a checked address and port reach one of the gate's own listeners.
+    ProxyLoop {
+        /// The address that would be dialled.
+        target: std::net::SocketAddr,
+    },
 }
 
 // === impl DenyReason ===
@@ -157,6 +162,7 @@ impl DenyReason {
         "dns_no_addresses",
         "blocked_by_policy",
         "port_not_allowed",
+        "proxy_loop",
     ];
 
     /// The stable snake_case code of this reason.
@@ -177,6 +183,7 @@ impl DenyReason {
             Self::DnsNoAddresses { .. } => "dns_no_addresses",
             Self::BlockedByPolicy { .. } => "blocked_by_policy",
             Self::PortNotAllowed { .. } => "port_not_allowed",
+            Self::ProxyLoop { .. } => "proxy_loop",
         }
     }
 
@@ -247,6 +254,10 @@ impl fmt::Display for DenyReason {
             Self::PortNotAllowed { port } => write!(
                 f,
                 "Blocked: port {port} is not on the egress port allow-list"
+            ),
+            Self::ProxyLoop { target } => write!(
+                f,
+                "Blocked: {target} is one of this gate's own listeners; a proxied request must not loop back into the gate"
             ),
         }
     }

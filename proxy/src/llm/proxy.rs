@@ -15,7 +15,6 @@ use super::body::{Finish, ObservingBody};
 use super::enforce::{self, Rewrite};
 use super::observe::{self, RequestFacts};
 use super::{LlmBody, LlmError, Route};
-use crate::connect::OwnListeners;
 use crate::forward::http::strip_hop_by_hop;
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
 use crate::respond::ERROR_HEADER;
@@ -88,7 +87,7 @@ async fn relay(
     let prepared = prepare(shared, rt, route, provider, bytes, completion)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
-    let own = own_listeners(shared);
+    let own = shared.own_listeners();
     let mut conn = shared
         .llm
         .upstreams
@@ -274,15 +273,6 @@ pub fn upstream_url(provider: &LlmProvider, rest: &str, query: Option<&str>) -> 
     url.set_path(&path);
     url.set_query(query);
     url
-}
-
-fn own_listeners(shared: &Shared) -> OwnListeners {
-    let bound = shared
-        .listeners
-        .lock()
-        .map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
-        .unwrap_or_default();
-    OwnListeners::new(bound)
 }
 
 /// The upstream request: origin-form target, the provider's `Host`, the agent's headers

@@ -90,9 +90,7 @@ impl Upstreams {
             .await
             .map_err(|r| LlmError::Refused(r.reason))?
             .addrs;
-        if let Some(target) = own.first_loop(&addrs, port) {
-            return Err(LlmError::Loop(target));
-        }
+        admit::no_loop(metrics, own, &addrs, port).map_err(|r| LlmError::Refused(r.reason))?;
         let host = target.host.clone().unwrap_or_default();
         let key = format!("{}://{host}:{port}", url.scheme());
         if let Some((addr, sender)) = self.checkout(&key, &addrs) {

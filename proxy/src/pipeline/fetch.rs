@@ -125,6 +125,8 @@ impl Pipeline<'_> {
                 futures_util::future::join_all(pending.iter().map(|p| async {
                     let port = p.admitted.target.port().unwrap_or(80);
                     self.check_port(port).map_err(VendorFailure::Refused)?;
+                    self.check_loop(&p.admitted.addrs, port)
+                        .map_err(VendorFailure::Refused)?;
                     direct.fetch(p.admitted.clone(), &hops).await
                 }))
                 .await
@@ -317,6 +319,14 @@ impl Pipeline<'_> {
         admit::port(self.rt, self.metrics, Listener::Fetch, port).map_err(|r| r.reason)
     }
 
+    /// The gate's own fetch never dials one of the gate's listeners.
+    fn check_loop(&self, addrs: &[std::net::IpAddr], port: u16) -> Result<(), DenyReason> {
+        match self.own {
+            Some(own) => admit::no_loop(self.metrics, own, addrs, port).map_err(|r| r.reason),
+            None => Ok(()),
+        }
+    }
+
     /// Count a rescue of an `extract` or `search` call.
     pub(super) fn count_rescue_kind(
         &self,
@@ -344,7 +354,10 @@ struct PortedHops<'p, 'a> {
 
 impl HopGate for PortedHops<'_, '_> {
     async fn admit(&self, url: &str) -> Result<Admitted, DenyReason> {
-        self.pipeline.admit_as(Listener::Fetch, url).await
+        let admitted = self.pipeline.admit_as(Listener::Fetch, url).await?;
+        let port = admitted.target.port().unwrap_or(80);
+        self.pipeline.check_loop(&admitted.addrs, port)?;
+        Ok(admitted)
     }
 }
 

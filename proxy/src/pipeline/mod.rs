@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::admit::{self, Listener};
 use crate::assemble;
+use crate::connect::OwnListeners;
 use crate::context::TargetUrl;
 use crate::gates::{DenyReason, Scope, Verdict, parse_items};
 use crate::metrics::{ProxyMetrics, status_class};
@@ -66,6 +67,8 @@ pub struct Pipeline<'a> {
     metrics: &'a ProxyMetrics,
     /// The api client, for the decision lines.
     client: Option<SocketAddr>,
+    /// The gate's own listeners: the `direct` backend never dials one.
+    own: Option<&'a OwnListeners>,
 }
 
 // === impl Pipeline ===
@@ -77,7 +80,14 @@ impl<'a> Pipeline<'a> {
             rt,
             metrics,
             client: None,
+            own: None,
         }
+    }
+
+    /// The same pipeline refusing fetches that reach one of `own` (a loop into the gate).
+    pub fn with_own(mut self, own: &'a OwnListeners) -> Self {
+        self.own = Some(own);
+        self
     }
 
     /// The same pipeline serving the api client at `client`.

@@ -55,7 +55,16 @@ pub async fn run(args: &WatchArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match watches.run(&rt, &metrics, &args.name, args.dry_run).await {
+    match watches
+        .run(
+            &rt,
+            &metrics,
+            &crate::connect::OwnListeners::default(),
+            &args.name,
+            args.dry_run,
+        )
+        .await
+    {
         Ok(out) => {
             print!("{}", out.text);
             ExitCode::SUCCESS

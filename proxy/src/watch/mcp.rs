@@ -27,16 +27,20 @@ use crate::runtime::Runtime;
 pub async fn call(
     rt: &Runtime,
     metrics: &ProxyMetrics,
+    own: &crate::connect::OwnListeners,
     spec: &WatchSpec,
 ) -> Result<Vec<Value>, WatchError> {
     let url = spec.server_url.as_str();
     let target = crate::context::TargetUrl::new(url);
+    let refused = |r: admit::Refusal| WatchError::Refused {
+        code: r.reason.code(),
+        message: r.reason.message(),
+    };
     let admission = admit::url(rt, metrics, Listener::Watch, &target)
         .await
-        .map_err(|r| WatchError::Refused {
-            code: r.reason.code(),
-            message: r.reason.message(),
-        })?;
+        .map_err(refused)?;
+    let port = target.port().unwrap_or(80);
+    admit::no_loop(metrics, own, &admission.addrs, port).map_err(refused)?;
     let headers = expand_headers(spec)?;
     let client = http_client(spec, &admission.addrs)?;
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);

@@ -22,7 +22,13 @@ pub async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let runtime = shared.runtime.load_full();
     let outcome = shared
         .watches
-        .run(&runtime, &shared.metrics, &name, dry_run)
+        .run(
+            &runtime,
+            &shared.metrics,
+            &shared.own_listeners(),
+            &name,
+            dry_run,
+        )
         .await;
     match outcome {
         Ok(out) => respond::text(StatusCode::OK, "text/plain; charset=utf-8", out.text),
