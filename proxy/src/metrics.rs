@@ -74,6 +74,7 @@ struct GateAllows {
     ssrf: IntCounter,
     website_blocklist: IntCounter,
     port: IntCounter,
+    proxy_loop: IntCounter,
 }
 
 // === impl GateAllows ===
@@ -86,6 +87,7 @@ impl GateAllows {
             ssrf: allow("ssrf"),
             website_blocklist: allow("website_blocklist"),
             port: allow("port"),
+            proxy_loop: allow("proxy_loop"),
         }
     }
 
@@ -95,6 +97,7 @@ impl GateAllows {
             "ssrf" => Some(&self.ssrf),
             "website_blocklist" => Some(&self.website_blocklist),
             "port" => Some(&self.port),
+            "proxy_loop" => Some(&self.proxy_loop),
             _ => None,
         }
     }
