@@ -29,6 +29,11 @@ pub fn now_secs() -> u64 {
     unix_secs(SystemTime::now())
 }
 
+/// Whole seconds since the epoch now, signed (gauges and state files keep `i64`).
+pub fn now_secs_i64() -> i64 {
+    i64::try_from(now_secs()).unwrap_or(i64::MAX)
+}
+
 /// The sub-second nanoseconds of now: a cheap varying part of a temporary file's name.
 pub fn now_subsec_nanos() -> u32 {
     since_epoch(SystemTime::now()).subsec_nanos()

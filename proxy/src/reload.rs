@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::clock::now_secs_i64;
 use crate::policy::Policy;
 use crate::runtime::Runtime;
-use crate::server::{Shared, unix_now};
+use crate::server::Shared;
 
 /// Fingerprint of everything a policy load reads: the policy bytes (by their sha256) and the
 /// shared blocklist files.
@@ -84,7 +85,7 @@ pub fn reload_once(shared: &Shared, path: &Path) -> bool {
                 .metrics
                 .blocklist_rules
                 .set(rt.blocklist.len() as i64);
-            shared.metrics.policy_loaded_at.set(unix_now());
+            shared.metrics.policy_loaded_at.set(now_secs_i64());
             shared
                 .metrics
                 .policy_reloads

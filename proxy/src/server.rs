@@ -60,7 +60,7 @@ impl Shared {
         let watches = crate::watch::Watches::register(&registry)?;
         let llm = crate::llm::LlmState::register(&registry)?;
         metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
-        metrics.policy_loaded_at.set(unix_now());
+        metrics.policy_loaded_at.set(crate::clock::now_secs_i64());
         Ok(Arc::new(Self {
             runtime: ArcSwap::new(runtime),
             metrics,
@@ -95,11 +95,6 @@ pub struct ClientAddr(pub SocketAddr);
 /// The client of `req`, when it came through [`serve_http`].
 pub fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
     req.extensions().get::<ClientAddr>().map(|c| c.0)
-}
-
-/// Seconds since the Unix epoch.
-pub fn unix_now() -> i64 {
-    i64::try_from(crate::clock::now_secs()).unwrap_or(i64::MAX)
 }
 
 /// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`.

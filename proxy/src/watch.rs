@@ -228,7 +228,7 @@ pub async fn run_once(
     let current: Vec<String> = found.items.iter().map(|i| i.id.clone()).collect();
     let (new, stored) = state::merge(seen.as_deref().unwrap_or(&[]), &current, spec.max_seen);
     if !dry_run {
-        state::save(&path, &spec.name, &stored, crate::server::unix_now())?;
+        state::save(&path, &spec.name, &stored, crate::clock::now_secs_i64())?;
     }
     let new_set: std::collections::HashSet<&str> = new.iter().map(String::as_str).collect();
     let lines: Vec<String> = found

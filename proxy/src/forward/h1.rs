@@ -410,18 +410,7 @@ pub fn put_framing(out: &mut Vec<u8>, framing: Framing) {
     }
 }
 
-/// Decimal digits of `n` without allocating.
-pub fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
+pub use crate::telemetry::line::itoa_u64;
 
 /// Where a relayed body's bytes are counted.
 #[derive(Debug)]

@@ -3,7 +3,8 @@
 //! A gate is a plain struct implementing [`Gate`]; its decision is a [`Verdict`] carrying a
 //! [`DenyReason`] whose [`DenyReason::code`] is the stable snake_case name used in JSON error
 //! bodies, the `x-fleetgate-error` header, metric labels and the canonical log line.
-//! The order in which gates run lives in `crate::pipeline`, nowhere else.
+//! Which gates run for which listener, and in what order, lives in `crate::admit`, nowhere
+//! else.
 
 use std::fmt;
 use std::net::IpAddr;

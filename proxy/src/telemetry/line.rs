@@ -131,10 +131,23 @@ fn write_rfc3339_micros(buf: &mut Vec<u8>, now: SystemTime) {
     }
 }
 
+/// Decimal digits of `n` without allocating.
+pub fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
 /// `value` in decimal, zero-padded to `width` digits.
 fn push_padded(buf: &mut Vec<u8>, value: u64, width: usize) {
     let mut digits = [0u8; 20];
-    let text = crate::forward::h1::itoa_u64(value, &mut digits);
+    let text = itoa_u64(value, &mut digits);
     buf.extend(std::iter::repeat_n(b'0', width.saturating_sub(text.len())));
     buf.extend_from_slice(text);
 }
