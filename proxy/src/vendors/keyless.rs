@@ -376,11 +376,7 @@ impl super::FetchOne for KeylessClient {
                 }
                 Ok(firecrawl::page(url, &answer))
             }
-            Route::Keenable(_) => Err(VendorError::new(
-                self.name(),
-                VendorErrorKind::Unsupported,
-                "keenable fetches through its own client",
-            )),
+            Route::Keenable(k) => super::FetchOne::fetch_one(k, url).await,
         }
     }
 }
