@@ -115,8 +115,21 @@ pub async fn start_all(tools: &Tools) -> anyhow::Result<Vec<Server>> {
     Ok(servers)
 }
 
+/// A free loopback port no other server of this farm was given. The servers start at once and
+/// each binds its port itself after this returns, so the kernel may hand the same released port
+/// to two of them; then one fails to bind while the other answers for both.
 async fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0").await?.local_addr()?.port())
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").await?.local_addr()?.port();
+        let mut given = GIVEN
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the port list lock is poisoned"))?;
+        if !given.contains(&port) {
+            given.push(port);
+            return Ok(port);
+        }
+    }
 }
 
 /// Run `cmd` and return its first output line (stdout, else stderr).
