@@ -11,7 +11,7 @@
 //!   key must equal the pin, else the spec is invalid (the upstream vendor is chosen with
 //!   `spec.web`, not there).
 //! - `policy.yaml`, the gate policy ([`policy`]), validated with the gate's own parser
-//!   (`fleetgate_proxy::policy::Policy::parse`) before it is returned, so a policy the gate
+//!   (`fleetgate_policy::Policy::parse`) before it is returned, so a policy the gate
 //!   would refuse can never be rendered.
 
 use std::collections::BTreeMap;

@@ -32,8 +32,8 @@ pub mod scrape;
 pub mod status;
 pub mod webhook;
 
-/// The gate policy `version` this controller renders (`fleetgate_proxy::policy`).
-pub const RENDERED_POLICY_VERSION: &str = fleetgate_proxy::policy::POLICY_VERSION;
+/// The gate policy `version` this controller renders (`fleetgate_policy`).
+pub const RENDERED_POLICY_VERSION: &str = fleetgate_policy::POLICY_VERSION;
 
 /// Why a reconcile failed. An invalid spec is not an error: it is reported as `Valid=False`.
 #[derive(Debug, thiserror::Error)]

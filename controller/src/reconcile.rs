@@ -340,7 +340,7 @@ async fn check_secret_rules(
             continue;
         };
         let origin = format!("ConfigMap {}/{}", r.config_map, r.key);
-        if let Err(e) = fleetgate_proxy::gates::secret_url::rules::RuleSet::parse(&text, &origin) {
+        if let Err(e) = fleetgate_policy::secret_rules::RuleSet::parse(&text, &origin) {
             problems.push(desired::SpecProblem {
                 field,
                 message: e.to_string(),

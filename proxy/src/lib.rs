@@ -12,7 +12,8 @@
 //! fetch, [`assemble`] shapes the page, [`respond`] is the only error → HTTP mapping.
 //! [`policy`] is the file the controller renders; [`report`] reads a Hermes home.
 
-pub mod accept;
+/// The accept loop every listener shares ([`fleetgate_accept`]).
+pub use fleetgate_accept as accept;
 pub mod admin;
 pub mod admit;
 pub mod assemble;
@@ -28,7 +29,8 @@ pub mod iptables;
 pub mod llm;
 pub mod metrics;
 pub mod pipeline;
-pub mod policy;
+/// The policy file and the static facts shared with the controller ([`fleetgate_policy`]).
+pub use fleetgate_policy as policy;
 pub mod reload;
 pub mod report;
 pub mod resolve;

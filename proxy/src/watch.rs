@@ -18,7 +18,7 @@ use crate::policy::watch::WatchSpec;
 use crate::runtime::Runtime;
 
 pub mod cli;
-pub mod headers;
+pub use fleetgate_policy::header_template as headers;
 pub mod items;
 pub mod mcp;
 pub mod route;

@@ -1161,8 +1161,7 @@ async fn a_missing_key_is_the_gates_fault_and_sends_nothing() {
         (BackendKind::Xai, "No xAI credentials found."),
     ];
     for (kind, want) in cases {
-        let endpoint = kind
-            .default_endpoint()
+        let endpoint = fleetgate_proxy::vendors::default_endpoint(kind)
             .expect("keyed vendors have a public base URL");
         let client = backend(kind, endpoint);
         assert!(

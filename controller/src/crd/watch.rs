@@ -120,7 +120,7 @@ mod tests {
         ];
         for (name, pinned, own) in cases {
             let rendered = render(&spec(pinned, own)).expect("a valid watch must render");
-            let policy = fleetgate_proxy::policy::Policy::parse(
+            let policy = fleetgate_policy::Policy::parse(
                 rendered.yaml.as_bytes(),
                 std::path::Path::new("/"),
             )

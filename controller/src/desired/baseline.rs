@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use fleetgate_proxy::gates::secret_url::rules::RuleSet;
+use fleetgate_policy::secret_rules::RuleSet;
 
 use super::SpecProblem;
 use crate::crd::baseline::{ClusterFleetPolicy, ClusterFleetPolicySpec, MinimumMode};

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use fleetgate_policy::llm::{RawLlm, RawLlmPin, RawLlmProvider};
 use serde_json::{Map, Value};
 
 use super::RenderError;
@@ -38,76 +38,50 @@ pub const HERMES_AUX_TASKS: &[&str] = &[
     "curator",
 ];
 
-/// `llm:` of the gate policy.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WireLlm {
-    mode: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    policy_name: Option<String>,
-    providers: BTreeMap<String, WireProvider>,
-    roles: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    allowed_models: Vec<String>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pins: BTreeMap<String, WirePin>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireProvider {
-    kind: &'static str,
-    base_url: String,
-    key_file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timeout_ms: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WirePin {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    effort: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    service_tier: Option<String>,
-}
-
 /// The gate policy's `llm:` for `spec` of the FleetPolicy `name`.
-pub fn wire(spec: &LlmSpec, name: Option<&str>) -> WireLlm {
+pub fn raw(spec: &LlmSpec, name: Option<&str>) -> RawLlm {
     let providers = spec
         .providers
         .iter()
         .map(|(n, p)| {
-            let wire = WireProvider {
-                kind: p.kind.name(),
-                base_url: p.base_url.clone(),
-                key_file: format!("{LLM_KEYS_DIR}/{}/{}", p.secret_ref.name, p.secret_ref.key),
+            let raw = RawLlmProvider {
+                kind: Some(p.kind.name().to_string()),
+                base_url: Some(p.base_url.clone()),
+                key_file: Some(format!(
+                    "{LLM_KEYS_DIR}/{}/{}",
+                    p.secret_ref.name, p.secret_ref.key
+                )),
                 timeout_ms: p.timeout_seconds.map(|s| u64::from(s) * 1000),
+                ..RawLlmProvider::default()
             };
-            (n.clone(), wire)
+            (n.clone(), raw)
         })
         .collect();
     let pins = spec
         .pins
         .iter()
         .map(|(role, p)| {
-            let pin = WirePin {
-                effort: p.effort.map(|e| e.name()),
+            let pin = RawLlmPin {
+                effort: p.effort.map(|e| e.name().to_string()),
                 service_tier: p.service_tier.clone(),
             };
             (role.clone(), pin)
         })
         .collect();
-    WireLlm {
-        mode: match spec.mode.unwrap_or(LlmModeSpec::Observe) {
-            LlmModeSpec::Observe => "observe",
-            LlmModeSpec::Enforce => "enforce",
-        },
+    RawLlm {
+        mode: Some(
+            match spec.mode.unwrap_or(LlmModeSpec::Observe) {
+                LlmModeSpec::Observe => "observe",
+                LlmModeSpec::Enforce => "enforce",
+            }
+            .to_string(),
+        ),
         policy_name: name.map(str::to_string),
         providers,
         roles: spec.roles.clone(),
         allowed_models: spec.allowed_models.clone(),
         pins,
+        ..RawLlm::default()
     }
 }
 

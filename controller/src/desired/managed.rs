@@ -60,7 +60,7 @@ pub fn render(managed: Option<&Map<String, Value>>) -> Result<RenderedManaged, R
             }
         }
     }
-    let pinned_keys = fleetgate_proxy::report::managed::pinned_keys(&config).len();
+    let pinned_keys = fleetgate_policy::managed::pinned_keys(&config).len();
     let body = serde_yaml::to_string(&config).map_err(|e| RenderError::Serialize {
         file: super::CONFIG_KEY,
         message: e.to_string(),

@@ -1,17 +1,22 @@
 //! The gate policy (`policy.yaml`) built from a FleetPolicy spec, then validated by the gate.
 //!
-//! The wire shape is `fleetgate_proxy::policy::raw::RawPolicy` (camelCase, `version: v1`);
-//! the types below are its serializing mirror, holding only what the controller sets. Paths
-//! and listener addresses are the pod layout the injector builds (constants below). After
-//! serializing, the text goes through `Policy::parse`; its field errors are mapped back to
-//! `spec.*` paths so the `Valid` condition names what the user wrote.
+//! The controller fills the gate's own file types (`fleetgate_policy::raw::RawPolicy`,
+//! camelCase, `version: v1`) with what it sets and serializes them, so the file's schema is
+//! written once, in the policy crate. Paths and listener addresses are the pod layout the
+//! injector builds (constants below). After serializing, the text goes through
+//! `Policy::parse`; its field errors are mapped back to `spec.*` paths so the `Valid`
+//! condition names what the user wrote.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use fleetgate_proxy::policy::{POLICY_VERSION, Policy, PolicyError};
-use fleetgate_proxy::vendors::BackendKind;
-use serde::Serialize;
+use fleetgate_policy::backends::BackendKind;
+use fleetgate_policy::raw::{
+    RawBlocklist, RawCache, RawEgress, RawListen, RawPolicy, RawReport, RawSecrets, RawStore,
+    RawVendor, RawWeb,
+};
+use fleetgate_policy::watch::{RawWatch, RawWatchSettings};
+use fleetgate_policy::{POLICY_VERSION, Policy, PolicyError};
 
 use super::{RenderError, SpecProblem};
 use crate::crd::{BlocklistMode, EgressMode, FleetPolicySpec, vendor_entries};
@@ -50,110 +55,6 @@ pub struct RenderedPolicy {
     pub sha256: String,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WirePolicy {
-    version: &'static str,
-    web: WireWeb,
-    website_blocklist: WireBlocklist,
-    egress: WireEgress,
-    store: BTreeMap<&'static str, &'static str>,
-    listen: BTreeMap<&'static str, &'static str>,
-    report: WireReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    watch: Option<crate::crd::watch::WatchSettingsSpec>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    watches: Vec<crate::crd::watch::WatchSpec>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    llm: Option<super::llm::WireLlm>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    secrets: Option<WireSecrets>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireSecrets {
-    mode: &'static str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    rules_files: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    inline_rules: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    allow: Vec<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireWeb {
-    extract_backend: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    search_backend: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    char_limit: Option<u32>,
-    cache: WireCache,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    vendors: BTreeMap<&'static str, WireVendor>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rescue: Option<Vec<&'static str>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireCache {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ttl_minutes: Option<u32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    exempt_hosts: Vec<String>,
-}
-
-#[derive(Serialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct WireVendor {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    base_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    api_key_file: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timeout_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tier: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    keyless_url: Option<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireBlocklist {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    enabled: Option<bool>,
-    mode: &'static str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    domains: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    shared_files: Vec<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireEgress {
-    #[serde(rename = "allowCIDRs", skip_serializing_if = "Vec::is_empty")]
-    allow_cidrs: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    allow_hosts: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ports: Option<Vec<u16>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireReport {
-    hermes_home: &'static str,
-    token_file: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    days: Option<u32>,
-    managed_dir: &'static str,
-}
-
 /// First lines of every rendered `policy.yaml`.
 pub const HEADER: &str = "# fleetgate gate policy rendered by fleetgate-controller; edit the FleetPolicy, not this file.\n";
 
@@ -167,29 +68,43 @@ pub fn render_named(
     spec: &FleetPolicySpec,
     name: Option<&str>,
 ) -> Result<RenderedPolicy, RenderError> {
-    let wire = WirePolicy {
-        version: POLICY_VERSION,
+    let raw = RawPolicy {
+        version: Some(POLICY_VERSION.to_string()),
         web: web(spec),
         website_blocklist: blocklist(spec),
-        egress: WireEgress {
+        egress: RawEgress {
             allow_cidrs: spec.egress.allow_cidrs.clone(),
             allow_hosts: spec.egress.allow_hosts.clone(),
             ports: spec.egress.ports.clone(),
+            ..RawEgress::default()
         },
-        store: BTreeMap::from([("root", STORE_ROOT), ("agentVisibleRoot", STORE_AGENT_ROOT)]),
+        store: RawStore {
+            root: Some(STORE_ROOT.to_string()),
+            agent_visible_root: Some(STORE_AGENT_ROOT.to_string()),
+        },
         listen: listen(spec.egress.mode.unwrap_or(EgressMode::Proxy)),
-        report: WireReport {
-            hermes_home: HERMES_HOME,
-            token_file: REPORT_TOKEN_FILE,
+        report: RawReport {
+            hermes_home: Some(HERMES_HOME.to_string()),
+            token_file: Some(REPORT_TOKEN_FILE.to_string()),
             days: spec.cron.window_days,
-            managed_dir: MANAGED_DIR,
+            managed_dir: Some(MANAGED_DIR.to_string()),
         },
-        watch: spec.watch.clone(),
-        watches: spec.watches.clone(),
-        llm: spec.llm.as_ref().map(|l| super::llm::wire(l, name)),
+        watch: RawWatchSettings {
+            pinned_server_url: spec
+                .watch
+                .as_ref()
+                .and_then(|w| w.pinned_server_url.clone()),
+        },
+        watches: spec.watches.iter().map(watch).collect(),
+        llm: spec
+            .llm
+            .as_ref()
+            .map(|l| super::llm::raw(l, name))
+            .unwrap_or_default(),
         secrets: secrets(spec),
+        ..RawPolicy::default()
     };
-    let body = serde_yaml::to_string(&wire).map_err(|e| RenderError::Serialize {
+    let body = serde_yaml::to_string(&raw).map_err(|e| RenderError::Serialize {
         file: super::POLICY_KEY,
         message: e.to_string(),
     })?;
@@ -202,7 +117,7 @@ pub fn render_named(
     })
 }
 
-fn web(spec: &FleetPolicySpec) -> WireWeb {
+fn web(spec: &FleetPolicySpec) -> RawWeb {
     let w = &spec.web;
     let extract = w.extract_backend.map_or("direct", |b| b.name());
     let search = w.search_backend.map(|b| b.name());
@@ -210,21 +125,21 @@ fn web(spec: &FleetPolicySpec) -> WireWeb {
         .rescue
         .as_ref()
         .map(|r| r.iter().map(|b| b.name()).collect());
-    let mut vendors: BTreeMap<&'static str, WireVendor> = w
+    let mut vendors: BTreeMap<String, RawVendor> = w
         .vendors
         .as_ref()
         .map(vendor_entries)
         .unwrap_or_default()
         .into_iter()
         .map(|(name, v)| {
-            let wire = WireVendor {
+            let raw = RawVendor {
                 base_url: v.base_url.clone(),
-                api_key_file: None,
                 timeout_ms: v.timeout_seconds.map(|s| u64::from(s) * 1000),
-                tier: v.tier.map(|t| t.name()),
+                tier: v.tier.map(|t| t.name().to_string()),
                 keyless_url: v.keyless_url.clone(),
+                ..RawVendor::default()
             };
-            (name, wire)
+            (name.to_string(), raw)
         })
         .collect();
     if w.credentials_secret.is_some() {
@@ -237,31 +152,30 @@ fn web(spec: &FleetPolicySpec) -> WireWeb {
             let Some(env) = BackendKind::from_name(name).and_then(BackendKind::key_env) else {
                 continue;
             };
-            vendors.entry(name).or_default().api_key_file =
+            vendors.entry(name.to_string()).or_default().api_key_file =
                 Some(format!("{VENDOR_KEYS_DIR}/{env}"));
         }
     }
-    WireWeb {
-        extract_backend: extract,
-        search_backend: search,
-        char_limit: w.char_limit,
-        cache: WireCache {
-            ttl_minutes: w.cache_ttl_minutes,
+    RawWeb {
+        extract_backend: Some(extract.to_string()),
+        search_backend: search.map(str::to_string),
+        char_limit: w.char_limit.map(i64::from),
+        cache: RawCache {
+            ttl_minutes: w.cache_ttl_minutes.map(i64::from),
             exempt_hosts: w.cache_exempt_hosts.clone(),
+            ..RawCache::default()
         },
         vendors,
-        rescue,
+        rescue: rescue.map(|r| r.into_iter().map(str::to_string).collect()),
+        ..RawWeb::default()
     }
 }
 
-fn blocklist(spec: &FleetPolicySpec) -> WireBlocklist {
+fn blocklist(spec: &FleetPolicySpec) -> RawBlocklist {
     let b = &spec.website_blocklist;
-    WireBlocklist {
+    RawBlocklist {
         enabled: b.enabled,
-        mode: match b.mode.unwrap_or(BlocklistMode::Enforce) {
-            BlocklistMode::Enforce => "enforce",
-            BlocklistMode::Report => "report",
-        },
+        mode: Some(mode_name(b.mode).to_string()),
         domains: b.domains.clone(),
         shared_files: b
             .shared_lists
@@ -271,16 +185,13 @@ fn blocklist(spec: &FleetPolicySpec) -> WireBlocklist {
     }
 }
 
-fn secrets(spec: &FleetPolicySpec) -> Option<WireSecrets> {
+fn secrets(spec: &FleetPolicySpec) -> RawSecrets {
     let s = &spec.secrets;
     if s.is_empty() {
-        return None;
+        return RawSecrets::default();
     }
-    Some(WireSecrets {
-        mode: match s.mode.unwrap_or(BlocklistMode::Enforce) {
-            BlocklistMode::Enforce => "enforce",
-            BlocklistMode::Report => "report",
-        },
+    RawSecrets {
+        mode: Some(mode_name(s.mode).to_string()),
         rules_files: s
             .rules_config_maps
             .iter()
@@ -288,18 +199,39 @@ fn secrets(spec: &FleetPolicySpec) -> Option<WireSecrets> {
             .collect(),
         inline_rules: s.inline_rules.clone(),
         allow: s.allow.clone(),
-    })
+    }
 }
 
-fn listen(mode: EgressMode) -> BTreeMap<&'static str, &'static str> {
-    let mut listen = BTreeMap::from([("api", LISTEN_API), ("admin", LISTEN_ADMIN)]);
-    if mode != EgressMode::Off {
-        listen.insert("forwardProxy", LISTEN_FORWARD_PROXY);
+fn mode_name(mode: Option<BlocklistMode>) -> &'static str {
+    match mode.unwrap_or(BlocklistMode::Enforce) {
+        BlocklistMode::Enforce => "enforce",
+        BlocklistMode::Report => "report",
     }
-    if mode == EgressMode::Transparent {
-        listen.insert("transparent", LISTEN_TRANSPARENT);
+}
+
+fn watch(w: &crate::crd::watch::WatchSpec) -> RawWatch {
+    RawWatch {
+        name: Some(w.name.clone()),
+        server_url: w.server_url.clone(),
+        tool: Some(w.tool.clone()),
+        arguments: w.arguments.clone().map(serde_json::Value::Object),
+        id_field: Some(w.id_field.clone()),
+        show_fields: w.show_fields.clone(),
+        max_new: w.max_new.map(i64::from),
+        max_seen: w.max_seen.map(i64::from),
+        headers: w.headers.clone(),
+        timeout_seconds: w.timeout_seconds.map(i64::from),
     }
-    listen
+}
+
+fn listen(mode: EgressMode) -> RawListen {
+    let on = |addr: &str, when: bool| when.then(|| addr.to_string());
+    RawListen {
+        api: Some(LISTEN_API.to_string()),
+        forward_proxy: on(LISTEN_FORWARD_PROXY, mode != EgressMode::Off),
+        transparent: on(LISTEN_TRANSPARENT, mode == EgressMode::Transparent),
+        admin: Some(LISTEN_ADMIN.to_string()),
+    }
 }
 
 /// Gate field paths → FleetPolicy field paths, first match wins.

@@ -1,4 +1,4 @@
-use fleetgate_proxy::policy::Policy;
+use fleetgate_policy::Policy;
 use std::path::Path;
 
 use serde_json::{Value, json};

@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use fleetgate_proxy::accept::Acceptor;
+use fleetgate_accept::Acceptor;
 use futures_util::StreamExt;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};

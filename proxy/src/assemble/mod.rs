@@ -16,12 +16,7 @@ pub mod truncate;
 pub use store::{Store, StoreError};
 pub use truncate::{TruncationStats, truncate_and_store};
 
-/// Hermes' default extract character limit.
-pub const DEFAULT_CHAR_LIMIT: usize = 15_000;
-/// Smallest accepted character limit.
-pub const MIN_CHAR_LIMIT: usize = 2_000;
-/// Largest accepted character limit.
-pub const MAX_CHAR_LIMIT: usize = 500_000;
+pub use fleetgate_policy::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 
 /// The effective per-page budget for a `char_limit` argument, as Hermes computes it.
 ///

@@ -9,7 +9,8 @@
 use std::fmt;
 use std::net::IpAddr;
 
-pub mod ip_guard;
+/// Gate E2's address and name table, shared with the controller through the policy crate.
+pub use fleetgate_policy::addr as ip_guard;
 pub mod parse_items;
 pub mod secret_url;
 pub mod ssrf;
@@ -264,9 +265,39 @@ impl fmt::Display for DenyReason {
     }
 }
 
+impl From<ip_guard::AddrRefusal> for DenyReason {
+    fn from(refusal: ip_guard::AddrRefusal) -> Self {
+        use ip_guard::AddrRefusal as A;
+        match refusal {
+            A::BlockedHostname { host } => Self::BlockedHostname { host },
+            A::CloudMetadata { addr } => Self::CloudMetadata { addr },
+            A::PrivateAddress { addr, class } => Self::PrivateAddress { addr, class },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_refusal_keeps_its_code_as_a_deny_reason() {
+        use ip_guard::AddrRefusal as A;
+        let addr: IpAddr = "10.0.0.1".parse().expect("an address");
+        for refusal in [
+            A::BlockedHostname {
+                host: "localhost".into(),
+            },
+            A::CloudMetadata { addr },
+            A::PrivateAddress {
+                addr,
+                class: "private",
+            },
+        ] {
+            let code = refusal.code();
+            assert_eq!(DenyReason::from(refusal).code(), code);
+        }
+    }
 
     #[test]
     fn codes_are_unique_snake_case_and_listed() {

@@ -17,7 +17,8 @@ use crate::context::TargetUrl;
 use crate::url_form::{self, py_strip, unquote, unquote_plus};
 
 mod prefix;
-pub mod rules;
+/// The secret rule sets (gitleaks format), shared with the controller through the policy crate.
+pub use fleetgate_policy::secret_rules as rules;
 
 pub use prefix::{family_prefix, find_credential_prefix};
 use rules::RuleSet;

@@ -7,12 +7,13 @@
 //! YAML error, not a mapping) is ignored by Hermes with a log line; the report names the
 //! reason in `error` and counts zero pinned keys.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+pub use fleetgate_policy::managed::pinned_keys;
 
 use super::yaml::parse_mapping;
 
@@ -98,30 +99,6 @@ pub fn load(source: &ManagedDir) -> ManagedScope {
         Err(err) => scope.state.error = Some(err.to_string()),
     }
     scope
-}
-
-/// The dotted leaf keys a mapping pins: recursion only into non-empty mappings, so an empty
-/// mapping, a list, a scalar and null each count as one leaf.
-pub fn pinned_keys(config: &Map<String, Value>) -> BTreeSet<String> {
-    let mut keys = BTreeSet::new();
-    flatten(config, "", &mut keys);
-    keys
-}
-
-fn flatten(map: &Map<String, Value>, prefix: &str, keys: &mut BTreeSet<String>) {
-    for (key, value) in map {
-        let dotted = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
-        match value {
-            Value::Object(inner) if !inner.is_empty() => flatten(inner, &dotted, keys),
-            _ => {
-                keys.insert(dotted);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

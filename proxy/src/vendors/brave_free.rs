@@ -8,8 +8,6 @@ use super::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
-/// Brave Search's public API host.
-pub const DEFAULT_BASE_URL: &str = "https://api.search.brave.com";
 /// Hermes' error when the key is missing.
 pub const MISSING_KEY: &str = "BRAVE_SEARCH_API_KEY is not set";
 /// Brave's `count` maximum.

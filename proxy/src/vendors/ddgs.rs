@@ -19,8 +19,6 @@ use super::VendorErrorKind;
 use super::client::{CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
-/// DuckDuckGo's HTML search host.
-pub const DEFAULT_BASE_URL: &str = "https://html.duckduckgo.com";
 /// Hermes' hard wall clock for one search.
 pub const TIMEOUT_SECS: u64 = 30;
 /// A result page is a few dozen KiB; more is not one.

@@ -13,8 +13,6 @@ use super::client::{Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 use super::{Page, VendorErrorKind, VendorFailure, assign_rows, fail_all, same_url};
 
-/// Exa's public API.
-pub const DEFAULT_BASE_URL: &str = "https://api.exa.ai";
 /// Hermes' error when the key is missing.
 pub const MISSING_KEY: &str =
     "EXA_API_KEY environment variable not set. Get your API key at https://exa.ai";

@@ -13,8 +13,6 @@ use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 use super::{Page, VendorErrorKind, VendorFailure};
 
-/// Firecrawl's cloud API.
-pub const CLOUD_BASE_URL: &str = "https://api.firecrawl.dev";
 /// Hermes' error when neither a key nor a self-hosted URL is set.
 pub const NOT_CONFIGURED: &str = "Web tools are not configured. Set FIRECRAWL_API_KEY for cloud \
      Firecrawl or set FIRECRAWL_API_URL for a self-hosted Firecrawl instance.";

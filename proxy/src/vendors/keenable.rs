@@ -25,8 +25,6 @@ use super::search::{self, KeyOrder, RawHit, SearchHit};
 use super::{Page, VendorFailure};
 use crate::policy::VendorTier;
 
-/// Keenable's API host.
-pub const DEFAULT_BASE_URL: &str = "https://api.keenable.ai";
 /// Hermes' per-call timeout for Keenable.
 pub const TIMEOUT_SECS: u64 = 30;
 /// The keyed search's `max_results` cap (Hermes' `SEARCH_LIMIT_CAP`).

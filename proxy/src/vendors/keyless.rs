@@ -33,13 +33,8 @@ use super::{
 };
 use crate::policy::{VendorSettings, VendorTier};
 
-/// The ring, in Hermes' order.
-pub const RING: [BackendKind; 4] = [
-    BackendKind::Exa,
-    BackendKind::Parallel,
-    BackendKind::Firecrawl,
-    BackendKind::Keenable,
-];
+pub use fleetgate_policy::backends::RING;
+
 /// Exa's public MCP endpoint.
 pub const EXA_MCP_URL: &str = "https://mcp.exa.ai/mcp";
 /// Parallel's public MCP endpoint.
@@ -173,8 +168,11 @@ impl KeylessClient {
         let (default, timeout) = match kind {
             BackendKind::Exa => (EXA_MCP_URL, TIMEOUT),
             BackendKind::Parallel => (PARALLEL_MCP_URL, TIMEOUT),
-            BackendKind::Firecrawl => (firecrawl::CLOUD_BASE_URL, kind.default_timeout()),
-            BackendKind::Keenable => (super::keenable::DEFAULT_BASE_URL, TIMEOUT),
+            BackendKind::Firecrawl => (
+                kind.default_base_url().unwrap_or_default(),
+                kind.default_timeout(),
+            ),
+            BackendKind::Keenable => (kind.default_base_url().unwrap_or_default(), TIMEOUT),
             _ => return None,
         };
         // Keenable's public routes sit beside its keyed ones, on the configured base URL.

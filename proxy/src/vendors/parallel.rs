@@ -14,8 +14,6 @@ use super::client::{Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 use super::{Page, UrlRows, VendorErrorKind, VendorFailure, assign_rows, fail_all};
 
-/// Parallel's public API.
-pub const DEFAULT_BASE_URL: &str = "https://api.parallel.ai";
 /// Hermes' error when the key is missing.
 pub const MISSING_KEY: &str =
     "PARALLEL_API_KEY environment variable not set. Get your API key at https://parallel.ai";

@@ -12,8 +12,6 @@ use serde_json::{Value, json};
 use super::client::{Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
-/// Perplexity's public API.
-pub const DEFAULT_BASE_URL: &str = "https://api.perplexity.ai";
 /// Hermes' error when the key is missing.
 pub const MISSING_KEY: &str =
     "PERPLEXITY_API_KEY is not set. Get a key at https://www.perplexity.ai/account/api";

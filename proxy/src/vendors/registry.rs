@@ -64,7 +64,7 @@ fn build_backend(
     let endpoint = config
         .and_then(|c| c.base_url.clone())
         .map(Endpoint::new)
-        .or_else(|| kind.default_endpoint());
+        .or_else(|| super::default_endpoint(kind));
     let Some(mut endpoint) = endpoint else {
         // Policy validation requires a base URL for SearXNG; this is unreachable in practice.
         warnings.push(format!(

@@ -8,14 +8,7 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-/// The key order of a search row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyOrder {
-    /// `{url, title, description, position}`.
-    WebHit,
-    /// `{title, url, description, position}`.
-    TitleHit,
-}
+pub use fleetgate_policy::backends::KeyOrder;
 
 /// One search result row.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,8 +13,6 @@ use super::client::{Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 use super::{Page, VendorErrorKind, VendorFailure, assign_rows, fail_all};
 
-/// Tavily's public API.
-pub const DEFAULT_BASE_URL: &str = "https://api.tavily.com";
 /// Hermes 0.19.0's error when the key is missing.
 pub const MISSING_KEY: &str =
     "TAVILY_API_KEY environment variable not set. Get your API key at https://app.tavily.com/home";

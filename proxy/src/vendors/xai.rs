@@ -12,8 +12,6 @@ use super::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
-/// xAI's public API (the version prefix is part of the base).
-pub const DEFAULT_BASE_URL: &str = "https://api.x.ai/v1";
 /// Hermes' default model for web search.
 pub const DEFAULT_MODEL: &str = "grok-build-0.1";
 /// The error when no key is set.

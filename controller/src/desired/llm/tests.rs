@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
-use fleetgate_proxy::policy::Policy;
-use fleetgate_proxy::policy::llm::LlmMode;
+use fleetgate_policy::Policy;
+use fleetgate_policy::llm::LlmMode;
 use serde_json::{Value, json};
 
 use super::*;

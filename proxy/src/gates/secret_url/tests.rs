@@ -509,3 +509,23 @@ proptest! {
         prop_assert_eq!(find_credential_prefix(&s), None, "{:?} must not be found", s);
     }
 }
+
+#[test]
+fn an_inline_rule_refuses_its_token_unless_its_id_is_exempted() {
+    let good = "version: v1\nsecrets:\n  inlineRules:\n  - |\n    [[rules]]\n    id = \"corp-api-token\"\n    regex = '''corp_live_[a-z0-9]{32}'''\n    keywords = [\"corp_live_\"]\n  allow: [corp-api-token]\n";
+    let ok = crate::policy::Policy::parse(good.as_bytes(), std::path::Path::new("/"))
+        .expect("an inline rule must compile");
+    let target = TargetUrl::new(&format!(
+        "https://api.example.com/?x=corp_live_{}",
+        "a1".repeat(16)
+    ));
+    let found = find_secret(&target, Some(&ok.secrets));
+    assert!(found.is_none(), "the exempted rule refuses nothing");
+    let enforced = crate::policy::Policy::parse(
+        good.replace("  allow: [corp-api-token]\n", "").as_bytes(),
+        std::path::Path::new("/"),
+    )
+    .expect("an inline rule must compile");
+    let found = find_secret(&target, Some(&enforced.secrets));
+    assert_eq!(found.map(|f| f.rule), Some("corp-api-token".to_string()));
+}

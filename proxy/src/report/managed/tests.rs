@@ -115,17 +115,3 @@ fn the_directory_resolves_only_when_it_exists() {
         "no scope, all null"
     );
 }
-
-#[test]
-fn pinned_keys_recurse_only_into_non_empty_mappings() {
-    let config = json!({"a": {"b": {"c": 1}, "d": []}, "e": {}, "f": {"g": null}});
-    let Value::Object(map) = config else {
-        unreachable!("the literal is an object")
-    };
-    let keys: Vec<String> = pinned_keys(&map).into_iter().collect();
-    assert_eq!(
-        keys,
-        ["a.b.c", "a.d", "e", "f.g"],
-        "leaves must be dotted paths"
-    );
-}

@@ -71,7 +71,14 @@ fn a_page_of_another_layout_is_refused_not_guessed() {
 
 #[test]
 fn the_body_limit_is_capped_for_a_result_page() {
-    let endpoint = Endpoint::new(url::Url::parse(DEFAULT_BASE_URL).expect("a valid URL"));
+    let endpoint = Endpoint::new(
+        url::Url::parse(
+            crate::vendors::BackendKind::Ddgs
+                .default_base_url()
+                .unwrap_or_default(),
+        )
+        .expect("a valid URL"),
+    );
     let client = DdgsClient::new(endpoint);
     assert_eq!(client.http.endpoint().max_body_bytes, MAX_BODY_BYTES);
 }

@@ -83,7 +83,14 @@ fn the_citations_list_is_the_last_resort() {
 
 #[test]
 fn the_body_carries_model_filters_and_the_no_citation_flag() {
-    let endpoint = Endpoint::new(url::Url::parse(DEFAULT_BASE_URL).expect("base must parse"));
+    let endpoint = Endpoint::new(
+        url::Url::parse(
+            crate::vendors::BackendKind::Xai
+                .default_base_url()
+                .unwrap_or_default(),
+        )
+        .expect("base must parse"),
+    );
     let client = XaiClient::new(endpoint.clone()).with_options(XaiOptions {
         model: Some(" grok-4 ".into()),
         allowed_domains: (1..=7).map(|i| format!("d{i}.com")).collect(),

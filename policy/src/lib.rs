@@ -1,3 +1,9 @@
+//! fleetgate's policy: the gate policy file and the static facts both the gate and the
+//! controller decide with — the backend catalogue ([`backends`]), the address table of gate E2
+//! ([`addr`]), the secret rules of gate E1 ([`secret_rules`]), watch header templates
+//! ([`header_template`]) and the keys a managed Hermes config pins ([`managed`]). No I/O beyond
+//! reading rule files named in a policy; no network, no SQLite.
+//!
 //! The gate policy file: YAML with `version: v1`, camelCase keys, unknown keys refused.
 //!
 //! Parsed in two layers: [`raw::RawPolicy`] is the file as written (serde,
@@ -14,16 +20,27 @@ use std::time::Duration;
 use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 
-use crate::assemble::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
-use crate::gates::ip_guard::AddrPolicy;
-use crate::vendors;
+use crate::addr::AddrPolicy;
+use crate::backends as vendors;
 
+pub mod addr;
+pub mod backends;
 pub mod egress;
+pub mod header_template;
 pub mod llm;
+pub mod managed;
 pub mod raw;
+pub mod secret_rules;
 #[cfg(test)]
 mod tests;
 pub mod watch;
+
+/// Hermes' default extract character limit.
+pub const DEFAULT_CHAR_LIMIT: usize = 15_000;
+/// Smallest accepted character limit.
+pub const MIN_CHAR_LIMIT: usize = 2_000;
+/// Largest accepted character limit.
+pub const MAX_CHAR_LIMIT: usize = 500_000;
 
 /// The only policy format version this gate reads.
 pub const POLICY_VERSION: &str = "v1";
@@ -174,7 +191,7 @@ pub struct SecretsPolicy {
     /// The rule files, absolute.
     pub rules_files: Vec<PathBuf>,
     /// Their compiled rules, one set per file.
-    pub rules: Vec<std::sync::Arc<crate::gates::secret_url::rules::RuleSet>>,
+    pub rules: Vec<std::sync::Arc<crate::secret_rules::RuleSet>>,
     /// Rule ids (built-in or from the files) that never refuse.
     pub allow_rules: Vec<String>,
     /// URL prefixes (`https://docs.example.com/`) the rule sets do not judge.
@@ -427,7 +444,7 @@ impl<'a> Validator<'a> {
     }
 
     fn secrets(&mut self, raw: raw::RawSecrets) -> SecretsPolicy {
-        use crate::gates::secret_url::rules::RuleSet;
+        use crate::secret_rules::RuleSet;
         let mode = match raw.mode.as_deref().map(str::trim) {
             None | Some("enforce") => EnforcementMode::Enforce,
             Some("report") => EnforcementMode::Report,
@@ -468,7 +485,7 @@ impl<'a> Validator<'a> {
             .ids()
             .chain(rules.iter().flat_map(|s| s.ids()))
             .map(str::to_string)
-            .chain([crate::gates::secret_url::rules::JWT_RULE.to_string()])
+            .chain([crate::secret_rules::JWT_RULE.to_string()])
             .collect();
         let mut allow_rules = Vec::new();
         let mut allow_prefixes = Vec::new();

@@ -102,7 +102,7 @@ impl AddrClass {
         Self::SixToFour,
     ];
 
-    /// Stable snake_case code, used as the `class` of [`super::DenyReason::PrivateAddress`].
+    /// Stable snake_case code, used as the `class` of [`super::AddrRefusal::PrivateAddress`].
     pub fn code(&self) -> &'static str {
         match self {
             Self::Public => "public",

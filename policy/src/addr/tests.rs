@@ -612,7 +612,7 @@ fn check_applies_floor_then_allow_list_then_class() {
     let denied = AddrPolicy::default().check(ip("100.64.0.1"));
     assert_eq!(
         denied,
-        Err(DenyReason::PrivateAddress {
+        Err(AddrRefusal::PrivateAddress {
             addr: ip("100.64.0.1"),
             class: "cgnat"
         }),
@@ -655,7 +655,7 @@ fn allow_hosts_exempt_internal_names_but_never_metadata_names() {
     let glob_only = AddrPolicy::new(vec![], vec!["*.corp.internal".into()]).expect("must load");
     assert_eq!(
         glob_only.check_hostname("Corp.Internal."),
-        Err(DenyReason::BlockedHostname {
+        Err(AddrRefusal::BlockedHostname {
             host: "corp.internal".into()
         }),
         "`*.x` must not exempt x itself, and the reason must carry the canonical host"
@@ -745,7 +745,7 @@ proptest! {
             .filter(|n| AddrPolicy::new(vec![*n], vec![]).is_ok())
             .collect();
         let policy = AddrPolicy::new(kept, vec![]).expect("entries that load alone must load together");
-        prop_assert_eq!(policy.check(addr), Err(DenyReason::CloudMetadata { addr }));
+        prop_assert_eq!(policy.check(addr), Err(AddrRefusal::CloudMetadata { addr }));
     }
 
     #[test]

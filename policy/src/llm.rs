@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::FieldError;
 
@@ -24,53 +24,67 @@ pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 32 * 1024 * 1024;
 pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 600_000;
 
 /// `llm:` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawLlm {
     /// `observe` (default) or `enforce`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Name of the fleet policy this was rendered from, quoted in refusals.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_name: Option<String>,
     /// Upstream providers by name.
     #[serde(default)]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub providers: BTreeMap<String, RawLlmProvider>,
     /// Role (`main`, `delegation`, `cron`, `auxiliary`, `auxiliary:<task>`, `default`) →
     /// provider name.
     #[serde(default)]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, String>,
     /// Models the fleet may use (exact ids, or a prefix ending in `*`); empty allows all.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_models: Vec<String>,
     /// Pinned effort / tier per role (same role keys as `roles`).
     #[serde(default)]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, RawLlmPin>,
     /// Request body cap in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<u64>,
 }
 
 /// `llm.providers.<name>:` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawLlmProvider {
     /// `openai`, `anthropic`, `openrouter` or `xai`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// Upstream base URL; the agent's path after the role is appended to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
     /// File holding the API key (a mounted Secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_file: Option<String>,
     /// Environment variable holding the API key.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_env: Option<String>,
     /// Time to the response head, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
 /// `llm.pins.<role>:` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawLlmPin {
     /// Pinned reasoning effort.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
     /// Pinned service tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<String>,
 }
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::FieldError;
 
@@ -20,38 +20,49 @@ pub const DEFAULT_MAX_SEEN: usize = 1000;
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 60;
 
 /// `watch:` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawWatchSettings {
     /// The only MCP endpoint watches may call.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pinned_server_url: Option<String>,
 }
 
 /// One entry of `watches:` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawWatch {
     /// Name; the route is `/v1/watch/<name>` and the state `<store.root>/watch/<name>.json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Streamable-HTTP MCP endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_url: Option<String>,
     /// Tool to call.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// Tool arguments (a mapping).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,
     /// Field that identifies an item.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id_field: Option<String>,
     /// Fields printed per new item.
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub show_fields: Vec<String>,
     /// Item lines per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_new: Option<i64>,
     /// Bound on stored ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_seen: Option<i64>,
     /// HTTP headers; `${VAR}` and `${file:/path}` are expanded at call time.
     #[serde(default)]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// Call timeout in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<i64>,
 }
 
@@ -232,14 +243,14 @@ fn check_header(key: &str, value: &str) -> Result<(), String> {
     if http::HeaderName::from_bytes(key.as_bytes()).is_err() {
         return Err(format!("'{key}' is not a valid HTTP header name"));
     }
-    crate::watch::headers::check_template(value)
+    crate::header_template::check_template(value)
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
-    use crate::policy::Policy;
+    use crate::Policy;
 
     fn fields(yaml: &str) -> Vec<String> {
         match Policy::parse(yaml.as_bytes(), Path::new("/")) {

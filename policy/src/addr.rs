@@ -17,13 +17,46 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
-use super::DenyReason;
-
 mod names;
 mod table;
 
 pub use names::{BlockedName, classify_hostname, is_blocked_hostname};
 pub use table::{AddrClass, classify_addr, is_metadata_floor};
+
+/// Why [`AddrPolicy`] refuses an address or a name; the gate maps each to its E2 refusal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AddrRefusal {
+    /// A refused host name (metadata name, `localhost`, ...), checked before DNS.
+    BlockedHostname {
+        /// The canonical host.
+        host: String,
+    },
+    /// An address of the cloud-metadata floor, which no policy can open.
+    CloudMetadata {
+        /// The refused address.
+        addr: IpAddr,
+    },
+    /// An address outside public unicast space.
+    PrivateAddress {
+        /// The refused address.
+        addr: IpAddr,
+        /// Its class code (`loopback`, `private`, `cgnat`, ...).
+        class: &'static str,
+    },
+}
+
+// === impl AddrRefusal ===
+
+impl AddrRefusal {
+    /// The gate's stable refusal code for this refusal (the gate's `DenyReason` code).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BlockedHostname { .. } => "blocked_hostname",
+            Self::CloudMetadata { .. } => "ip_cloud_metadata",
+            Self::PrivateAddress { .. } => "ip_private_range",
+        }
+    }
+}
 
 /// The address policy: the table plus the operator's explicit `egress.allowCIDRs` and
 /// `egress.allowHosts`.
@@ -74,9 +107,9 @@ impl AddrPolicy {
     }
 
     /// Decide about one resolved address: floor, then allow entries, then the class.
-    pub fn check(&self, ip: IpAddr) -> Result<(), DenyReason> {
+    pub fn check(&self, ip: IpAddr) -> Result<(), AddrRefusal> {
         if is_metadata_floor(ip) {
-            return Err(DenyReason::CloudMetadata { addr: ip });
+            return Err(AddrRefusal::CloudMetadata { addr: ip });
         }
         let canonical = ip.to_canonical();
         if self
@@ -88,8 +121,8 @@ impl AddrPolicy {
         }
         match classify_addr(ip) {
             AddrClass::Public => Ok(()),
-            AddrClass::Metadata => Err(DenyReason::CloudMetadata { addr: ip }),
-            class => Err(DenyReason::PrivateAddress {
+            AddrClass::Metadata => Err(AddrRefusal::CloudMetadata { addr: ip }),
+            class => Err(AddrRefusal::PrivateAddress {
                 addr: ip,
                 class: class.code(),
             }),
@@ -98,14 +131,14 @@ impl AddrPolicy {
 
     /// Decide about a host name before DNS. Metadata names are always refused; other refused
     /// names pass when they equal or are a subdomain of an `allowHosts` entry.
-    pub fn check_hostname(&self, host: &str) -> Result<(), DenyReason> {
+    pub fn check_hostname(&self, host: &str) -> Result<(), AddrRefusal> {
         let Some(blocked) = classify_hostname(host) else {
             return Ok(());
         };
         if blocked != BlockedName::Metadata && self.is_exempt_host(host) {
             return Ok(());
         }
-        Err(DenyReason::BlockedHostname {
+        Err(AddrRefusal::BlockedHostname {
             host: host.trim_end_matches('.').to_ascii_lowercase(),
         })
     }

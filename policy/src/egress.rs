@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::Validator;
 
@@ -17,16 +17,20 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 pub const DEFAULT_TUNNEL_MAX: Duration = Duration::from_secs(3600);
 
 /// `egress.timeouts:` as written.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawEgressTimeouts {
     /// Per-address connect timeout of the egress listeners.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_seconds: Option<u64>,
     /// Time for a request head (client) and a response head (upstream).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub header_seconds: Option<u64>,
     /// Idle timeout of a tunnel or relayed body.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_seconds: Option<u64>,
     /// Longest life of a tunnel or relayed exchange.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tunnel_max_seconds: Option<u64>,
 }
 
