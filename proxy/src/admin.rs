@@ -31,7 +31,7 @@ pub async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body
 
 /// Ready when a policy is loaded and the store root is writable.
 fn ready(shared: &Shared) -> Response<Body> {
-    let rt = shared.runtime.load();
+    let rt = shared.gate.runtime.load();
     let root = &rt.policy.store.root;
     let probe = std::fs::create_dir_all(root).and_then(|_| tempfile_probe(root));
     match probe {
@@ -54,7 +54,7 @@ fn tempfile_probe(root: &std::path::Path) -> std::io::Result<()> {
 }
 
 fn metrics(shared: &Shared) -> Response<Body> {
-    shared.metrics.sync_log_drops();
+    shared.gate.metrics.sync_log_drops();
     let mut buf = Vec::new();
     match TextEncoder::new().encode(&shared.registry.gather(), &mut buf) {
         Ok(()) => respond::text(StatusCode::OK, "text/plain; version=0.0.4", buf),
@@ -63,9 +63,10 @@ fn metrics(shared: &Shared) -> Response<Body> {
 }
 
 fn status(shared: &Shared) -> Response<Body> {
-    let rt = shared.runtime.load();
+    let rt = shared.gate.runtime.load();
     let loaded_at = crate::clock::unix_secs(rt.loaded_at);
     let listeners: serde_json::Map<String, serde_json::Value> = shared
+        .gate
         .listeners
         .lock()
         .map(|l| {
@@ -102,7 +103,7 @@ fn status(shared: &Shared) -> Response<Body> {
 /// `GET /v1/report[?days=N]`: the fleet report of the mounted Hermes home, behind the bearer
 /// token of `report.tokenFile`. Without a token or a Hermes home configured the endpoint is off.
 async fn report(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Body> {
-    let rt = shared.runtime.load_full();
+    let rt = shared.gate.runtime.load_full();
     let cfg = &rt.policy.report;
     let (Some(token_file), Some(home)) = (&cfg.token_file, &cfg.hermes_home) else {
         return respond::api_error(&ApiError::Disabled(

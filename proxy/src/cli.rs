@@ -302,12 +302,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
         };
         let local = listener.local_addr().unwrap_or(addr);
         bound.insert(name.to_string(), json!(local.to_string()));
-        if let Ok(mut l) = shared.listeners.lock() {
+        if let Ok(mut l) = shared.gate.listeners.lock() {
             l.push((name.to_string(), local));
         }
         let s = shared.clone();
         let rx = stop_rx.clone();
-        let acceptor = Acceptor::new(name, Some(shared.metrics.accept_errors.clone()));
+        let acceptor = Acceptor::new(name, Some(shared.gate.metrics.accept_errors.clone()));
         tasks.push(match name {
             "api" => tokio::spawn(server::serve_http(
                 listener,
@@ -326,7 +326,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     // Transparent capture (`listen.transparent`): bound before the forward proxy so
     // the forward proxy's loop check knows these listeners too.
     if let Some(addr) = listen.transparent {
-        match crate::transparent::spawn(addr, &shared, &stop_rx).await {
+        match crate::transparent::spawn(addr, &shared.gate, &stop_rx).await {
             Ok(started) => {
                 for (name, local, task) in started {
                     bound.insert(name.to_string(), json!(local.to_string()));
@@ -353,15 +353,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
         };
         let local = listener.local_addr().unwrap_or(addr);
         bound.insert("forward_proxy".to_string(), json!(local.to_string()));
-        let own = match shared.listeners.lock() {
+        let own = match shared.gate.listeners.lock() {
             Ok(mut l) => {
                 l.push(("forward_proxy".to_string(), local));
                 OwnListeners::new(l.iter().map(|(_, a)| *a))
             }
             Err(_) => OwnListeners::new([local, listen.api, listen.admin]),
         };
-        let proxy =
-            forward::ForwardProxy::new(shared.clone(), forward_limits(&args), own, stop_rx.clone());
+        let proxy = forward::ForwardProxy::new(
+            shared.gate.clone(),
+            forward_limits(&args),
+            own,
+            stop_rx.clone(),
+        );
         tasks.push(tokio::spawn(forward::serve(proxy, listener)));
     }
     println!("{}", json!({"listening": bound}));
@@ -369,7 +373,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
     if let Some(path) = args.policy.clone() {
         let interval = Duration::from_millis(args.reload_interval_ms.max(100));
-        tokio::spawn(reload::watch(shared.clone(), path, interval));
+        tokio::spawn(reload::watch(shared.gate.clone(), path, interval));
     }
     wait_for_shutdown().await;
     tracing::info!("shutting down: draining connections");

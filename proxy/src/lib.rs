@@ -31,12 +31,14 @@ pub mod metrics;
 pub mod pipeline;
 /// The policy file and the static facts shared with the controller ([`fleetgate_policy`]).
 pub use fleetgate_policy as policy;
+pub mod relay;
 pub mod reload;
 pub mod report;
 pub mod resolve;
 pub mod respond;
 pub mod runtime;
 pub mod server;
+pub mod state;
 pub mod telemetry;
 pub mod transparent;
 pub mod url_form;

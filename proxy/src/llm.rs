@@ -17,6 +17,9 @@ use serde_json::json;
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
 use crate::policy::llm::{ProviderKind, role_key};
+use crate::state::GateState;
+
+use std::sync::Arc;
 
 pub mod body;
 pub mod enforce;
@@ -45,6 +48,15 @@ pub struct LlmState {
     pub metrics: metrics::LlmMetrics,
     /// TLS and kept connections.
     pub upstreams: upstream::Upstreams,
+}
+
+/// What one LLM request reads: the gate's state and the route's own.
+#[derive(Clone, Debug)]
+pub struct LlmContext {
+    /// The runtime, the gate metrics, the bound listeners.
+    pub gate: Arc<GateState>,
+    /// Observations, route metrics, the upstream pool.
+    pub llm: Arc<LlmState>,
 }
 
 // === impl LlmState ===

@@ -1,4 +1,4 @@
-//! Live policy reload: the file (a ConfigMap mount swaps a symlink) and the blocklist's shared
+//! Live policy reload: the file (a ConfigMap mount swaps a symlink) and the blocklist's gate
 //! files are fingerprinted on an interval and on SIGHUP; a change builds a new runtime and
 //! swaps it in. An invalid new policy is logged and counted, and the last good one stays.
 
@@ -11,10 +11,10 @@ use sha2::{Digest, Sha256};
 use crate::clock::now_secs_i64;
 use crate::policy::Policy;
 use crate::runtime::Runtime;
-use crate::server::Shared;
+use crate::state::GateState;
 
 /// Fingerprint of everything a policy load reads: the policy bytes (by their sha256) and the
-/// shared blocklist files.
+/// gate blocklist files.
 pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
     let mut h = Sha256::new();
     h.update(policy_sha256.as_bytes());
@@ -35,9 +35,9 @@ pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
 ///
 /// The starting fingerprint is that of the running policy's own bytes, so an edit made between
 /// the first load and the start of the watch is still seen.
-pub async fn watch(shared: Arc<Shared>, path: PathBuf, interval: Duration) {
+pub async fn watch(gate: Arc<GateState>, path: PathBuf, interval: Duration) {
     let mut last = {
-        let rt = shared.runtime.load();
+        let rt = gate.runtime.load();
         fingerprint(&rt.policy.sha256, &rt.policy.blocklist.shared_files)
     };
     let mut hup = hangup_signal();
@@ -46,32 +46,32 @@ pub async fn watch(shared: Arc<Shared>, path: PathBuf, interval: Duration) {
             _ = tokio::time::sleep(interval) => {}
             _ = recv(&mut hup) => tracing::info!("SIGHUP: checking the policy"),
         }
-        let now = current_fingerprint(&shared, &path);
+        let now = current_fingerprint(&gate, &path);
         if now == last {
             continue;
         }
         last = now;
-        reload_once(&shared, &path);
+        reload_once(&gate, &path);
     }
 }
 
-fn current_fingerprint(shared: &Shared, path: &Path) -> String {
+fn current_fingerprint(gate: &GateState, path: &Path) -> String {
     let policy_sha = match std::fs::read(path) {
         Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
         Err(e) => format!("unreadable: {:?}", e.kind()),
     };
-    let rt = shared.runtime.load();
+    let rt = gate.runtime.load();
     fingerprint(&policy_sha, &rt.policy.blocklist.shared_files)
 }
 
 /// Try one reload; keep the running policy on any failure.
-pub fn reload_once(shared: &Shared, path: &Path) -> bool {
+pub fn reload_once(gate: &GateState, path: &Path) -> bool {
     let result = Policy::load(path)
         .map_err(|e| e.to_string())
         .and_then(|p| Runtime::build(p).map_err(|e| e.to_string()));
     match result {
         Ok(rt) => {
-            let old = shared.runtime.load();
+            let old = gate.runtime.load();
             if old.policy.listen != rt.policy.listen {
                 tracing::warn!(
                     "listener addresses changed in the policy; they take effect on restart"
@@ -81,23 +81,15 @@ pub fn reload_once(shared: &Shared, path: &Path) -> bool {
                 tracing::warn!(warning = %w, "policy loaded with a warning");
             }
             tracing::info!(sha256 = %rt.policy.sha256, rules = rt.blocklist.len(), "policy reloaded");
-            shared
-                .metrics
-                .blocklist_rules
-                .set(rt.blocklist.len() as i64);
-            shared.metrics.policy_loaded_at.set(now_secs_i64());
-            shared
-                .metrics
-                .policy_reloads
-                .with_label_values(&["ok"])
-                .inc();
-            shared.runtime.store(rt);
+            gate.metrics.blocklist_rules.set(rt.blocklist.len() as i64);
+            gate.metrics.policy_loaded_at.set(now_secs_i64());
+            gate.metrics.policy_reloads.with_label_values(&["ok"]).inc();
+            gate.runtime.store(rt);
             true
         }
         Err(e) => {
             tracing::error!(error = %e, path = %path.display(), "policy reload refused; keeping the last good policy");
-            shared
-                .metrics
+            gate.metrics
                 .policy_reloads
                 .with_label_values(&["invalid"])
                 .inc();

@@ -6,7 +6,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
@@ -24,67 +23,54 @@ use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
 use crate::respond::{self, ApiError, Body};
 use crate::runtime::Runtime;
+use crate::state::GateState;
 
 /// Largest request body the api listener reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
-/// State shared by every listener: the swappable runtime and the metrics.
+/// The api and admin listeners' state: the gate's, and each feature's own beside it.
 #[derive(Debug)]
 pub struct Shared {
-    /// The current runtime; a reload swaps it whole.
-    pub runtime: ArcSwap<Runtime>,
-    /// Metrics.
-    pub metrics: ProxyMetrics,
+    /// The runtime, the gate metrics, the bound listeners: what every listener reads.
+    pub gate: Arc<GateState>,
     /// Fleet report gauges (cost per day per cron job, flagged jobs).
     pub report_gauges: crate::report::gauges::ReportGauges,
     /// The cron cost figures kept between `/v1/report` calls.
     pub report_cache: crate::report::CostCache,
     /// The registry `/metrics` renders.
     pub registry: Registry,
-    /// Where each listener is bound, for `/v1/status`.
-    pub listeners: std::sync::Mutex<Vec<(String, SocketAddr)>>,
     /// Watches: per-watch locks and metrics.
     pub watches: crate::watch::Watches,
     /// The LLM route's observations, metrics and upstream pool.
-    pub llm: crate::llm::LlmState,
+    pub llm: Arc<crate::llm::LlmState>,
 }
 
 // === impl Shared ===
 
 impl Shared {
-    /// Shared state around a first runtime.
+    /// Shared state around a first runtime, every metric registered in one registry.
     pub fn new(runtime: Arc<Runtime>) -> prometheus::Result<Arc<Self>> {
         let registry = Registry::new();
         let metrics = ProxyMetrics::register(&registry)?;
         let report_gauges = crate::report::gauges::ReportGauges::register(&registry)?;
         let watches = crate::watch::Watches::register(&registry)?;
         let llm = crate::llm::LlmState::register(&registry)?;
-        metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
-        metrics.policy_loaded_at.set(crate::clock::now_secs_i64());
         Ok(Arc::new(Self {
-            runtime: ArcSwap::new(runtime),
-            metrics,
+            gate: Arc::new(GateState::new(runtime, metrics)),
             report_gauges,
             report_cache: crate::report::CostCache::new(),
             registry,
-            listeners: std::sync::Mutex::new(Vec::new()),
             watches,
-            llm,
+            llm: Arc::new(llm),
         }))
     }
-}
 
-// === impl Shared (listeners) ===
-
-impl Shared {
-    /// Every listener of this gate as bound now, for the loop check.
-    pub fn own_listeners(&self) -> crate::connect::OwnListeners {
-        let bound = self
-            .listeners
-            .lock()
-            .map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
-            .unwrap_or_default();
-        crate::connect::OwnListeners::new(bound)
+    /// What the LLM route reads.
+    pub fn llm_context(&self) -> crate::llm::LlmContext {
+        crate::llm::LlmContext {
+            gate: Arc::clone(&self.gate),
+            llm: Arc::clone(&self.llm),
+        }
     }
 }
 
@@ -149,7 +135,7 @@ pub async fn api_or_llm(
     req: Request<Incoming>,
 ) -> Response<crate::llm::LlmBody> {
     if req.uri().path().starts_with(crate::llm::PREFIX) {
-        return crate::llm::handle(shared, req).await;
+        return crate::llm::handle(shared.llm_context(), req).await;
     }
     api(shared, req)
         .await
@@ -230,11 +216,12 @@ pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
         Route::TavilyExtract => tavily_extract(&shared, req).await,
         Route::Search(shape) => search(&shared, req, shape).await,
         Route::SearxngSearch => searxng_search(&shared, req).await,
-        Route::Watch => crate::watch::route::handle(&shared, req).await,
+        Route::Watch => crate::watch::route::handle(&shared.gate, &shared.watches, req).await,
         Route::MethodNotAllowed => respond::api_error(&ApiError::MethodNotAllowed),
         Route::NotFound => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };
     shared
+        .gate
         .metrics
         .request_duration
         .with_label_values(&[route.label()])
@@ -253,9 +240,9 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
             "the body needs a `urls` list".into(),
         ));
     };
-    let runtime = shared.runtime.load_full();
-    let own = shared.own_listeners();
-    let pipeline = Pipeline::new(&runtime, &shared.metrics)
+    let runtime = shared.gate.runtime.load_full();
+    let own = shared.gate.own_listeners();
+    let pipeline = Pipeline::new(&runtime, &shared.gate.metrics)
         .for_client(client)
         .with_own(&own);
     match pipeline.extract(urls, body.get("char_limit")).await {
@@ -277,9 +264,9 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let runtime = shared.runtime.load_full();
-    let own = shared.own_listeners();
-    let outcome = Pipeline::new(&runtime, &shared.metrics)
+    let runtime = shared.gate.runtime.load_full();
+    let own = shared.gate.own_listeners();
+    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
         .for_client(client)
         .with_own(&own)
         .extract(&urls, limit.as_ref())
@@ -296,9 +283,9 @@ async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Bod
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let runtime = shared.runtime.load_full();
-    let own = shared.own_listeners();
-    let outcome = Pipeline::new(&runtime, &shared.metrics)
+    let runtime = shared.gate.runtime.load_full();
+    let own = shared.gate.own_listeners();
+    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
         .for_client(client)
         .with_own(&own)
         .extract(&urls, None)
@@ -318,8 +305,8 @@ async fn search(
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let runtime = shared.runtime.load_full();
-    let outcome = Pipeline::new(&runtime, &shared.metrics)
+    let runtime = shared.gate.runtime.load_full();
+    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
         .search(&query, limit.as_ref())
         .await;
     crate::front::search::respond(shape, &query, outcome)
@@ -330,10 +317,10 @@ async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Bod
         Ok(q) => q,
         Err(e) => return respond::api_error(&e),
     };
-    let runtime = shared.runtime.load_full();
+    let runtime = shared.gate.runtime.load_full();
     // SearXNG has no limit parameter; Hermes cuts the rows itself, so serve a full bucket.
     let limit = Value::from(crate::cache::memo::bucket(20));
-    let outcome = Pipeline::new(&runtime, &shared.metrics)
+    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
         .search(&query, Some(&limit))
         .await;
     crate::front::search::respond(crate::front::search::Shape::Searxng, &query, outcome)

@@ -13,6 +13,7 @@ use fleetgate_e2e::dns::StubDns;
 use fleetgate_proxy::policy::Policy;
 use fleetgate_proxy::runtime::Runtime;
 use fleetgate_proxy::server::Shared;
+use fleetgate_proxy::state::GateState;
 use fleetgate_proxy::transparent::{self, OriginalDstSource, TransparentConfig};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -180,7 +181,7 @@ async fn read_response(s: &mut TcpStream) -> Option<(String, String)> {
 /// A transparent listener over a real runtime, stopped on drop.
 struct TestGate {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    gate: Arc<GateState>,
     _stop: watch::Sender<bool>,
 }
 
@@ -218,14 +219,16 @@ impl TestGate {
         );
         let policy = Policy::parse(yaml.as_bytes(), std::path::Path::new("."))
             .expect("the test policy must be valid");
-        let shared = Shared::new(Runtime::build(policy).unwrap()).unwrap();
+        let gate = Shared::new(Runtime::build(policy).unwrap())
+            .unwrap()
+            .gate
+            .clone();
         let listener = match listener {
             Some(l) => l,
             None => TcpListener::bind("127.0.0.1:0").await.unwrap(),
         };
         let addr = listener.local_addr().unwrap();
-        shared
-            .listeners
+        gate.listeners
             .lock()
             .unwrap()
             .push(("transparent".into(), addr));
@@ -236,21 +239,21 @@ impl TestGate {
         let (stop, rx) = watch::channel(false);
         tokio::spawn(transparent::serve(
             listener,
-            shared.clone(),
+            gate.clone(),
             source,
             config,
             rx,
         ));
         Self {
             addr,
-            shared,
+            gate,
             _stop: stop,
         }
     }
 
     /// `fleetgate_listener_refusals_total{listener="transparent",code}`.
     fn refusals(&self, code: &str) -> u64 {
-        self.shared
+        self.gate
             .metrics
             .listener_refusals
             .with_label_values(&["transparent", code])
@@ -259,7 +262,7 @@ impl TestGate {
 
     /// `fleetgate_listener_requests_total{listener="transparent",proxy_type,verdict="allow"}`.
     fn allowed(&self, proxy_type: &str) -> u64 {
-        self.shared
+        self.gate
             .metrics
             .listener_requests
             .with_label_values(&["transparent", proxy_type, "allow"])
@@ -329,7 +332,7 @@ async fn an_allowed_sni_is_spliced_to_the_names_checked_address_with_the_hello_r
     assert_eq!(gate.allowed("tls"), 1);
     // Bytes are counted as they move, so the totals are final once the client saw EOF.
     let bytes = |dir: &str| {
-        let m = &gate.shared.metrics.listener_bytes;
+        let m = &gate.gate.metrics.listener_bytes;
         m.with_label_values(&["transparent", dir]).get()
     };
     assert_eq!(

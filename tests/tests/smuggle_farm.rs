@@ -58,22 +58,25 @@ impl FarmGate {
         );
         let policy = Policy::parse(yaml.as_bytes(), std::path::Path::new("."))
             .expect("the farm policy must be valid");
-        let shared = Shared::new(Runtime::build(policy).expect("runtime")).expect("shared");
+        let gate = Shared::new(Runtime::build(policy).expect("runtime"))
+            .expect("shared")
+            .gate
+            .clone();
         let fwd = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let cap = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let (forward, transparent) = (fwd.local_addr().unwrap(), cap.local_addr().unwrap());
         {
-            let mut own = shared.listeners.lock().unwrap();
+            let mut own = gate.listeners.lock().unwrap();
             own.push(("forward_proxy".into(), forward));
             own.push(("transparent".into(), transparent));
         }
         let (stop, rx) = watch::channel(false);
         let own = OwnListeners::new([forward, transparent]);
-        let proxy = ForwardProxy::new(shared.clone(), Limits::default(), own, rx.clone());
+        let proxy = ForwardProxy::new(gate.clone(), Limits::default(), own, rx.clone());
         tokio::spawn(forward::serve(proxy, fwd));
         tokio::spawn(transparent::serve(
             cap,
-            shared,
+            gate,
             OriginalDstSource::FixedForTests(origin),
             TransparentConfig::default(),
             rx,

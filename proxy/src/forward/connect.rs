@@ -13,18 +13,18 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::h1::Head;
-use super::limits::{Effective, TunnelPermit};
 use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
-use super::meter::{Activity, MeteredIo};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener};
 use crate::connect::connect_pinned;
 use crate::context::canonical_host;
 use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
+use crate::relay::h1::Head;
+use crate::relay::limits::{Effective, TunnelPermit};
+use crate::relay::meter::{Activity, MeteredIo};
+use crate::relay::own_dial::OwnDial;
 use crate::runtime::Runtime;
-use crate::transparent::dial::OwnDial;
 
 /// A CONNECT target after canonicalisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
             // counted before the 200 is written, so a client that reads the 200 and then the
             // metrics sees its tunnel.
             let gauge = proxy
-                .shared
+                .gate
                 .metrics
                 .active_tunnels
                 .with_label_values(&[proxy.listener]);
@@ -197,7 +197,7 @@ async fn open(
     raw: &str,
     label: &mut String,
 ) -> Result<(TcpStream, TunnelPermit, Effective), ProxyRefusal> {
-    let rt = proxy.shared.runtime.load_full();
+    let rt = proxy.gate.runtime.load_full();
     let limits = proxy.limits.effective(&rt.policy);
     let permit =
         proxy
@@ -208,10 +208,10 @@ async fn open(
             })?;
     let target = canonical_authority(raw).map_err(ProxyRefusal::Gate)?;
     *label = crate::gates::secret_url::redact_secrets(&target.to_string()).into_owned();
-    let addrs = check_host_target(&rt, &proxy.shared.metrics, raw, &target)
+    let addrs = check_host_target(&rt, &proxy.gate.metrics, raw, &target)
         .await
         .map_err(ProxyRefusal::Gate)?;
-    admit::no_loop(&proxy.shared.metrics, &proxy.own, &addrs, target.port)
+    admit::no_loop(&proxy.gate.metrics, &proxy.own, &addrs, target.port)
         .map_err(|r| ProxyRefusal::Gate(r.reason))?;
     let stream = connect_pinned(&addrs, target.port, limits.connect)
         .await

@@ -19,20 +19,20 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 use url::Position;
 
-use super::h1::{self, BodyMeter, Clock, Framing, FramingError, Head};
 use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener};
 use crate::connect::connect_pinned;
 use crate::context::TargetUrl;
 use crate::gates::DenyReason;
+use crate::relay::h1::{self, BodyMeter, Clock, Framing, FramingError, Head};
+use crate::relay::own_dial::OwnDial;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
 use crate::telemetry;
-use crate::transparent::dial::OwnDial;
 use crate::vendors::Admitted;
 
-pub use super::h1::HOP_BY_HOP;
+pub use crate::relay::h1::HOP_BY_HOP;
 
 /// The upstream connection a client connection keeps between its requests.
 #[derive(Debug)]
@@ -205,7 +205,7 @@ async fn exchange(
         framing,
         started,
     } = request;
-    let rt = proxy.shared.runtime.load_full();
+    let rt = proxy.gate.runtime.load_full();
     let Admitted { target, addrs } = admit(proxy, &rt, raw).await?;
     let port = target.port().unwrap_or(80);
     // Moved, not cloned: the log line formats it from here.
@@ -214,7 +214,7 @@ async fn exchange(
             .parsed
             .ok_or_else(|| ProxyRefusal::Protocol("failed to build the upstream URL".into()))?,
     );
-    admit::no_loop(&proxy.shared.metrics, &proxy.own, &addrs, port).map_err(gate_refusal)?;
+    admit::no_loop(&proxy.gate.metrics, &proxy.own, &addrs, port).map_err(gate_refusal)?;
     let limits = proxy.limits.effective(&rt.policy);
     let clock = Clock {
         idle: limits.idle,
@@ -422,8 +422,8 @@ fn capture_target(
     original: SocketAddr,
     tunnelled: bool,
 ) -> Result<String, ProxyRefusal> {
-    use crate::transparent::Refusal;
-    use crate::transparent::sniff::{self, Progress, Protocol, SniffError, TargetName};
+    use crate::relay::capture::Refusal;
+    use crate::relay::sniff::{self, Progress, Protocol, SniffError, TargetName};
     let sniffed = match sniff::sniff(head.raw()) {
         Ok(Progress::Done(sniffed)) => sniffed,
         // The relay's parser found the end of the head; the sniffer did not (bare LF).
@@ -445,7 +445,7 @@ fn capture_target(
             IpAddr::V4(ip) => ip.to_string(),
             IpAddr::V6(ip) => format!("[{ip}]"),
         },
-        _ if crate::transparent::decide::raw_ip_allowed(&proxy.shared.runtime.load().policy) => {
+        _ if proxy.gate.runtime.load().policy.egress.limits.allow_raw_ip => {
             match original.ip().to_canonical() {
                 IpAddr::V4(ip) => ip.to_string(),
                 IpAddr::V6(ip) => format!("[{ip}]"),
@@ -485,7 +485,7 @@ async fn admit(proxy: &ForwardProxy, rt: &Runtime, raw: &str) -> Result<Admitted
     }
     // Before any parse of the URL: the port of the request line; `admit` checks the canonical
     // one again with the other gates.
-    let metrics = &proxy.shared.metrics;
+    let metrics = &proxy.gate.metrics;
     let listener = Listener::ForwardHttp;
     admit::port(rt, metrics, listener, uri.port_u16().unwrap_or(80)).map_err(gate_refusal)?;
     let target = TargetUrl::new(raw);

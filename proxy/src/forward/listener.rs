@@ -16,13 +16,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::{Instant, timeout_at};
 
-use super::h1::{FramingError, Head};
 use super::http::Upstream;
-use super::limits::{Inflight, Limits, TunnelCap, TunnelPermit};
 use super::refusal::ProxyRefusal;
 use crate::accept::Acceptor;
 use crate::connect::OwnListeners;
-use crate::server::Shared;
+use crate::relay::h1::{FramingError, Head};
+use crate::relay::limits::{Inflight, Limits, TunnelCap, TunnelPermit};
+use crate::state::GateState;
 use crate::telemetry::decision::DecisionLine;
 
 /// The listener label of the forward proxy in metrics and logs.
@@ -33,7 +33,7 @@ pub const LISTENER: &str = "forward_proxy";
 pub struct ForwardProxy {
     /// The `listener` label of its metrics and decision lines.
     pub(super) listener: &'static str,
-    pub(super) shared: Arc<Shared>,
+    pub(super) gate: Arc<GateState>,
     pub(super) limits: Limits,
     pub(super) own: OwnListeners,
     pub(super) tunnels: TunnelCap,
@@ -144,26 +144,26 @@ impl<'a> Decision<'a> {
 // === impl ForwardProxy ===
 
 impl ForwardProxy {
-    /// The proxy over `shared`, refusing loops into `own`, stopping when `shutdown` flips.
+    /// The proxy over `gate`, refusing loops into `own`, stopping when `shutdown` flips.
     pub fn new(
-        shared: Arc<Shared>,
+        gate: Arc<GateState>,
         limits: Limits,
         own: OwnListeners,
         shutdown: watch::Receiver<bool>,
     ) -> Arc<Self> {
-        Self::for_listener(LISTENER, shared, limits, own, shutdown)
+        Self::for_listener(LISTENER, gate, limits, own, shutdown)
     }
 
     /// The same request loop counted and logged under another listener's label (the
     /// transparent listener's captured plain HTTP).
     pub fn for_listener(
         listener: &'static str,
-        shared: Arc<Shared>,
+        gate: Arc<GateState>,
         limits: Limits,
         own: OwnListeners,
         shutdown: watch::Receiver<bool>,
     ) -> Arc<Self> {
-        let m = &shared.metrics;
+        let m = &gate.metrics;
         let counters = Counters {
             bytes_in: m.listener_bytes.with_label_values(&[listener, "in"]),
             bytes_out: m.listener_bytes.with_label_values(&[listener, "out"]),
@@ -177,7 +177,7 @@ impl ForwardProxy {
         Arc::new(Self {
             listener,
             counters,
-            shared,
+            gate,
             limits,
             own,
             tunnels: TunnelCap::default(),
@@ -203,7 +203,7 @@ impl ForwardProxy {
             None => ("forward", "allow", "ok"),
             Some(r) => (r.gate(), r.verdict(), r.code()),
         };
-        let m = &self.shared.metrics;
+        let m = &self.gate.metrics;
         match (d.refusal, d.proxy_type) {
             (None, "http") => self.counters.allowed_http.inc(),
             (None, _) => self.counters.allowed_connect.inc(),
@@ -246,7 +246,7 @@ impl ForwardProxy {
 /// tunnels up to the drain timeout.
 pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
     let mut shutdown = proxy.shutdown.clone();
-    let metrics = &proxy.shared.metrics;
+    let metrics = &proxy.gate.metrics;
     let mut acceptor = Acceptor::new(LISTENER, Some(metrics.accept_errors.clone()));
     let accepted_total = metrics.listener_connections.with_label_values(&[LISTENER]);
     loop {
@@ -257,7 +257,7 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
         accepted_total.inc();
         let cap = proxy
             .limits
-            .effective(&proxy.shared.runtime.load().policy)
+            .effective(&proxy.gate.runtime.load().policy)
             .max_connections;
         match proxy.connections.try_acquire(cap) {
             Some(permit) => tokio::spawn(serve_connection(proxy.clone(), stream, peer, permit)),
@@ -351,7 +351,7 @@ async fn serve_client(proxy: &ForwardProxy, mut conn: ClientConn) {
     let peer = conn.peer;
     let header_timeout = proxy
         .limits
-        .effective(&proxy.shared.runtime.load().policy)
+        .effective(&proxy.gate.runtime.load().policy)
         .header;
     let mut shutdown = proxy.shutdown.clone();
     loop {

@@ -14,12 +14,9 @@
 //! fails. Each request writes one `egress.decision` line with `proxy_type` `http` or `connect`.
 
 pub mod connect;
-pub mod h1;
 pub mod http;
-pub mod limits;
 pub mod listener;
-pub mod meter;
 pub mod refusal;
 
-pub use limits::Limits;
+pub use crate::relay::limits::Limits;
 pub use listener::{ForwardProxy, LISTENER, serve};

@@ -7,9 +7,9 @@ use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use serde_json::json;
 
-use super::meter::BoxError;
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
+use crate::relay::meter::BoxError;
 use crate::respond::{self, ApiError};
 
 /// The body type of every forward-proxy response: relayed bodies stream through it.
@@ -57,7 +57,7 @@ pub enum ProxyRefusal {
     /// A captured request (transparent listener) names no host the gates may decide about,
     /// or its head breaks the capture's grammar: the transparent listener's code and message.
     #[error("{0}")]
-    Capture(crate::transparent::Refusal),
+    Capture(crate::relay::capture::Refusal),
 }
 
 // === impl ProxyRefusal ===
@@ -84,7 +84,7 @@ impl ProxyRefusal {
     /// The gate (or stage) that decided, for the `gate` log field.
     pub fn gate(&self) -> &'static str {
         match self {
-            Self::Gate(reason) => gate_of(reason),
+            Self::Gate(reason) => reason.gate(),
             Self::CameBack { .. } => "proxy_loop",
             Self::TooManyTunnels { .. } => "tunnel_cap",
             Self::TooManyConnections { .. } => "connection_cap",
@@ -160,10 +160,13 @@ impl ProxyRefusal {
         out.extend_from_slice(b"\r\n");
         for (name, value) in &parts.headers {
             if name != header::CONTENT_LENGTH && name != header::CONNECTION {
-                super::h1::put_field(&mut out, name.as_str(), value.as_bytes());
+                crate::relay::h1::put_field(&mut out, name.as_str(), value.as_bytes());
             }
         }
-        super::h1::put_framing(&mut out, super::h1::Framing::Length(body.len() as u64));
+        crate::relay::h1::put_framing(
+            &mut out,
+            crate::relay::h1::Framing::Length(body.len() as u64),
+        );
         if close {
             out.extend_from_slice(b"connection: close\r\n");
         }
@@ -185,20 +188,6 @@ fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     resp
-}
-
-/// The gate a pipeline refusal came from, by its code family.
-pub fn gate_of(reason: &DenyReason) -> &'static str {
-    match reason {
-        DenyReason::SecretInUrl { .. }
-        | DenyReason::SensitiveQueryParam { .. }
-        | DenyReason::CredentialsInUserinfo
-        | DenyReason::SecretInHost { .. } => "secret_url",
-        DenyReason::BlockedByPolicy { .. } => "website_blocklist",
-        DenyReason::PortNotAllowed { .. } => "port",
-        DenyReason::ProxyLoop { .. } => "proxy_loop",
-        _ => "ssrf",
-    }
 }
 
 #[cfg(test)]

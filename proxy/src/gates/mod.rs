@@ -147,6 +147,21 @@ pub const PRIVATE_ADDRESS_MESSAGE: &str =
     "Blocked: URL targets a private or internal network address";
 
 impl DenyReason {
+    /// The gate that decided, by its code family: the `gate` field of a listener's decision
+    /// line.
+    pub fn gate(&self) -> &'static str {
+        match self {
+            Self::SecretInUrl { .. }
+            | Self::SensitiveQueryParam { .. }
+            | Self::CredentialsInUserinfo
+            | Self::SecretInHost { .. } => "secret_url",
+            Self::BlockedByPolicy { .. } => "website_blocklist",
+            Self::PortNotAllowed { .. } => "port",
+            Self::ProxyLoop { .. } => "proxy_loop",
+            _ => "ssrf",
+        }
+    }
+
     /// Every code, for the uniqueness test and documentation tables.
     pub const ALL_CODES: &'static [&'static str] = &[
         "invalid_item",

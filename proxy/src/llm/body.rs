@@ -3,20 +3,19 @@
 //! recorded once for the request's role.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
+use super::LlmContext;
 use super::tier::TierScanner;
-use crate::server::Shared;
 
 /// What to record when the body ends.
 #[derive(Debug)]
 pub struct Finish {
-    /// Shared state holding the store and metrics.
-    pub shared: Arc<Shared>,
+    /// The gate and the route state the record goes to.
+    pub cx: LlmContext,
     /// Role the request was observed under.
     pub role: String,
     /// Bounded role label.
@@ -54,20 +53,18 @@ impl ObservingBody {
             return;
         };
         let served = self.scanner.served();
-        f.shared.llm.store.record_served(&f.role, f.seq, served);
+        f.cx.llm.store.record_served(&f.role, f.seq, served);
         if let (Some(pinned), Some(served)) = (&f.pinned_tier, served)
             && pinned != served
         {
             let tier = super::observe::tier_label(Some(served));
-            f.shared
-                .llm
+            f.cx.llm
                 .metrics
                 .tier_mismatches
                 .with_label_values(&[f.role_label.as_str(), tier])
                 .inc();
         }
-        f.shared
-            .llm
+        f.cx.llm
             .metrics
             .responses
             .with_label_values(&[

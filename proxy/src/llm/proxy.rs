@@ -1,8 +1,6 @@
 //! One LLM call through the gate: route → provider → bounded request read → observe →
 //! enforce (refuse / pin) → key swap → upstream → streamed, observed response.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
@@ -11,6 +9,7 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::time::{Instant, timeout};
 
+use super::LlmContext;
 use super::body::{Finish, ObservingBody};
 use super::enforce::{self, Rewrite};
 use super::observe::{self, RequestFacts};
@@ -19,7 +18,6 @@ use crate::forward::http::strip_hop_by_hop;
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
-use crate::server::Shared;
 
 /// Headers that carry a provider key; whatever the agent sends there never leaves the gate.
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
@@ -51,16 +49,16 @@ pub fn is_completion(method: &http::Method, rest: &str) -> bool {
 }
 
 /// Serve one `/llm/...` request.
-pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<LlmBody> {
+pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody> {
     let started = Instant::now();
-    let rt = shared.runtime.load_full();
+    let rt = cx.gate.runtime.load_full();
     let Some(route) = Route::parse(req.uri().path()) else {
         return LlmError::NotFound(req.uri().path().to_string()).response(None);
     };
     let Some(provider) = rt.policy.llm.provider_for(&route.role).cloned() else {
         return LlmError::RoleNotConfigured(route.role).response(None);
     };
-    match relay(&shared, &rt, &route, &provider, req, started).await {
+    match relay(&cx, &rt, &route, &provider, req, started).await {
         Ok(resp) => resp,
         Err(e) => {
             tracing::warn!(
@@ -73,7 +71,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Llm
 }
 
 async fn relay(
-    shared: &Arc<Shared>,
+    cx: &LlmContext,
     rt: &Runtime,
     route: &Route,
     provider: &LlmProvider,
@@ -84,14 +82,14 @@ async fn relay(
     let limit = rt.policy.llm.max_request_bytes;
     let bytes = read_body(body, limit).await?;
     let completion = is_completion(&parts.method, &route.rest);
-    let prepared = prepare(shared, rt, route, provider, bytes, completion)?;
+    let prepared = prepare(cx, rt, route, provider, bytes, completion)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
-    let own = shared.own_listeners();
-    let mut conn = shared
+    let own = cx.gate.own_listeners();
+    let mut conn = cx
         .llm
         .upstreams
-        .connect(rt, &shared.metrics, &own, &url)
+        .connect(rt, &cx.gate.metrics, &own, &url)
         .await?;
     let request = outbound(parts, &url, provider.kind, &key, prepared.body)?;
     let sent = conn.sender.send_request(request);
@@ -99,7 +97,7 @@ async fn relay(
         .await
         .map_err(|_| LlmError::Timeout(provider.header_timeout.as_secs()))?
         .map_err(|e| LlmError::Protocol(e.to_string()))?;
-    shared.llm.upstreams.checkin(conn);
+    cx.llm.upstreams.checkin(conn);
     let Some(facts) = &prepared.facts else {
         // Not a completion: relayed as it came, the observation left as it was.
         let (mut parts, body) = resp.into_parts();
@@ -111,11 +109,11 @@ async fn relay(
         return Ok(Response::from_parts(parts, body));
     };
     let applied = rt.policy.llm.mode == LlmMode::Enforce;
-    let seq = shared
+    let seq = cx
         .llm
         .store
         .record_sent(&route.role, facts, &prepared.rewrites, applied);
-    Ok(inbound(shared, rt, route, facts, seq, resp, started))
+    Ok(inbound(cx, rt, route, facts, seq, resp, started))
 }
 
 async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
@@ -141,7 +139,7 @@ async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
 /// pins. Every other call is relayed untouched. Observe mode forwards all and counts what it
 /// would refuse.
 fn prepare(
-    shared: &Shared,
+    cx: &LlmContext,
     rt: &Runtime,
     route: &Route,
     provider: &LlmProvider,
@@ -161,8 +159,7 @@ fn prepare(
     let role_label = observe::role_label(policy, &route.role);
     let refuse = |refusal: LlmError, model: Option<&str>| {
         let action = if enforce { "refused" } else { "would_refuse" };
-        shared
-            .llm
+        cx.llm
             .metrics
             .refusals
             .with_label_values(&[role_label.as_str(), refusal.code(), action])
@@ -172,7 +169,7 @@ fn prepare(
             model = model.unwrap_or(""), "completion request outside the fleet policy"
         );
         if enforce {
-            shared.llm.store.record_refused(&route.role);
+            cx.llm.store.record_refused(&route.role);
             return Err(refusal);
         }
         Ok(())
@@ -205,7 +202,7 @@ fn prepare(
         Some(pin) => enforce::pin_rewrites(pin, provider.kind, &route.rest, &mut json, enforce),
         None => Vec::new(),
     };
-    log_rewrites(shared, route, &role_label, &rewrites, enforce);
+    log_rewrites(cx, route, &role_label, &rewrites, enforce);
     if !enforce || rewrites.is_empty() {
         return Ok(Prepared {
             body: bytes,
@@ -222,7 +219,7 @@ fn prepare(
 }
 
 fn log_rewrites(
-    shared: &Shared,
+    cx: &LlmContext,
     route: &Route,
     role_label: &str,
     rewrites: &[Rewrite],
@@ -234,8 +231,7 @@ fn log_rewrites(
         "would_rewrite"
     };
     for r in rewrites {
-        shared
-            .llm
+        cx.llm
             .metrics
             .rewrites
             .with_label_values(&[role_label, r.field, action])
@@ -330,7 +326,7 @@ fn insert_key(
 /// The response for the agent: hop-by-hop headers and any forged `x-fleetgate-error`
 /// removed, the body streamed through the tier scanner; the request counted.
 fn inbound(
-    shared: &Arc<Shared>,
+    cx: &LlmContext,
     rt: &Runtime,
     route: &Route,
     facts: &RequestFacts,
@@ -341,7 +337,7 @@ fn inbound(
     let policy = &rt.policy.llm;
     let role_label = observe::role_label(policy, &route.role);
     let model = observe::model_label(policy, facts.model.as_deref());
-    let m = &shared.llm.metrics;
+    let m = &cx.llm.metrics;
     m.requests
         .with_label_values(&[
             role_label.as_str(),
@@ -357,7 +353,7 @@ fn inbound(
     strip_hop_by_hop(&mut parts.headers);
     parts.headers.remove(ERROR_HEADER);
     let finish = Finish {
-        shared: shared.clone(),
+        cx: cx.clone(),
         role: route.role.clone(),
         role_label,
         seq,

@@ -14,22 +14,23 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::decide::{self, Admission};
-use super::dial::{Dialed, dial, is_own_dial, mark_came_back};
+use super::dial::{Dialed, dial};
 use super::listener::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::original_dst::original_dst;
-use super::refusal::Refusal;
-use super::sniff::{self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName};
 use super::splice::{SpliceLimits, splice};
 use crate::connect::OwnListeners;
-use crate::forward::meter::Activity;
 use crate::forward::{ForwardProxy, Limits};
-use crate::server::Shared;
+use crate::relay::capture::Refusal;
+use crate::relay::meter::Activity;
+use crate::relay::own_dial::{is_own_dial, mark_came_back};
+use crate::relay::sniff::{self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName};
+use crate::state::GateState;
 use crate::telemetry::decision::DecisionLine;
 
 /// One accepted connection.
 #[derive(Debug)]
 pub(super) struct Connection {
-    shared: Arc<Shared>,
+    gate: Arc<GateState>,
     config: Arc<TransparentConfig>,
     source: OriginalDstSource,
     /// The client's address (for a redirected connection, its original source).
@@ -51,14 +52,14 @@ struct Seen<'a> {
 
 impl Connection {
     pub(super) fn new(
-        shared: Arc<Shared>,
+        gate: Arc<GateState>,
         config: Arc<TransparentConfig>,
         source: OriginalDstSource,
         peer: SocketAddr,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         Self {
-            shared,
+            gate,
             config,
             source,
             peer,
@@ -161,10 +162,10 @@ impl Connection {
         sniffed: &Sniffed,
         original: SocketAddr,
     ) -> Result<(Admission, Dialed), Refusal> {
-        let rt = self.shared.runtime.load_full();
-        let allow_raw_ip = decide::raw_ip_allowed(&rt.policy);
+        let rt = self.gate.runtime.load_full();
+        let allow_raw_ip = rt.policy.egress.limits.allow_raw_ip;
         let admission =
-            decide::admit(&rt, &self.shared.metrics, sniffed, original, allow_raw_ip).await?;
+            decide::admit(&rt, &self.gate.metrics, sniffed, original, allow_raw_ip).await?;
         let upstream = dial(
             &admission,
             &self.own_listeners(),
@@ -187,19 +188,19 @@ impl Connection {
         };
         let proxy = ForwardProxy::for_listener(
             LISTENER,
-            Arc::clone(&self.shared),
+            Arc::clone(&self.gate),
             limits,
             self.own_listeners(),
             self.shutdown.clone(),
         );
-        let m = &self.shared.metrics;
+        let m = &self.gate.metrics;
         let _active = ActiveTunnel::enter(m.active_tunnels.with_label_values(&[LISTENER]));
         crate::forward::listener::serve_captured(&proxy, client, self.peer, original, prefix).await;
     }
 
     /// Every listener of this gate, read per connection (listeners bound later count too).
     fn own_listeners(&self) -> OwnListeners {
-        let own = self.shared.listeners.lock();
+        let own = self.gate.listeners.lock();
         OwnListeners::new(
             own.map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
                 .unwrap_or_default(),
@@ -216,7 +217,7 @@ impl Connection {
     ) {
         let upstream_addr = upstream.stream.peer_addr().ok();
         self.decide(seen, None, Some(admission), upstream_addr);
-        let m = &self.shared.metrics;
+        let m = &self.gate.metrics;
         let _active = ActiveTunnel::enter(m.active_tunnels.with_label_values(&[LISTENER]));
         let activity = Activity::new(
             m.listener_bytes.with_label_values(&[LISTENER, "in"]),
@@ -263,7 +264,7 @@ impl Connection {
             Some(Protocol::Http) => "http",
             None => "unknown",
         };
-        let m = &self.shared.metrics;
+        let m = &self.gate.metrics;
         let labels = [LISTENER, proxy_type, verdict];
         m.listener_requests.with_label_values(&labels).inc();
         if let Some(r) = refusal {

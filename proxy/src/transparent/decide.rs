@@ -11,18 +11,11 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::refusal::Refusal;
-use super::sniff::{Sniffed, TargetName};
 use crate::admit::{self, Listener};
 use crate::metrics::ProxyMetrics;
-use crate::policy::Policy;
+use crate::relay::capture::Refusal;
+use crate::relay::sniff::{Sniffed, TargetName};
 use crate::runtime::Runtime;
-
-/// Whether a connection without a name may go to the address the agent chose (still
-/// checked): the policy's `egress.allowRawIP`, off by default, read per connection.
-pub fn raw_ip_allowed(policy: &Policy) -> bool {
-    policy.egress.limits.allow_raw_ip
-}
 
 /// A connection the gates let through.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,11 +10,11 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::connection::Connection;
-use super::refusal::Refusal;
 use crate::accept::Acceptor;
-use crate::forward::limits::TunnelCap;
 use crate::policy::Policy;
-use crate::server::Shared;
+use crate::relay::capture::Refusal;
+use crate::relay::limits::TunnelCap;
+use crate::state::GateState;
 
 /// The `listener` label of this listener's metrics and log lines (both address families).
 pub const LISTENER: &str = "transparent";
@@ -111,25 +111,25 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<Vec<(&'static str, TcpLis
     Ok(out)
 }
 
-/// Bind `listen.transparent` ([`bind`]), record the listeners in `shared.listeners` (the loop
+/// Bind `listen.transparent` ([`bind`]), record the listeners in `gate.listeners` (the loop
 /// check reads them) and spawn their accept loops with the kernel's original destination.
 /// Returns each listener's name, address and task, for the listening line and the drain.
 pub async fn spawn(
     addr: SocketAddr,
-    shared: &Arc<Shared>,
+    gate: &Arc<GateState>,
     shutdown: &watch::Receiver<bool>,
 ) -> std::io::Result<Vec<(&'static str, SocketAddr, JoinHandle<()>)>> {
-    let config = TransparentConfig::from_policy(&shared.runtime.load().policy);
+    let config = TransparentConfig::from_policy(&gate.runtime.load().policy);
     let mut started = Vec::new();
     for (name, listener) in bind(addr).await? {
         let local = listener.local_addr()?;
-        if let Ok(mut own) = shared.listeners.lock() {
+        if let Ok(mut own) = gate.listeners.lock() {
             own.push((name.to_string(), local));
         }
         let source = OriginalDstSource::Kernel;
         let task = serve(
             listener,
-            Arc::clone(shared),
+            Arc::clone(gate),
             source,
             config.clone(),
             shutdown.clone(),
@@ -143,17 +143,17 @@ pub async fn spawn(
 /// [`TransparentConfig::drain_timeout`].
 pub async fn serve(
     listener: TcpListener,
-    shared: Arc<Shared>,
+    gate: Arc<GateState>,
     source: OriginalDstSource,
     config: TransparentConfig,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let open = TunnelCap::default();
-    let accepted_total = shared
+    let accepted_total = gate
         .metrics
         .listener_connections
         .with_label_values(&[LISTENER]);
-    let mut acceptor = Acceptor::new(LISTENER, Some(shared.metrics.accept_errors.clone()));
+    let mut acceptor = Acceptor::new(LISTENER, Some(gate.metrics.accept_errors.clone()));
     let mut tasks = JoinSet::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -162,9 +162,9 @@ pub async fn serve(
             _ = shutdown.changed() => break,
         };
         accepted_total.inc();
-        let live = Arc::new(config.under(&shared.runtime.load().policy));
+        let live = Arc::new(config.under(&gate.runtime.load().policy));
         let cap = live.max_connections;
-        let conn = Connection::new(Arc::clone(&shared), live, source, peer, shutdown.clone());
+        let conn = Connection::new(Arc::clone(&gate), live, source, peer, shutdown.clone());
         match open.try_acquire(cap) {
             Some(permit) => tasks.spawn(async move {
                 conn.run(stream).await;

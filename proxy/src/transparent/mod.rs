@@ -13,7 +13,7 @@
 //! (untrusted) client and the destination IP by the client's own DNS, so a gate that checked
 //! the name but dialed the original IP would be bypassable (SNI `allowed.example` sent to
 //! 169.254.169.254). A connection that names no host is refused unless raw-IP egress is
-//! allowed ([`decide::raw_ip_allowed`]).
+//! allowed (`egress.allowRawIP`).
 //!
 //! Refusals: a TLS connection is closed cleanly (FIN, no bytes); a plain HTTP request gets
 //! `403 {"error": {"code", "message"}}` with `x-fleetgate-error`, then the connection closes. Both produce the canonical
@@ -26,9 +26,7 @@ pub mod decide;
 pub mod dial;
 pub mod listener;
 pub mod original_dst;
-pub mod refusal;
-pub mod sniff;
 pub mod splice;
 
+pub use crate::relay::capture::Refusal;
 pub use listener::{LISTENER, OriginalDstSource, TransparentConfig, bind, serve, spawn};
-pub use refusal::Refusal;

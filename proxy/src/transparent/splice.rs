@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use crate::forward::meter::{Activity, MeteredIo};
+use crate::relay::meter::{Activity, MeteredIo};
 
 /// How long a spliced connection may live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,14 +4,15 @@
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 
+use super::Watches;
 use crate::respond::{self, Body};
-use crate::server::Shared;
+use crate::state::GateState;
 
 /// The path prefix of the route.
 pub const PREFIX: &str = "/v1/watch/";
 
 /// Serve one watch run.
-pub async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
+pub async fn handle(gate: &GateState, watches: &Watches, req: Request<Incoming>) -> Response<Body> {
     let name = req
         .uri()
         .path()
@@ -19,13 +20,12 @@ pub async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
         .unwrap_or_default()
         .to_string();
     let dry_run = is_dry_run(req.uri().query());
-    let runtime = shared.runtime.load_full();
-    let outcome = shared
-        .watches
+    let runtime = gate.runtime.load_full();
+    let outcome = watches
         .run(
             &runtime,
-            &shared.metrics,
-            &shared.own_listeners(),
+            &gate.metrics,
+            &gate.own_listeners(),
             &name,
             dry_run,
         )

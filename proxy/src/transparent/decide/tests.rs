@@ -7,7 +7,8 @@ use std::sync::Arc;
 use fleetgate_e2e::dns::StubDns;
 
 use super::*;
-use crate::transparent::sniff::{Protocol, Sniffed};
+use crate::policy::Policy;
+use crate::relay::sniff::{Protocol, Sniffed};
 
 async fn stub_dns() -> StubDns {
     StubDns::builder()
@@ -34,7 +35,7 @@ fn runtime(dns: &StubDns, mode: &str) -> Arc<Runtime> {
 
 fn sniffed(protocol: Protocol, raw: Option<&str>, path: Option<&str>) -> Sniffed {
     let name = raw.map(|r| {
-        crate::transparent::sniff::canonical_name(r, protocol).expect("test name must be valid")
+        crate::relay::sniff::canonical_name(r, protocol).expect("test name must be valid")
     });
     Sniffed {
         protocol,
@@ -197,7 +198,7 @@ async fn raw_ip_egress_checks_the_original_address_when_allowed() {
         "with raw IPs allowed, the original address still goes through the address table"
     );
     assert!(
-        !raw_ip_allowed(&rt.policy),
+        !rt.policy.egress.limits.allow_raw_ip,
         "raw-IP egress must be off unless the policy opens it"
     );
 }
@@ -211,6 +212,6 @@ fn the_raw_ip_switch_follows_the_policy_field() {
     ] {
         let policy = Policy::parse(yaml.as_bytes(), std::path::Path::new("."))
             .expect("the test policy must be valid");
-        assert_eq!(raw_ip_allowed(&policy), want, "{yaml}");
+        assert_eq!(policy.egress.limits.allow_raw_ip, want, "{yaml}");
     }
 }

@@ -79,7 +79,7 @@ impl Refusal {
     /// forward proxy's names.
     pub fn gate(&self) -> &'static str {
         match self {
-            Self::Gate(reason) => crate::forward::refusal::gate_of(reason),
+            Self::Gate(reason) => reason.gate(),
             Self::NoTargetName | Self::Sniff(_) | Self::SniffTimeout => "sniff",
             Self::NoOriginalDst => "original_dst",
             Self::Loop => "proxy_loop",

@@ -1,0 +1,23 @@
+//! The relay layer beneath the forward and transparent listeners: what both need to move
+//! bytes between an agent and an upstream once the gates have decided, and nothing about how
+//! either listener learns its target.
+//!
+//! - [`h1`]: the HTTP/1.1 head parser, body framing and re-encoding — a relayed message is
+//!   decoded, checked and written anew, never passed through as the client framed it;
+//! - [`sniff`]: the first bytes of a captured connection (TLS ClientHello SNI, HTTP/1 head);
+//! - [`capture`]: why a captured connection or request is refused, and its wire forms;
+//! - [`meter`]: byte counting and idle tracking of relayed streams;
+//! - [`limits`]: tunnel caps, connection caps and the relay timeouts;
+//! - [`own_dial`]: the registry of the gate's own upstream sockets, so one that the capture
+//!   rules send back into the gate is refused as a loop.
+//!
+//! The listeners sit above: `forward` (absolute-form HTTP and CONNECT) and `transparent`
+//! (iptables capture, which hands captured plain HTTP to the forward proxy's request relay).
+//! Nothing here imports either of them.
+
+pub mod capture;
+pub mod h1;
+pub mod limits;
+pub mod meter;
+pub mod own_dial;
+pub mod sniff;

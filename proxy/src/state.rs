@@ -1,0 +1,58 @@
+//! The state every listener reads: the runtime a reload swaps whole, the gate's metrics, and
+//! where each listener is bound (for the loop check and `/v1/status`).
+//!
+//! Features keep their own state beside it — the LLM route's [`crate::llm::LlmState`], the
+//! watches' [`crate::watch::Watches`], the report's cache — and the composition root
+//! ([`crate::app`]) hands each listener this and its own, nothing more.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use crate::connect::OwnListeners;
+use crate::metrics::ProxyMetrics;
+use crate::runtime::Runtime;
+
+/// The runtime, the gate metrics and the bound listeners.
+#[derive(Debug)]
+pub struct GateState {
+    /// The current runtime; a reload swaps it whole.
+    pub runtime: ArcSwap<Runtime>,
+    /// The gate metrics.
+    pub metrics: ProxyMetrics,
+    /// Where each listener is bound, by name.
+    pub listeners: Mutex<Vec<(String, SocketAddr)>>,
+}
+
+// === impl GateState ===
+
+impl GateState {
+    /// State around a first runtime, its gauges set.
+    pub fn new(runtime: Arc<Runtime>, metrics: ProxyMetrics) -> Self {
+        metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
+        metrics.policy_loaded_at.set(crate::clock::now_secs_i64());
+        Self {
+            runtime: ArcSwap::new(runtime),
+            metrics,
+            listeners: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Record that listener `name` is bound at `addr`.
+    pub fn bound(&self, name: &str, addr: SocketAddr) {
+        if let Ok(mut l) = self.listeners.lock() {
+            l.push((name.to_string(), addr));
+        }
+    }
+
+    /// Every listener of this gate as bound now, for the loop check.
+    pub fn own_listeners(&self) -> OwnListeners {
+        let bound = self
+            .listeners
+            .lock()
+            .map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
+            .unwrap_or_default();
+        OwnListeners::new(bound)
+    }
+}
