@@ -67,14 +67,10 @@ fn status(shared: &Shared) -> Response<Body> {
     let loaded_at = crate::clock::unix_secs(rt.loaded_at);
     let listeners: serde_json::Map<String, serde_json::Value> = shared
         .gate
-        .listeners
-        .lock()
-        .map(|l| {
-            l.iter()
-                .map(|(k, v)| (k.clone(), json!(v.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+        .bound_listeners()
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v.to_string())))
+        .collect();
     respond::json(
         StatusCode::OK,
         &json!({

@@ -10,22 +10,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
-use crate::accept::Acceptor;
-use crate::connect::OwnListeners;
-use crate::forward;
 use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
 use crate::policy::Policy;
 use crate::runtime::Runtime;
-use crate::server::{self, Shared};
-use crate::{admin, reload, telemetry};
+use crate::telemetry;
 
 /// fleetgate-proxy: the egress gate sidecar for Hermes Agents.
 #[derive(Debug, Parser)]
@@ -77,28 +70,8 @@ pub enum Command {
     },
 }
 
-/// `serve` options.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Policy file, watched for changes (default: the embedded default).
-    #[arg(long)]
-    pub policy: Option<PathBuf>,
-    /// How often the policy file is checked for changes, in milliseconds.
-    #[arg(long, default_value_t = 2000)]
-    pub reload_interval_ms: u64,
-    /// Concurrent CONNECT tunnels on the forward proxy; past it a CONNECT gets 429
-    /// `too_many_tunnels` with `Retry-After: 1`.
-    /// Overrides `egress.maxTunnels` (default 1024).
-    #[arg(long)]
-    pub max_tunnels: Option<usize>,
-    /// Idle timeout of a forward-proxy tunnel or relayed body, in milliseconds.
-    /// Overrides `egress.timeouts.idleSeconds` (default 300 s).
-    #[arg(long)]
-    pub tunnel_idle_timeout_ms: Option<u64>,
-    /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
-    #[arg(long, default_value_t = 10_000)]
-    pub drain_timeout_ms: u64,
-}
+pub use crate::app::ServeArgs;
+use crate::app::{load_policy, print_policy_errors};
 
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
@@ -119,7 +92,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve(args) => rt.block_on(serve(args)),
+        Command::Serve(args) => rt.block_on(crate::app::serve(args)),
         Command::CheckPolicy { file } => check_policy(&file),
         Command::Report(args) => match crate::report::cli::run(&args) {
             Ok(out) => {
@@ -139,23 +112,6 @@ pub fn run(cli: Cli) -> ExitCode {
             char_limit,
             urls,
         } => rt.block_on(extract(policy.as_deref(), char_limit, &urls)),
-    }
-}
-
-fn load_policy(path: Option<&Path>) -> Result<Policy, crate::policy::PolicyError> {
-    match path {
-        Some(p) => Policy::load(p),
-        None => Policy::embedded_default(),
-    }
-}
-
-fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError) {
-    let name = path
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "<embedded default>".into());
-    eprintln!("fleetgate-proxy: invalid policy {name}:");
-    for e in &err.errors {
-        eprintln!("  {}: {}", e.field, e.message);
     }
 }
 
@@ -260,152 +216,5 @@ async fn extract(path: Option<&Path>, char_limit: Option<u64>, urls: &[String]) 
             eprintln!("fleetgate-proxy: failed to serialise the result: {e}");
             ExitCode::from(1)
         }
-    }
-}
-
-async fn serve(args: ServeArgs) -> ExitCode {
-    let policy = match load_policy(args.policy.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            print_policy_errors(args.policy.as_deref(), &e);
-            return ExitCode::from(64);
-        }
-    };
-    let listen = policy.listen.clone();
-    let runtime = match Runtime::build(policy) {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("fleetgate-proxy: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    for w in &runtime.warnings {
-        tracing::warn!(warning = %w, "policy loaded with a warning");
-    }
-    let shared = match Shared::new(runtime) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("fleetgate-proxy: failed to set up metrics: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut bound = serde_json::Map::new();
-    let mut tasks = Vec::new();
-    for (name, addr) in [("api", listen.api), ("admin", listen.admin)] {
-        let listener = match TcpListener::bind(addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("fleetgate-proxy: failed to bind the {name} listener on {addr}: {e}");
-                return ExitCode::from(1);
-            }
-        };
-        let local = listener.local_addr().unwrap_or(addr);
-        bound.insert(name.to_string(), json!(local.to_string()));
-        if let Ok(mut l) = shared.gate.listeners.lock() {
-            l.push((name.to_string(), local));
-        }
-        let s = shared.clone();
-        let rx = stop_rx.clone();
-        let acceptor = Acceptor::new(name, Some(shared.gate.metrics.accept_errors.clone()));
-        tasks.push(match name {
-            "api" => tokio::spawn(server::serve_http(
-                listener,
-                acceptor,
-                move |r| server::api_or_llm(s.clone(), r),
-                rx,
-            )),
-            _ => tokio::spawn(server::serve_http(
-                listener,
-                acceptor,
-                move |r| admin::admin(s.clone(), r),
-                rx,
-            )),
-        });
-    }
-    // Transparent capture (`listen.transparent`): bound before the forward proxy so
-    // the forward proxy's loop check knows these listeners too.
-    if let Some(addr) = listen.transparent {
-        match crate::transparent::spawn(addr, &shared.gate, &stop_rx).await {
-            Ok(started) => {
-                for (name, local, task) in started {
-                    bound.insert(name.to_string(), json!(local.to_string()));
-                    tasks.push(task);
-                }
-            }
-            Err(e) => {
-                eprintln!(
-                    "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
-                );
-                return ExitCode::from(1);
-            }
-        }
-    }
-    if let Some(addr) = listen.forward_proxy {
-        let listener = match TcpListener::bind(addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!(
-                    "fleetgate-proxy: failed to bind the forward_proxy listener on {addr}: {e}"
-                );
-                return ExitCode::from(1);
-            }
-        };
-        let local = listener.local_addr().unwrap_or(addr);
-        bound.insert("forward_proxy".to_string(), json!(local.to_string()));
-        let own = match shared.gate.listeners.lock() {
-            Ok(mut l) => {
-                l.push(("forward_proxy".to_string(), local));
-                OwnListeners::new(l.iter().map(|(_, a)| *a))
-            }
-            Err(_) => OwnListeners::new([local, listen.api, listen.admin]),
-        };
-        let proxy = forward::ForwardProxy::new(
-            shared.gate.clone(),
-            forward_limits(&args),
-            own,
-            stop_rx.clone(),
-        );
-        tasks.push(tokio::spawn(forward::serve(proxy, listener)));
-    }
-    println!("{}", json!({"listening": bound}));
-    let _ = std::io::stdout().flush();
-    tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
-    if let Some(path) = args.policy.clone() {
-        let interval = Duration::from_millis(args.reload_interval_ms.max(100));
-        tokio::spawn(reload::watch(shared.gate.clone(), path, interval));
-    }
-    wait_for_shutdown().await;
-    tracing::info!("shutting down: draining connections");
-    let _ = stop_tx.send(true);
-    let drain = futures_util::future::join_all(tasks);
-    let grace = Duration::from_millis(args.drain_timeout_ms) + Duration::from_secs(1);
-    let _ = tokio::time::timeout(grace, drain).await;
-    ExitCode::SUCCESS
-}
-
-fn forward_limits(args: &ServeArgs) -> forward::Limits {
-    forward::Limits {
-        max_tunnels: args.max_tunnels,
-        idle_timeout: args
-            .tunnel_idle_timeout_ms
-            .map(|ms| Duration::from_millis(ms.max(1))),
-        drain_timeout: Duration::from_millis(args.drain_timeout_ms),
-        ..forward::Limits::default()
-    }
-}
-
-async fn wait_for_shutdown() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
     }
 }

@@ -16,6 +16,7 @@
 pub use fleetgate_accept as accept;
 pub mod admin;
 pub mod admit;
+pub mod app;
 pub mod assemble;
 pub mod cache;
 pub mod cli;

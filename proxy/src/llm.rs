@@ -10,13 +10,13 @@
 //! [`enforce`] the refusals and pins, [`store`] the last observation per role.
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use serde_json::json;
 
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
 use crate::policy::llm::{ProviderKind, role_key};
+use crate::respond::{self, Refusal, Shape};
 use crate::state::GateState;
 
 use std::sync::Arc;
@@ -192,52 +192,26 @@ impl LlmError {
 
     /// The answer in the provider's own error shape, so the agent's SDK shows the message.
     pub fn response(&self, kind: Option<ProviderKind>) -> Response<LlmBody> {
-        let message = self.to_string();
-        let body = match kind {
-            Some(ProviderKind::Anthropic) => json!({
-                "type": "error",
-                "error": {"type": anthropic_type(self.status()), "message": message},
-                "code": self.code(),
-            }),
-            _ => json!({
-                "error": {
-                    "message": message,
-                    "type": openai_type(self.status()),
-                    "param": matches!(self, Self::ModelNotAllowed(_) | Self::ModelMissing(_))
-                        .then_some("model"),
-                    "code": self.code(),
-                }
-            }),
+        let shape = match kind {
+            Some(ProviderKind::Anthropic) => Shape::Anthropic,
+            _ => Shape::OpenAi {
+                param: matches!(self, Self::ModelNotAllowed(_) | Self::ModelMissing(_))
+                    .then_some("model"),
+            },
         };
-        let bytes = serde_json::to_vec(&body).unwrap_or_default();
-        let mut resp = Response::new(full(bytes));
-        *resp.status_mut() = self.status();
-        let headers = resp.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        crate::respond::tag(headers, self.code());
-        resp
+        respond::refuse(self, shape).map(|body| body.map_err(|never| match never {}).boxed())
     }
 }
 
-fn openai_type(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        403 => "permission_error",
-        404 => "not_found_error",
-        400 | 413 => "invalid_request_error",
-        _ => "api_error",
+impl Refusal for LlmError {
+    fn code(&self) -> &'static str {
+        LlmError::code(self)
     }
-}
-
-fn anthropic_type(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        400 => "invalid_request_error",
-        _ => "api_error",
+    fn status(&self) -> StatusCode {
+        LlmError::status(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
     }
 }
 

@@ -1,8 +1,13 @@
-//! The only place where outcomes become HTTP responses, and the only one that sets
-//! `x-fleetgate-error` ([`tag`]); listeners and fronts shape their bodies and call it.
+//! The only place where refusals become HTTP responses, and the only one that sets
+//! `x-fleetgate-error`.
 //!
-//! Refusals carry `{"error": {"code", "message"}}` (or Hermes' own body shape on the extract
-//! route) and the `x-fleetgate-error: <code>` header. The full error goes to the log; the
+//! Every refusal family — the gates' [`DenyReason`], the api's [`ApiError`], the forward
+//! proxy's and the capture's refusals, vendor failures, the LLM route's and the watches'
+//! errors — implements [`Refusal`]: one stable code, one status, one client-safe message.
+//! [`refuse`] renders any of them in one of the wire shapes the gate speaks ([`Shape`]):
+//! its own `{"error": {"code", "message"}}`, Hermes' extract body, Firecrawl's, Tavily's and
+//! SearXNG's error bodies, OpenAI's and Anthropic's, and plain text. Every shape carries the
+//! code in the body and in `x-fleetgate-error: <code>`. The full error goes to the log; the
 //! client gets the short, safe message.
 
 use bytes::Bytes;
@@ -17,6 +22,142 @@ pub type Body = Full<Bytes>;
 
 /// Header naming the refusal code on every refused response.
 pub const ERROR_HEADER: &str = "x-fleetgate-error";
+
+/// What every refusal tells the renderer.
+pub trait Refusal {
+    /// Stable snake_case code: the body's `code`, `x-fleetgate-error`, metric labels.
+    fn code(&self) -> &'static str;
+    /// The HTTP status.
+    fn status(&self) -> StatusCode;
+    /// The message the client sees (never an internal detail or a refused secret).
+    fn message(&self) -> String;
+    /// The id of the secret rule that decided, if one did.
+    fn rule(&self) -> Option<&str> {
+        None
+    }
+    /// Whether the client should retry shortly (`Retry-After: 1`).
+    fn retry_after(&self) -> bool {
+        false
+    }
+}
+
+/// The wire shape of a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `{"error": {"code", "message"[, "rule"]}}`: the api's own routes and every egress
+    /// listener.
+    Error,
+    /// Hermes' extract body: `{"success": false, "error", "code"[, "rule"]}`.
+    HermesExtract,
+    /// Firecrawl's: `{"success": false, "error", "details": "fleetgate: <code>", "code"}`.
+    Firecrawl,
+    /// Tavily's: `{"detail": {"error", "code"}}`.
+    Tavily,
+    /// SearXNG's: `{"error", "code"}`.
+    Searxng,
+    /// OpenAI's: `{"error": {"message", "type", "param", "code"}}`; `param` names the field.
+    OpenAi {
+        /// The request field at fault.
+        param: Option<&'static str>,
+    },
+    /// Anthropic's: `{"type": "error", "error": {"type", "message"}, "code"}`.
+    Anthropic,
+    /// `<message>\n` as plain text, not to be cached.
+    Text,
+}
+
+/// A refusal known only by its code, status and message: a front's row-level failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coded {
+    /// The code.
+    pub code: &'static str,
+    /// The status.
+    pub status: StatusCode,
+    /// The message.
+    pub message: String,
+}
+
+impl Refusal for Coded {
+    fn code(&self) -> &'static str {
+        self.code
+    }
+    fn status(&self) -> StatusCode {
+        self.status
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+}
+
+/// Render `refusal` in `shape`: the body, the status, `x-fleetgate-error`, and `Retry-After`
+/// where the refusal asks for it.
+pub fn refuse(refusal: &dyn Refusal, shape: Shape) -> Response<Body> {
+    let (code, status, message) = (refusal.code(), refusal.status(), refusal.message());
+    let mut resp = match shape {
+        Shape::Error => {
+            let mut body = json!({"error": {"code": code, "message": message}});
+            if let Some(rule) = refusal.rule() {
+                body["error"]["rule"] = rule.into();
+            }
+            json(status, &body)
+        }
+        Shape::HermesExtract => {
+            let mut body = json!({"success": false, "error": message, "code": code});
+            if let Some(rule) = refusal.rule() {
+                body["rule"] = rule.into();
+            }
+            json(status, &body)
+        }
+        Shape::Firecrawl => json(
+            status,
+            &json!({"success": false, "error": message, "details": format!("fleetgate: {code}"), "code": code}),
+        ),
+        Shape::Tavily => json(status, &json!({"detail": {"error": message, "code": code}})),
+        Shape::Searxng => json(status, &json!({"error": message, "code": code})),
+        Shape::OpenAi { param } => json(
+            status,
+            &json!({"error": {"message": message, "type": openai_type(status), "param": param, "code": code}}),
+        ),
+        Shape::Anthropic => json(
+            status,
+            &json!({"type": "error", "error": {"type": anthropic_type(status), "message": message}, "code": code}),
+        ),
+        Shape::Text => {
+            let mut resp = text(status, "text/plain; charset=utf-8", format!("{message}\n"));
+            resp.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            resp
+        }
+    };
+    let headers = resp.headers_mut();
+    headers.insert(ERROR_HEADER, HeaderValue::from_static(code));
+    if refusal.retry_after() {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    if status == StatusCode::UNAUTHORIZED {
+        headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    resp
+}
+
+fn openai_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        403 => "permission_error",
+        404 => "not_found_error",
+        400 | 413 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+fn anthropic_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        400 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
 
 /// A request-level failure (not a gate decision).
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +211,12 @@ impl ApiError {
             Self::Internal(_) => "internal_error",
         }
     }
+}
 
+impl Refusal for ApiError {
+    fn code(&self) -> &'static str {
+        ApiError::code(self)
+    }
     fn status(&self) -> StatusCode {
         match self {
             Self::InvalidRequest(_) => StatusCode::BAD_REQUEST,
@@ -81,47 +227,48 @@ impl ApiError {
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
+    fn message(&self) -> String {
+        match self {
+            // Internals stay in the log.
+            Self::Internal(_) => "internal error".to_string(),
+            other => other.to_string(),
+        }
+    }
 }
 
-/// `{"error": {"code", "message"}}` with the matching status and header.
+/// `{"error": {"code", "message"}}` with the matching status and header, logged.
 pub fn api_error(err: &ApiError) -> Response<Body> {
     if matches!(err, ApiError::Internal(_)) {
         tracing::error!(error = %err, code = err.code(), "request failed");
     } else {
         tracing::debug!(error = %err, code = err.code(), "request refused");
     }
-    let message = match err {
-        // Internals stay in the log.
-        ApiError::Internal(_) => "internal error".to_string(),
-        other => other.to_string(),
-    };
-    let mut resp = json(
-        err.status(),
-        &json!({"error": {"code": err.code(), "message": message}}),
-    );
-    if err.status() == StatusCode::UNAUTHORIZED {
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    with_code(resp, err.code())
+    refuse(err, Shape::Error)
 }
 
 /// A gate refusal of a whole extract call, in Hermes' shape plus the code: 403.
 pub fn extract_refusal(reason: &DenyReason) -> Response<Body> {
-    let mut body = json!({"success": false, "error": reason.message(), "code": reason.code()});
-    if let Some(rule) = reason.rule() {
-        body["rule"] = rule.into();
-    }
-    with_code(json(StatusCode::FORBIDDEN, &body), reason.code())
+    refuse(reason, Shape::HermesExtract)
 }
 
 /// A gate refusal on an egress listener: 403 `{"error": {"code", "message"}}`.
 pub fn egress_refusal(reason: &DenyReason) -> Response<Body> {
-    let mut body = json!({"error": {"code": reason.code(), "message": reason.message()}});
-    if let Some(rule) = reason.rule() {
-        body["error"]["rule"] = rule.into();
+    refuse(reason, Shape::Error)
+}
+
+impl Refusal for DenyReason {
+    fn code(&self) -> &'static str {
+        DenyReason::code(self)
     }
-    with_code(json(StatusCode::FORBIDDEN, &body), reason.code())
+    fn status(&self) -> StatusCode {
+        StatusCode::FORBIDDEN
+    }
+    fn message(&self) -> String {
+        DenyReason::message(self)
+    }
+    fn rule(&self) -> Option<&str> {
+        DenyReason::rule(self)
+    }
 }
 
 /// A JSON response.
@@ -149,17 +296,6 @@ pub fn text(
     resp
 }
 
-fn with_code(mut resp: Response<Body>, code: &'static str) -> Response<Body> {
-    tag(resp.headers_mut(), code);
-    resp
-}
-
-/// Name the refusal `code` in the `x-fleetgate-error` header: the one place any response of
-/// any listener gets it, so the header and the body's code cannot drift apart.
-pub fn tag(headers: &mut http::HeaderMap, code: &'static str) {
-    headers.insert(ERROR_HEADER, HeaderValue::from_static(code));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +313,48 @@ mod tests {
             v["error"]["message"], "internal error",
             "internals must not leak"
         );
+    }
+
+    #[tokio::test]
+    async fn every_shape_carries_the_code_in_the_header_and_the_body() {
+        let refusals: [&dyn Refusal; 3] = [
+            &DenyReason::PortNotAllowed { port: 8080 },
+            &ApiError::Unauthorized,
+            &crate::forward::refusal::ProxyRefusal::TooManyTunnels { limit: 4 },
+        ];
+        let shapes = [
+            Shape::Error,
+            Shape::HermesExtract,
+            Shape::Firecrawl,
+            Shape::Tavily,
+            Shape::Searxng,
+            Shape::OpenAi { param: None },
+            Shape::Anthropic,
+            Shape::Text,
+        ];
+        for refusal in refusals {
+            for shape in shapes {
+                let resp = refuse(refusal, shape);
+                assert_eq!(resp.status(), refusal.status(), "{shape:?}");
+                assert_eq!(resp.headers()[ERROR_HEADER], refusal.code(), "{shape:?}");
+                assert_eq!(
+                    resp.headers().contains_key(header::RETRY_AFTER),
+                    refusal.retry_after(),
+                    "{shape:?}"
+                );
+                let body = resp.into_body().collect().await.unwrap().to_bytes();
+                let text = String::from_utf8_lossy(&body);
+                assert!(text.contains(&refusal.message()), "{shape:?}: {text}");
+                if shape == Shape::Text {
+                    continue;
+                }
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                let code = [&v["code"], &v["error"]["code"], &v["detail"]["code"]]
+                    .into_iter()
+                    .find_map(Value::as_str);
+                assert_eq!(code, Some(refusal.code()), "{shape:?}: {v}");
+            }
+        }
     }
 
     /// Every code any listener answers with, each family's list once.

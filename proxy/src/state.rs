@@ -6,7 +6,7 @@
 //! ([`crate::app`]) hands each listener this and its own, nothing more.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arc_swap::ArcSwap;
 
@@ -41,18 +41,19 @@ impl GateState {
 
     /// Record that listener `name` is bound at `addr`.
     pub fn bound(&self, name: &str, addr: SocketAddr) {
-        if let Ok(mut l) = self.listeners.lock() {
-            l.push((name.to_string(), addr));
-        }
+        self.bound_listeners().push((name.to_string(), addr));
     }
 
     /// Every listener of this gate as bound now, for the loop check.
     pub fn own_listeners(&self) -> OwnListeners {
-        let bound = self
-            .listeners
+        OwnListeners::new(self.bound_listeners().iter().map(|(_, a)| *a))
+    }
+
+    /// The bound listeners; a panic elsewhere while holding the lock does not hide them from
+    /// the loop check (the list is only ever appended to, so it stays whole).
+    pub fn bound_listeners(&self) -> MutexGuard<'_, Vec<(String, SocketAddr)>> {
+        self.listeners
             .lock()
-            .map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
-            .unwrap_or_default();
-        OwnListeners::new(bound)
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -1,16 +1,15 @@
-//! What the forward proxy answers when it does not relay: gate refusals (through
-//! `respond::egress_refusal`), its own refusals (loop, tunnel cap, malformed proxy request) and
+//! What the forward proxy answers when it does not relay: gate refusals (rendered by
+//! `respond::refuse` like every listener's), its own refusals (loop, tunnel cap, malformed proxy request) and
 //! upstream failures, all as `{"error": {"code", "message"}}` with `x-fleetgate-error`.
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full};
-use serde_json::json;
+use http::{Response, StatusCode, header};
+use http_body_util::BodyExt;
 
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
 use crate::relay::meter::BoxError;
-use crate::respond::{self, ApiError};
+use crate::respond::{self, ApiError, Refusal, Shape};
 
 /// The body type of every forward-proxy response: relayed bodies stream through it.
 pub type ProxyBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
@@ -103,7 +102,8 @@ impl ProxyRefusal {
         }
     }
 
-    fn status(&self) -> StatusCode {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
         match self {
             Self::Gate(_) | Self::CameBack { .. } => StatusCode::FORBIDDEN,
             Self::TooManyTunnels { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -117,16 +117,41 @@ impl ProxyRefusal {
         }
     }
 
-    /// The HTTP answer; gate refusals go through [`respond::egress_refusal`] unchanged.
+    /// The HTTP answer, `{"error": {"code", "message"}}`: a gate refusal exactly as every
+    /// egress listener renders it, a malformed request as the api's `invalid_request`.
     pub fn response(&self) -> Response<ProxyBody> {
         let resp = match self {
-            Self::Gate(reason) => respond::egress_refusal(reason),
+            Self::Gate(reason) => respond::refuse(reason, Shape::Error),
             Self::BadRequest(message) => {
                 respond::api_error(&ApiError::InvalidRequest(message.clone()))
             }
-            other => own_refusal(other),
+            other => respond::refuse(other, Shape::Error),
         };
         resp.map(|body| body.map_err(|never| match never {}).boxed())
+    }
+}
+
+impl Refusal for ProxyRefusal {
+    fn code(&self) -> &'static str {
+        ProxyRefusal::code(self)
+    }
+    fn status(&self) -> StatusCode {
+        ProxyRefusal::status(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+    fn rule(&self) -> Option<&str> {
+        match self {
+            Self::Gate(reason) => reason.rule(),
+            _ => None,
+        }
+    }
+    fn retry_after(&self) -> bool {
+        matches!(
+            self,
+            Self::TooManyTunnels { .. } | Self::TooManyConnections { .. }
+        )
     }
 }
 
@@ -174,20 +199,6 @@ impl ProxyRefusal {
         out.extend_from_slice(&body);
         w.write_all(&out).await
     }
-}
-
-fn own_refusal(refusal: &ProxyRefusal) -> Response<Full<Bytes>> {
-    let body = json!({"error": {"code": refusal.code(), "message": refusal.to_string()}});
-    let mut resp = respond::json(refusal.status(), &body);
-    let headers = resp.headers_mut();
-    respond::tag(headers, refusal.code());
-    if matches!(
-        refusal,
-        ProxyRefusal::TooManyTunnels { .. } | ProxyRefusal::TooManyConnections { .. }
-    ) {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    resp
 }
 
 #[cfg(test)]

@@ -72,15 +72,12 @@ fn success(row: Row) -> Response<Body> {
 }
 
 fn refusal(code: &'static str, message: &str, status: StatusCode) -> Response<Body> {
-    let body = json!({
-        "success": false,
-        "error": message,
-        "details": format!("fleetgate: {code}"),
-        "code": code,
-    });
-    let mut resp = respond::json(status, &body);
-    respond::tag(resp.headers_mut(), code);
-    resp
+    let coded = respond::Coded {
+        code,
+        status,
+        message: message.to_string(),
+    };
+    respond::refuse(&coded, respond::Shape::Firecrawl)
 }
 
 /// Gate refusals are 403; upstream timeouts 408 (Firecrawl's own timeout status); other

@@ -121,16 +121,17 @@ fn failure(shape: Shape, code: &'static str, message: &str) -> Response<Body> {
         "vendor_timeout" => StatusCode::GATEWAY_TIMEOUT,
         _ => StatusCode::BAD_GATEWAY,
     };
-    let body = match shape {
-        Shape::Native | Shape::FirecrawlV1 | Shape::FirecrawlV2 => {
-            json!({"success": false, "error": message, "details": format!("fleetgate: {code}"), "code": code})
-        }
-        Shape::Tavily => json!({"detail": {"error": message, "code": code}}),
-        Shape::Searxng => json!({"error": message, "code": code}),
+    let wire = match shape {
+        Shape::Native | Shape::FirecrawlV1 | Shape::FirecrawlV2 => respond::Shape::Firecrawl,
+        Shape::Tavily => respond::Shape::Tavily,
+        Shape::Searxng => respond::Shape::Searxng,
     };
-    let mut resp = respond::json(status, &body);
-    respond::tag(resp.headers_mut(), code);
-    resp
+    let coded = respond::Coded {
+        code,
+        status,
+        message: message.to_string(),
+    };
+    respond::refuse(&coded, wire)
 }
 
 #[cfg(test)]

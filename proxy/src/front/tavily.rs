@@ -23,10 +23,7 @@ pub fn parse_extract(body: &Value) -> Result<Value, ApiError> {
 pub fn extract_response(outcome: ExtractOutcome) -> Response<Body> {
     let rows = match outcome {
         ExtractOutcome::Refused(reason) => {
-            let body = json!({"detail": {"error": reason.message(), "code": reason.code()}});
-            let mut resp = respond::json(StatusCode::FORBIDDEN, &body);
-            respond::tag(resp.headers_mut(), reason.code());
-            return resp;
+            return respond::refuse(&reason, respond::Shape::Tavily);
         }
         ExtractOutcome::Rows(rows) => rows,
     };

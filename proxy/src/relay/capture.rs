@@ -4,12 +4,11 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
-use serde_json::json;
 
 use super::sniff::{Protocol, SniffError};
 use crate::connect::ConnectError;
 use crate::gates::DenyReason;
-use crate::respond::{self, Body};
+use crate::respond::{self, Body, Shape};
 
 /// A refused transparent connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +40,27 @@ pub enum Refusal {
     /// The concurrent connection cap is reached.
     #[error("Too many open transparent connections through this gate (limit {0}); retry shortly")]
     Overloaded(usize),
+}
+
+impl respond::Refusal for Refusal {
+    fn code(&self) -> &'static str {
+        Refusal::code(self)
+    }
+    fn status(&self) -> StatusCode {
+        Refusal::status(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+    fn rule(&self) -> Option<&str> {
+        match self {
+            Self::Gate(reason) => reason.rule(),
+            _ => None,
+        }
+    }
+    fn retry_after(&self) -> bool {
+        matches!(self, Self::Overloaded(_))
+    }
 }
 
 // === impl Refusal ===
@@ -122,13 +142,8 @@ impl Refusal {
     /// The HTTP response: `{"error": {"code", "message"}}` and `x-fleetgate-error`.
     pub fn response(&self) -> Response<Body> {
         let mut resp = match self {
-            Self::Gate(reason) => respond::egress_refusal(reason),
-            other => {
-                let body = json!({"error": {"code": other.code(), "message": other.to_string()}});
-                let mut resp = respond::json(other.status(), &body);
-                respond::tag(resp.headers_mut(), other.code());
-                resp
-            }
+            Self::Gate(reason) => respond::refuse(reason, Shape::Error),
+            other => respond::refuse(other, Shape::Error),
         };
         resp.headers_mut()
             .insert(http::header::CONNECTION, HeaderValue::from_static("close"));

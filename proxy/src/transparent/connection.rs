@@ -200,11 +200,7 @@ impl Connection {
 
     /// Every listener of this gate, read per connection (listeners bound later count too).
     fn own_listeners(&self) -> OwnListeners {
-        let own = self.gate.listeners.lock();
-        OwnListeners::new(
-            own.map(|l| l.iter().map(|(_, a)| *a).collect::<Vec<_>>())
-                .unwrap_or_default(),
-        )
+        self.gate.own_listeners()
     }
 
     async fn forward(

@@ -123,9 +123,7 @@ pub async fn spawn(
     let mut started = Vec::new();
     for (name, listener) in bind(addr).await? {
         let local = listener.local_addr()?;
-        if let Ok(mut own) = gate.listeners.lock() {
-            own.push((name.to_string(), local));
-        }
+        gate.bound(name, local);
         let source = OriginalDstSource::Kernel;
         let task = serve(
             listener,

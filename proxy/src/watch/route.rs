@@ -1,7 +1,7 @@
 //! `GET|POST /v1/watch/<name>[?dry_run=1]` on the api listener: the one-line cron script's
 //! endpoint. 200 with the run's text, or a non-2xx status with a one-line message.
 
-use http::{Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use super::Watches;
@@ -34,17 +34,12 @@ pub async fn handle(gate: &GateState, watches: &Watches, req: Request<Incoming>)
         Ok(out) => respond::text(StatusCode::OK, "text/plain; charset=utf-8", out.text),
         Err(e) => {
             tracing::warn!(watch = %name, code = e.code(), error = %e, "watch run failed");
-            let mut resp = respond::text(
-                e.status(),
-                "text/plain; charset=utf-8",
-                format!("watch {name}: {e}\n"),
-            );
-            respond::tag(resp.headers_mut(), e.code());
-            resp.headers_mut().insert(
-                header::CACHE_CONTROL,
-                http::HeaderValue::from_static("no-store"),
-            );
-            resp
+            let coded = respond::Coded {
+                code: e.code(),
+                status: e.status(),
+                message: format!("watch {name}: {e}"),
+            };
+            respond::refuse(&coded, respond::Shape::Text)
         }
     }
 }

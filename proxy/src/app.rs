@@ -1,0 +1,225 @@
+//! The composition root of `serve`: the process's wiring, top to bottom.
+//!
+//! 1. The policy (a file, watched, or the embedded default) and the runtime built from it.
+//! 2. The state: the gate's ([`crate::state::GateState`]: runtime, metrics, bound listeners) and each
+//!    feature's beside it ([`Shared`]: the LLM route, watches, reports), metrics in one registry.
+//! 3. The listeners, in the order the loop check needs them: `api` (the vendor-compatible
+//!    fronts and the LLM route) and `admin`, then `transparent`, then `forward_proxy`, which
+//!    learns every address bound before it. Each gets the gate state and its own, nothing more.
+//! 4. The bound addresses on stdout as one JSON line, the policy reloader, then SIGTERM or
+//!    Ctrl-C: every listener stops accepting and in-flight requests drain.
+
+// The bound addresses on stdout are this module's output.
+#![allow(clippy::print_stdout)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::accept::Acceptor;
+use crate::connect::OwnListeners;
+use crate::forward;
+use crate::policy::Policy;
+use crate::runtime::Runtime;
+use crate::server::{self, Shared};
+use crate::{admin, reload};
+
+/// `serve` options.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Policy file, watched for changes (default: the embedded default).
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// How often the policy file is checked for changes, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub reload_interval_ms: u64,
+    /// Concurrent CONNECT tunnels on the forward proxy; past it a CONNECT gets 429
+    /// `too_many_tunnels` with `Retry-After: 1`.
+    /// Overrides `egress.maxTunnels` (default 1024).
+    #[arg(long)]
+    pub max_tunnels: Option<usize>,
+    /// Idle timeout of a forward-proxy tunnel or relayed body, in milliseconds.
+    /// Overrides `egress.timeouts.idleSeconds` (default 300 s).
+    #[arg(long)]
+    pub tunnel_idle_timeout_ms: Option<u64>,
+    /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub drain_timeout_ms: u64,
+}
+
+/// The policy at `path`, or the embedded default without one.
+pub fn load_policy(path: Option<&Path>) -> Result<Policy, crate::policy::PolicyError> {
+    match path {
+        Some(p) => Policy::load(p),
+        None => Policy::embedded_default(),
+    }
+}
+
+/// Every problem of a refused policy on stderr, one field a line.
+pub fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError) {
+    let name = path
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "<embedded default>".into());
+    eprintln!("fleetgate-proxy: invalid policy {name}:");
+    for e in &err.errors {
+        eprintln!("  {}: {}", e.field, e.message);
+    }
+}
+
+/// Run the gate's listeners until SIGTERM or Ctrl-C, then drain.
+pub async fn serve(args: ServeArgs) -> ExitCode {
+    // 1. The policy and its runtime.
+    let policy = match load_policy(args.policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            print_policy_errors(args.policy.as_deref(), &e);
+            return ExitCode::from(64);
+        }
+    };
+    let listen = policy.listen.clone();
+    let runtime = match Runtime::build(policy) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fleetgate-proxy: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    for w in &runtime.warnings {
+        tracing::warn!(warning = %w, "policy loaded with a warning");
+    }
+
+    // 2. The state.
+    let shared = match Shared::new(runtime) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fleetgate-proxy: failed to set up metrics: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let gate = &shared.gate;
+
+    // 3. The listeners.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut bound = serde_json::Map::new();
+    let mut tasks = Vec::new();
+    for name in ["api", "admin"] {
+        let addr = if name == "api" {
+            listen.api
+        } else {
+            listen.admin
+        };
+        let Some(listener) = bind(name, addr).await else {
+            return ExitCode::from(1);
+        };
+        let local = listener.local_addr().unwrap_or(addr);
+        bound.insert(name.to_string(), json!(local.to_string()));
+        gate.bound(name, local);
+        let s = shared.clone();
+        let acceptor = Acceptor::new(name, Some(gate.metrics.accept_errors.clone()));
+        let rx = stop_rx.clone();
+        tasks.push(if name == "api" {
+            tokio::spawn(server::serve_http(
+                listener,
+                acceptor,
+                move |r| server::api_or_llm(s.clone(), r),
+                rx,
+            ))
+        } else {
+            tokio::spawn(server::serve_http(
+                listener,
+                acceptor,
+                move |r| admin::admin(s.clone(), r),
+                rx,
+            ))
+        });
+    }
+    // Transparent capture is bound before the forward proxy, so the forward proxy's loop
+    // check knows these listeners too.
+    if let Some(addr) = listen.transparent {
+        match crate::transparent::spawn(addr, gate, &stop_rx).await {
+            Ok(started) => {
+                for (name, local, task) in started {
+                    bound.insert(name.to_string(), json!(local.to_string()));
+                    tasks.push(task);
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if let Some(addr) = listen.forward_proxy {
+        let Some(listener) = bind("forward_proxy", addr).await else {
+            return ExitCode::from(1);
+        };
+        let local = listener.local_addr().unwrap_or(addr);
+        bound.insert("forward_proxy".to_string(), json!(local.to_string()));
+        gate.bound("forward_proxy", local);
+        let own: OwnListeners = gate.own_listeners();
+        let limits = forward_limits(&args);
+        let proxy = forward::ForwardProxy::new(gate.clone(), limits, own, stop_rx.clone());
+        tasks.push(tokio::spawn(forward::serve(proxy, listener)));
+    }
+
+    // 4. Announce, reload, wait, drain.
+    println!("{}", json!({"listening": bound}));
+    let _ = std::io::stdout().flush();
+    tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
+    if let Some(path) = args.policy.clone() {
+        let interval = Duration::from_millis(args.reload_interval_ms.max(100));
+        tokio::spawn(reload::watch(gate.clone(), path, interval));
+    }
+    wait_for_shutdown().await;
+    tracing::info!("shutting down: draining connections");
+    let _ = stop_tx.send(true);
+    let drain = futures_util::future::join_all(tasks);
+    let grace = Duration::from_millis(args.drain_timeout_ms) + Duration::from_secs(1);
+    let _ = tokio::time::timeout(grace, drain).await;
+    ExitCode::SUCCESS
+}
+
+/// Bind listener `name` on `addr`, saying on stderr why not.
+async fn bind(name: &str, addr: std::net::SocketAddr) -> Option<TcpListener> {
+    match TcpListener::bind(addr).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            eprintln!("fleetgate-proxy: failed to bind the {name} listener on {addr}: {e}");
+            None
+        }
+    }
+}
+
+fn forward_limits(args: &ServeArgs) -> forward::Limits {
+    forward::Limits {
+        max_tunnels: args.max_tunnels,
+        idle_timeout: args
+            .tunnel_idle_timeout_ms
+            .map(|ms| Duration::from_millis(ms.max(1))),
+        drain_timeout: Duration::from_millis(args.drain_timeout_ms),
+        ..forward::Limits::default()
+    }
+}
+
+async fn wait_for_shutdown() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
