@@ -144,7 +144,10 @@ async fn report(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Body>
             shared.report_gauges.observe(&report.crons.cost);
             shared.report_gauges.observe_computation(before, after);
             // The gate's own wire observations (LLM route) join the observer's file.
-            report.status.observed.merge(shared.llm.store.observed());
+            report
+                .status
+                .observed
+                .merge(shared.llm.observations.observed());
             match serde_json::to_value(&report) {
                 Ok(v) => respond::json(StatusCode::OK, &v),
                 Err(e) => respond::api_error(&ApiError::Internal(e.to_string())),

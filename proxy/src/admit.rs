@@ -16,8 +16,8 @@
 
 use std::net::IpAddr;
 
-use crate::connect::OwnListeners;
 use crate::context::TargetUrl;
+use crate::dialer::OwnListeners;
 use crate::gates::website_blocklist::WebsiteBlocklistGate;
 use crate::gates::{DenyReason, Gate, Verdict, secret_url, ssrf};
 use crate::metrics::ProxyMetrics;

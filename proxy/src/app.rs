@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::accept::Acceptor;
-use crate::connect::OwnListeners;
+use crate::dialer::OwnListeners;
 use crate::forward;
 use crate::policy::Policy;
 use crate::runtime::Runtime;

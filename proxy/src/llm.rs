@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
-use crate::connect::ConnectError;
+use crate::dialer::ConnectError;
 use crate::gates::DenyReason;
 use crate::policy::llm::{ProviderKind, role_key};
 use crate::respond::{self, Refusal, Shape};
@@ -24,9 +24,9 @@ use std::sync::Arc;
 pub mod body;
 pub mod enforce;
 pub mod metrics;
+pub mod observations;
 pub mod observe;
 pub mod proxy;
-pub mod store;
 pub mod tier;
 pub mod upstream;
 
@@ -43,7 +43,7 @@ pub type LlmBody =
 #[derive(Debug)]
 pub struct LlmState {
     /// Last observation per role.
-    pub store: store::ObservationStore,
+    pub observations: observations::ObservationStore,
     /// Metrics.
     pub metrics: metrics::LlmMetrics,
     /// TLS and kept connections.
@@ -65,7 +65,7 @@ impl LlmState {
     /// Fresh state with metrics registered in `reg`.
     pub fn register(reg: &prometheus::Registry) -> prometheus::Result<Self> {
         Ok(Self {
-            store: store::ObservationStore::new(),
+            observations: observations::ObservationStore::new(),
             metrics: metrics::LlmMetrics::register(reg)?,
             upstreams: upstream::Upstreams::new(),
         })

@@ -438,7 +438,7 @@ mod tests {
             LlmError::BadRequest(String::new()),
             LlmError::KeyUnavailable(String::new()),
             LlmError::Refused(DenyReason::PortNotAllowed { port: 1 }),
-            LlmError::Connect(crate::connect::ConnectError::NoAddress),
+            LlmError::Connect(crate::dialer::ConnectError::NoAddress),
             LlmError::Tls(String::new()),
             LlmError::Timeout(1),
             LlmError::Protocol(String::new()),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arc_swap::ArcSwap;
 
-use crate::connect::OwnListeners;
+use crate::dialer::OwnListeners;
 use crate::metrics::ProxyMetrics;
 use crate::runtime::Runtime;
 

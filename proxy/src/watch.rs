@@ -158,7 +158,7 @@ impl Watches {
         &self,
         rt: &Runtime,
         metrics: &ProxyMetrics,
-        own: &crate::connect::OwnListeners,
+        own: &crate::dialer::OwnListeners,
         name: &str,
         dry_run: bool,
     ) -> Result<RunOutput, WatchError> {
@@ -210,7 +210,7 @@ impl Watches {
 pub async fn run_once(
     rt: &Runtime,
     metrics: &ProxyMetrics,
-    own: &crate::connect::OwnListeners,
+    own: &crate::dialer::OwnListeners,
     spec: &WatchSpec,
     dry_run: bool,
 ) -> Result<RunOutput, WatchError> {

@@ -22,7 +22,7 @@ use fleetgate_e2e::farm::decisions::{Allowed, Decisions};
 use fleetgate_e2e::farm::hyper_relay::HyperRelay;
 use fleetgate_e2e::farm::recorder::{Recorder, Stream};
 use fleetgate_e2e::farm::servers::{self, Parsed, Server, Tools};
-use fleetgate_proxy::connect::OwnListeners;
+use fleetgate_proxy::dialer::OwnListeners;
 use fleetgate_proxy::forward::{self, ForwardProxy, Limits};
 use fleetgate_proxy::policy::Policy;
 use fleetgate_proxy::runtime::Runtime;

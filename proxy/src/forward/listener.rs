@@ -19,7 +19,7 @@ use tokio::time::{Instant, timeout_at};
 use super::http::Upstream;
 use super::refusal::ProxyRefusal;
 use crate::accept::Acceptor;
-use crate::connect::OwnListeners;
+use crate::dialer::OwnListeners;
 use crate::relay::h1::{FramingError, Head};
 use crate::relay::limits::{Inflight, Limits, TunnelCap, TunnelPermit};
 use crate::state::GateState;

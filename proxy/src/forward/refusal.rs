@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{Response, StatusCode, header};
 use http_body_util::BodyExt;
 
-use crate::connect::ConnectError;
+use crate::dialer::ConnectError;
 use crate::gates::DenyReason;
 use crate::relay::meter::BoxError;
 use crate::respond::{self, ApiError, Refusal, Shape};

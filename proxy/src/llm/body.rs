@@ -53,7 +53,7 @@ impl ObservingBody {
             return;
         };
         let served = self.scanner.served();
-        f.cx.llm.store.record_served(&f.role, f.seq, served);
+        f.cx.llm.observations.record_served(&f.role, f.seq, served);
         if let (Some(pinned), Some(served)) = (&f.pinned_tier, served)
             && pinned != served
         {

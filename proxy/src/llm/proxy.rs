@@ -111,7 +111,7 @@ async fn relay(
     let applied = rt.policy.llm.mode == LlmMode::Enforce;
     let seq = cx
         .llm
-        .store
+        .observations
         .record_sent(&route.role, facts, &prepared.rewrites, applied);
     Ok(inbound(cx, rt, route, facts, seq, resp, started))
 }
@@ -169,7 +169,7 @@ fn prepare(
             model = model.unwrap_or(""), "completion request outside the fleet policy"
         );
         if enforce {
-            cx.llm.store.record_refused(&route.role);
+            cx.llm.observations.record_refused(&route.role);
             return Err(refusal);
         }
         Ok(())

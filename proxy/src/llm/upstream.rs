@@ -16,8 +16,8 @@ use tokio::time::timeout;
 
 use super::LlmError;
 use crate::admit::{self, Listener};
-use crate::connect::{OwnListeners, connect_pinned};
 use crate::context::TargetUrl;
+use crate::dialer::{OwnListeners, connect_pinned};
 use crate::metrics::ProxyMetrics;
 use crate::runtime::Runtime;
 

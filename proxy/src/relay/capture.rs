@@ -6,7 +6,7 @@ use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 
 use super::sniff::{Protocol, SniffError};
-use crate::connect::ConnectError;
+use crate::dialer::ConnectError;
 use crate::gates::DenyReason;
 use crate::respond::{self, Body, Shape};
 

@@ -18,7 +18,7 @@ use super::dial::{Dialed, dial};
 use super::listener::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::original_dst::original_dst;
 use super::splice::{SpliceLimits, splice};
-use crate::connect::OwnListeners;
+use crate::dialer::OwnListeners;
 use crate::forward::{ForwardProxy, Limits};
 use crate::relay::capture::Refusal;
 use crate::relay::meter::Activity;

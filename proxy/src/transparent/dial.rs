@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 
 use super::decide::Admission;
-use crate::connect::{OwnListeners, connect_pinned};
+use crate::dialer::{OwnListeners, connect_pinned};
 use crate::relay::capture::Refusal;
 use crate::relay::own_dial::OwnDial;
 

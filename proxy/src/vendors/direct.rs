@@ -155,7 +155,7 @@ impl DirectFetcher {
         addrs: &[IpAddr],
         port: u16,
     ) -> Result<TcpStream, VendorFailure> {
-        crate::connect::connect_pinned(addrs, port, self.limits.connect_timeout)
+        crate::dialer::connect_pinned(addrs, port, self.limits.connect_timeout)
             .await
             .map_err(|e| VendorFailure::Connect {
                 host: host.to_string(),

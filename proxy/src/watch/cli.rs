@@ -59,7 +59,7 @@ pub async fn run(args: &WatchArgs) -> ExitCode {
         .run(
             &rt,
             &metrics,
-            &crate::connect::OwnListeners::default(),
+            &crate::dialer::OwnListeners::default(),
             &args.name,
             args.dry_run,
         )

@@ -27,7 +27,7 @@ use crate::runtime::Runtime;
 pub async fn call(
     rt: &Runtime,
     metrics: &ProxyMetrics,
-    own: &crate::connect::OwnListeners,
+    own: &crate::dialer::OwnListeners,
     spec: &WatchSpec,
 ) -> Result<Vec<Value>, WatchError> {
     let url = spec.server_url.as_str();

@@ -16,8 +16,8 @@ use tokio::time::Instant;
 
 use crate::admit::{self, Listener};
 use crate::assemble;
-use crate::connect::OwnListeners;
 use crate::context::TargetUrl;
+use crate::dialer::OwnListeners;
 use crate::gates::{DenyReason, Scope, Verdict, parse_items};
 use crate::metrics::{ProxyMetrics, status_class};
 use crate::runtime::Runtime;
