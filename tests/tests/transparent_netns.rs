@@ -197,6 +197,8 @@ impl PodDns {
                 let dns = StubDns::builder()
                     .answer("allowed.test", [ORIGIN_V4.parse().unwrap()])
                     .answer("blocked.test", [ORIGIN_V4.parse().unwrap()])
+                    .answer("metadata.test", ["169.254.169.254".parse().unwrap()])
+                    .answer("private.test", ["10.0.0.5".parse().unwrap()])
                     .start()
                     .await
                     .expect("the stub DNS must start");
@@ -406,6 +408,7 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
 
     check_allowed_http_lands_on_the_gate_and_reaches_the_origin(&ns, &gate, &remote).await;
     check_refusals(&ns, &gate, &remote).await;
+    check_the_admission_table(&ns, &gate, &remote).await;
     check_tls_is_dialed_by_sni_name(&ns, &gate, &remote).await;
     check_ipv6_is_captured(&ns, &gate, &remote).await;
     check_gate_uid_is_exempt(&ns, &gate, &remote).await;
@@ -502,6 +505,74 @@ async fn check_refusals(ns: &Netns, gate: &GateProcess, remote: &Remote) {
     assert_eq!(
         (line["verdict"].as_str(), line["reason"].as_str()),
         (Some("deny"), Some("blocked_by_policy"))
+    );
+}
+
+/// The targets of the forward proxy's and the extract API's admission table, captured: each
+/// gets the code those listeners give, one decision line with the other listeners' fields,
+/// and no byte reaches the origin. (A loop to the gate's own listener is the last check of
+/// this file; CONNECT's `secret_in_host` is a CONNECT row: a captured HTTP request has a URL.)
+async fn check_the_admission_table(ns: &Netns, gate: &GateProcess, remote: &Remote) {
+    let hits = remote.http_hits.load(Ordering::SeqCst);
+    let secret = "sk-abcdefghijklmnopqrstuvwxyz012345";
+    let cases = [
+        ("metadata.test", 80, "/latest".to_string(), "ip_cloud_metadata"),
+        ("private.test", 80, "/".to_string(), "ip_private_range"),
+        ("nowhere.test", 80, "/".to_string(), "dns_failure"),
+        ("blocked.test", 80, "/table".to_string(), "blocked_by_policy"),
+        ("allowed.test", 80, format!("/?q={secret}"), "secret_in_url"),
+        ("AKIAABCDEFGHIJKLMNOP.allowed.test", 80, "/".to_string(), "secret_in_url"),
+        ("allowed.test", 8080, "/".to_string(), "port_not_allowed"),
+    ];
+    let mut fields: Option<Vec<String>> = None;
+    for (host, port, path, code) in cases {
+        let resolve = format!("{host}:{port}:{ORIGIN_V4}");
+        let url = format!("http://{host}:{port}{path}");
+        let before = gate.json_logs().len();
+        let (_, out) = curl(&ns.pod, AGENT_UID, &["--resolve", &resolve, &url]).await;
+        assert!(out.starts_with("HTTP/1.1 403"), "{url}: {out}");
+        assert!(
+            out.contains(&format!("x-fleetgate-error: {code}")),
+            "{url} must be refused with {code}: {out}"
+        );
+        assert!(!out.contains(secret), "a refused secret is never repeated: {out}");
+        // The line is written off the request path: wait for it.
+        let mut lines = Vec::new();
+        for _ in 0..200 {
+            lines = gate.json_logs()[before..]
+                .iter()
+                .filter(|l| l["message"] == "egress.decision" && l["reason"] == code)
+                .cloned()
+                .collect::<Vec<serde_json::Value>>();
+            if !lines.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(lines.len(), 1, "{url}: one decision line");
+        let line = &lines[0];
+        assert_eq!(line["listener"], "transparent", "{line}");
+        assert_eq!(line["verdict"], "deny", "{line}");
+        assert!(
+            !line.to_string().contains(secret),
+            "the decision line never repeats the secret: {line}"
+        );
+        let keys: Vec<String> = line
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<String>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|k: &String| !matches!(k.as_str(), "timestamp" | "fields" | "span"))
+            .collect();
+        match &fields {
+            None => fields = Some(keys),
+            Some(first) => assert_eq!(&keys, first, "{url}: the same fields on every line"),
+        }
+    }
+    assert_eq!(
+        remote.http_hits.load(Ordering::SeqCst),
+        hits,
+        "no refused request reaches the origin"
     );
 }
 
