@@ -516,12 +516,27 @@ async fn check_the_admission_table(ns: &Netns, gate: &GateProcess, remote: &Remo
     let hits = remote.http_hits.load(Ordering::SeqCst);
     let secret = "sk-abcdefghijklmnopqrstuvwxyz012345";
     let cases = [
-        ("metadata.test", 80, "/latest".to_string(), "ip_cloud_metadata"),
+        (
+            "metadata.test",
+            80,
+            "/latest".to_string(),
+            "ip_cloud_metadata",
+        ),
         ("private.test", 80, "/".to_string(), "ip_private_range"),
         ("nowhere.test", 80, "/".to_string(), "dns_failure"),
-        ("blocked.test", 80, "/table".to_string(), "blocked_by_policy"),
+        (
+            "blocked.test",
+            80,
+            "/table".to_string(),
+            "blocked_by_policy",
+        ),
         ("allowed.test", 80, format!("/?q={secret}"), "secret_in_url"),
-        ("AKIAABCDEFGHIJKLMNOP.allowed.test", 80, "/".to_string(), "secret_in_url"),
+        (
+            "AKIAABCDEFGHIJKLMNOP.allowed.test",
+            80,
+            "/".to_string(),
+            "secret_in_url",
+        ),
         ("allowed.test", 8080, "/".to_string(), "port_not_allowed"),
     ];
     let mut fields: Option<Vec<String>> = None;
@@ -535,7 +550,10 @@ async fn check_the_admission_table(ns: &Netns, gate: &GateProcess, remote: &Remo
             out.contains(&format!("x-fleetgate-error: {code}")),
             "{url} must be refused with {code}: {out}"
         );
-        assert!(!out.contains(secret), "a refused secret is never repeated: {out}");
+        assert!(
+            !out.contains(secret),
+            "a refused secret is never repeated: {out}"
+        );
         // The line is written off the request path: wait for it.
         let mut lines = Vec::new();
         for _ in 0..200 {

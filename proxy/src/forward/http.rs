@@ -83,11 +83,13 @@ impl From<ProxyRefusal> for SendError {
 /// decision line either way.
 pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
+    // One policy from the request's first gate to its last, whatever a reload does meanwhile.
+    let rt = proxy.gate.runtime.load_full();
     let target = match conn.original {
         None => Ok(Cow::Borrowed(head.target())),
         Some(original) => {
             let tunnelled = conn.tunnel.is_some();
-            capture_target(proxy, head, original, tunnelled).map(Cow::Owned)
+            capture_target(&rt, head, original, tunnelled).map(Cow::Owned)
         }
     };
     let mut logged = LoggedUrl {
@@ -110,7 +112,7 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
                 framing: *framing,
                 started,
             };
-            exchange(proxy, conn, request, &mut logged.checked).await
+            exchange(proxy, &rt, conn, request, &mut logged.checked).await
         }
     };
     let mut decision = Decision::new("http", &logged, conn, started);
@@ -194,6 +196,7 @@ struct Request<'a> {
 /// Gate, dial (or reuse), send the request and its body, and read the response head.
 async fn exchange(
     proxy: &ForwardProxy,
+    rt: &Runtime,
     conn: &mut ClientConn,
     request: Request<'_>,
     checked: &mut Option<url::Url>,
@@ -205,8 +208,7 @@ async fn exchange(
         framing,
         started,
     } = request;
-    let rt = proxy.gate.runtime.load_full();
-    let Admitted { target, addrs } = admit(proxy, &rt, raw).await?;
+    let Admitted { target, addrs } = admit(proxy, rt, raw).await?;
     let port = target.port().unwrap_or(80);
     // Moved, not cloned: the log line formats it from here.
     let url: &url::Url = checked.insert(
@@ -417,7 +419,7 @@ impl std::fmt::Display for LoggedUrl<'_> {
 /// inside a CONNECT tunnel an IP-literal `Host` is gated as the URL's host, as the forward
 /// proxy gates `GET http://<ip>/`.
 fn capture_target(
-    proxy: &ForwardProxy,
+    rt: &Runtime,
     head: &Head,
     original: SocketAddr,
     tunnelled: bool,
@@ -445,12 +447,10 @@ fn capture_target(
             IpAddr::V4(ip) => ip.to_string(),
             IpAddr::V6(ip) => format!("[{ip}]"),
         },
-        _ if proxy.gate.runtime.load().policy.egress.limits.allow_raw_ip => {
-            match original.ip().to_canonical() {
-                IpAddr::V4(ip) => ip.to_string(),
-                IpAddr::V6(ip) => format!("[{ip}]"),
-            }
-        }
+        _ if rt.policy.egress.limits.allow_raw_ip => match original.ip().to_canonical() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("[{ip}]"),
+        },
         _ => return Err(ProxyRefusal::Capture(Refusal::NoTargetName)),
     };
     let path = sniffed.path.as_deref().unwrap_or("/");
