@@ -176,7 +176,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
     if let Some(path) = args.policy.clone() {
         let interval = Duration::from_millis(args.reload_interval_ms.max(100));
-        tokio::spawn(reload::watch(gate.clone(), path, interval));
+        tokio::spawn(reload::poll_policy_file(gate.clone(), path, interval));
     }
     wait_for_shutdown().await;
     tracing::info!("shutting down: draining connections");

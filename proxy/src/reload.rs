@@ -31,11 +31,11 @@ pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
     hex::encode(h.finalize())
 }
 
-/// Watch `path` every `interval` (and on SIGHUP) and swap in valid changes.
+/// Poll `path` every `interval` (and on SIGHUP) and swap in valid changes.
 ///
 /// The starting fingerprint is that of the running policy's own bytes, so an edit made between
-/// the first load and the start of the watch is still seen.
-pub async fn watch(gate: Arc<GateState>, path: PathBuf, interval: Duration) {
+/// the first load and the first poll is still seen.
+pub async fn poll_policy_file(gate: Arc<GateState>, path: PathBuf, interval: Duration) {
     let mut last = {
         let rt = gate.runtime.load();
         fingerprint(&rt.policy.sha256, &rt.policy.blocklist.shared_files)
