@@ -3,7 +3,7 @@
 //! upstream failures, all as `{"error": {"code", "message"}}` with `x-fleetgate-error`.
 
 use bytes::Bytes;
-use http::{Response, StatusCode, header};
+use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 
 use crate::dialer::ConnectError;
@@ -171,32 +171,7 @@ impl ProxyRefusal {
             .await
             .map(|c| c.to_bytes())
             .unwrap_or_default();
-        let mut out = Vec::with_capacity(256 + body.len());
-        out.extend_from_slice(b"HTTP/1.1 ");
-        out.extend_from_slice(parts.status.as_str().as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(
-            parts
-                .status
-                .canonical_reason()
-                .unwrap_or("Refused")
-                .as_bytes(),
-        );
-        out.extend_from_slice(b"\r\n");
-        for (name, value) in &parts.headers {
-            if name != header::CONTENT_LENGTH && name != header::CONNECTION {
-                crate::relay::h1::put_field(&mut out, name.as_str(), value.as_bytes());
-            }
-        }
-        crate::relay::h1::put_framing(
-            &mut out,
-            crate::relay::h1::Framing::Length(body.len() as u64),
-        );
-        if close {
-            out.extend_from_slice(b"connection: close\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&body);
+        let out = crate::relay::h1::encode_response(&parts, &body, close);
         w.write_all(&out).await
     }
 }
@@ -249,7 +224,7 @@ mod tests {
             assert_eq!(resp.headers()[respond::ERROR_HEADER], code, "{code} header");
             assert_eq!(
                 resp.headers()
-                    .get(header::RETRY_AFTER)
+                    .get(http::header::RETRY_AFTER)
                     .and_then(|v| v.to_str().ok()),
                 retry,
                 "{code} Retry-After"

@@ -2,13 +2,13 @@
 //! on the wire: nothing for TLS (a clean close), a JSON 403 for plain HTTP.
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode};
+use http::StatusCode;
 use http_body_util::BodyExt;
 
 use super::sniff::{Protocol, SniffError};
 use crate::dialer::ConnectError;
 use crate::gates::DenyReason;
-use crate::respond::{self, Body, Shape};
+use crate::respond::{self, Shape};
 
 /// A refused transparent connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -139,37 +139,16 @@ impl Refusal {
         }
     }
 
-    /// The HTTP response: `{"error": {"code", "message"}}` and `x-fleetgate-error`.
-    pub fn response(&self) -> Response<Body> {
-        let mut resp = match self {
-            Self::Gate(reason) => respond::refuse(reason, Shape::Error),
-            other => respond::refuse(other, Shape::Error),
-        };
-        resp.headers_mut()
-            .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-        resp
-    }
-
-    /// [`Refusal::response`] serialised as HTTP/1.1 bytes, with `content-length`.
+    /// The answer to a plain-HTTP client as HTTP/1.1 bytes: `{"error": {"code", "message"}}`,
+    /// `x-fleetgate-error`, `content-length`, `connection: close` (the connection ends after it).
     pub async fn response_bytes(&self) -> Vec<u8> {
-        let resp = self.response();
-        let (parts, body) = resp.into_parts();
+        let (parts, body) = respond::refuse(self, Shape::Error).into_parts();
         let body: Bytes = body
             .collect()
             .await
             .map(|c| c.to_bytes())
             .unwrap_or_default();
-        let reason = parts.status.canonical_reason().unwrap_or("");
-        let mut out = format!("HTTP/1.1 {} {reason}\r\n", parts.status.as_u16()).into_bytes();
-        for (name, value) in &parts.headers {
-            out.extend_from_slice(name.as_str().as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(format!("content-length: {}\r\n\r\n", body.len()).as_bytes());
-        out.extend_from_slice(&body);
-        out
+        super::h1::encode_response(&parts, &body, true)
     }
 }
 

@@ -397,6 +397,39 @@ pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// A whole response the gate answers itself, as HTTP/1.1 bytes: the status line, the fields
+/// of `parts` except framing and `connection`, the `content-length` of `body`, and
+/// `connection: close` when `close`, then `body`.
+pub fn encode_response(parts: &http::response::Parts, body: &[u8], close: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256 + body.len());
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(parts.status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(
+        parts
+            .status
+            .canonical_reason()
+            .unwrap_or("Refused")
+            .as_bytes(),
+    );
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in &parts.headers {
+        if name != http::header::CONTENT_LENGTH
+            && name != http::header::TRANSFER_ENCODING
+            && name != http::header::CONNECTION
+        {
+            put_field(&mut out, name.as_str(), value.as_bytes());
+        }
+    }
+    put_framing(&mut out, Framing::Length(body.len() as u64));
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
 /// Append the framing field of `framing` (nothing for `Empty` and `UntilClose`).
 pub fn put_framing(out: &mut Vec<u8>, framing: Framing) {
     match framing {
