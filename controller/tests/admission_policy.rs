@@ -4,6 +4,10 @@
 //! every way around the gate the policy names — NET_ADMIN / NET_RAW / ALL in any spelling,
 //! privileged, hostNetwork, a look-alike gate container or init container, an ephemeral debug
 //! container. Pods not labelled for injection (or opted out, when allowed) are not matched.
+//!
+//! Real-server twin: `tests/tests/k8s/admission.rs` has kube-apiserver itself evaluate the
+//! installed policy (refusals naming it, the ephemeral-container path); this file keeps the
+//! wide table of spellings, which is cheaper client-side.
 #![allow(clippy::expect_used)]
 
 use std::path::PathBuf;

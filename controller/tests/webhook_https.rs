@@ -1,6 +1,10 @@
 //! The real webhook server on a loopback port 0, serving a certificate from a throw-away rcgen
 //! CA, driven by a client that trusts only that CA: AdmissionReviews in, decoded answers
 //! checked (uid echoed, patch type, patch applied to the pod), plus the certificate reload.
+//!
+//! Real-server twin: `tests/tests/k8s/webhook.rs` has kube-apiserver call the controller's
+//! webhook through the chart's `webhook.url` override and caBundle; this file keeps the
+//! certificate reload and malformed-review cases a real API server never sends.
 #![allow(clippy::expect_used)]
 
 use std::net::SocketAddr;

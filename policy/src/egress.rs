@@ -1,6 +1,7 @@
-//! The egress listeners' limits as policy fields: `egress.allowRawIP`, `egress.maxTunnels`,
-//! `egress.maxConnections` and `egress.timeouts`, read as written and validated into [`EgressLimits`] with field-named
-//! errors. The listeners read them per connection, so a reload applies to new connections.
+//! The egress listeners' limits as policy fields: `egress.allowRawIP`, `egress.rawTunnelPorts`,
+//! `egress.maxTunnels`, `egress.maxConnections` and `egress.timeouts`, read as written and
+//! validated into [`EgressLimits`] with field-named errors. The listeners read them per
+//! connection, so a reload applies to new connections.
 
 use std::time::Duration;
 
@@ -41,6 +42,11 @@ pub struct EgressLimits {
     /// host (no SNI, no `Host`) or names an IP literal; the address is still checked. Default
     /// off.
     pub allow_raw_ip: bool,
+    /// `egress.rawTunnelPorts`: ports on which a CONNECT tunnel may carry bytes that are
+    /// neither a TLS ClientHello nor an HTTP/1 request head (SSH, a database protocol, a
+    /// server that speaks first). Every listed port is also on `egress.ports`. Default empty:
+    /// such bytes are refused on every port.
+    pub raw_tunnel_ports: Vec<u16>,
     /// Concurrent tunnels per listener; `None` keeps each listener's default.
     pub max_tunnels: Option<usize>,
     /// Concurrent client connections per listener (`egress.maxConnections`); past it a new
@@ -113,10 +119,41 @@ impl Validator<'_> {
         };
         EgressLimits {
             allow_raw_ip: allow_raw_ip.unwrap_or(false),
+            raw_tunnel_ports: Vec::new(),
             max_tunnels,
             max_connections,
             timeouts,
         }
+    }
+}
+
+impl Validator<'_> {
+    /// Validate `egress.rawTunnelPorts` against the port allow-list `ports`: each port once,
+    /// between 1 and 65535, and on `egress.ports` (a raw port the port list refuses would
+    /// never be reached, and a typo would silently open nothing).
+    pub(super) fn raw_tunnel_ports(&mut self, raw: Vec<u16>, ports: &[u16]) -> Vec<u16> {
+        let mut valid = Vec::with_capacity(raw.len());
+        for (i, port) in raw.into_iter().enumerate() {
+            let field = format!("egress.rawTunnelPorts[{i}]");
+            if port == 0 {
+                self.err(
+                    field,
+                    "port 0 is not a port; list ports between 1 and 65535",
+                );
+            } else if valid.contains(&port) {
+                self.err(field, format!("port {port} is listed twice; list it once"));
+            } else if !ports.contains(&port) {
+                self.err(
+                    field,
+                    format!(
+                        "port {port} is not on egress.ports; add it there too, or remove it here"
+                    ),
+                );
+            } else {
+                valid.push(port);
+            }
+        }
+        valid
     }
 }
 
@@ -186,6 +223,48 @@ mod tests {
             let err = parse(yaml).expect_err("an out-of-range limit must refuse the policy");
             let fields: Vec<&str> = err.errors.iter().map(|e| e.field.as_str()).collect();
             assert_eq!(fields, vec![field], "{yaml} must name only {field}");
+        }
+    }
+
+    #[test]
+    fn raw_tunnel_ports_are_read_and_empty_by_default() {
+        let p = parse("  ports: [80, 443, 22]\n  rawTunnelPorts: [22]\n")
+            .expect("a raw tunnel port on the port list must load");
+        assert_eq!(p.egress.limits.raw_tunnel_ports, vec![22]);
+        let d = parse("  ports: [80, 443, 22]\n").expect("no raw ports must load");
+        assert!(
+            d.egress.limits.raw_tunnel_ports.is_empty(),
+            "raw protocols must be refused on every port by default"
+        );
+    }
+
+    #[test]
+    fn raw_tunnel_ports_off_the_port_list_twice_or_zero_are_refused_by_index() {
+        let cases = [
+            (
+                "  rawTunnelPorts: [22]\n",
+                "egress.rawTunnelPorts[0]",
+                "egress.ports",
+            ),
+            (
+                "  ports: [80, 22]\n  rawTunnelPorts: [22, 22]\n",
+                "egress.rawTunnelPorts[1]",
+                "twice",
+            ),
+            (
+                "  ports: [80, 22]\n  rawTunnelPorts: [22, 0]\n",
+                "egress.rawTunnelPorts[1]",
+                "port 0",
+            ),
+        ];
+        for (yaml, field, says) in cases {
+            let err = parse(yaml).expect_err("a bad raw tunnel port must refuse the policy");
+            let fields: Vec<&str> = err.errors.iter().map(|e| e.field.as_str()).collect();
+            assert_eq!(fields, vec![field], "{yaml} must name only {field}");
+            assert!(
+                err.errors[0].message.contains(says),
+                "{yaml}: the message must say why: {err}"
+            );
         }
     }
 

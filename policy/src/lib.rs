@@ -794,16 +794,18 @@ impl<'a> Validator<'a> {
                 "must list ports between 1 and 65535 (default [80, 443])",
             );
         }
+        let mut limits = self.egress_limits(
+            raw.allow_raw_ip,
+            [raw.max_tunnels, raw.max_connections],
+            raw.timeouts,
+        );
+        limits.raw_tunnel_ports = self.raw_tunnel_ports(raw.raw_tunnel_ports, &ports);
         EgressPolicy {
             addrs,
             ports,
             ports_explicit,
             resolver: self.resolver(raw.resolver),
-            limits: self.egress_limits(
-                raw.allow_raw_ip,
-                [raw.max_tunnels, raw.max_connections],
-                raw.timeouts,
-            ),
+            limits,
         }
     }
 

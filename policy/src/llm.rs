@@ -17,8 +17,13 @@ pub const EFFORT_LEVELS: &[&str] = &["none", "minimal", "low", "medium", "high",
 /// Provider kinds: how the key is sent and where effort lives on the wire.
 pub const PROVIDER_KINDS: &[&str] = &["openai", "anthropic", "openrouter", "xai"];
 
-/// Default cap of a request body the route buffers (to observe and rewrite it).
+/// Default cap of a request body the route buffers (to observe and rewrite it): Anthropic's
+/// own request limit. The body is judged without a tree of it, so a request costs about twice
+/// its size at peak (the buffered body and its rewrite).
 pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Smallest and largest `llm.maxRequestBytes` accepted.
+pub const MAX_REQUEST_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1024..=128 * 1024 * 1024;
 
 /// Default time an upstream may take to send its response head.
 pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 600_000;
@@ -50,9 +55,16 @@ pub struct RawLlm {
     #[serde(default)]
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub pins: BTreeMap<String, RawLlmPin>,
-    /// Request body cap in bytes.
+    /// Request body cap in bytes (default 32 MiB, 1 KiB to 128 MiB); a larger body gets a 413
+    /// in the provider's error shape.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<u64>,
+    /// Endpoints beyond the judged ones that enforce mode relays as sent (unjudged), as
+    /// `METHOD /path` patterns: `*` is one path segment, a final `**` any rest
+    /// (`POST /v1/batches`, `GET /v1/batches/*`).
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_endpoints: Vec<String>,
 }
 
 /// `llm.providers.<name>:` as written.
@@ -179,6 +191,78 @@ pub struct LlmPolicy {
     pub pins: BTreeMap<String, LlmPin>,
     /// Request body cap in bytes.
     pub max_request_bytes: u64,
+    /// Other endpoints relayed as sent in enforce mode.
+    pub extra_endpoints: Vec<EndpointPattern>,
+}
+
+/// A `METHOD /path` pattern of `llm.extraEndpoints`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndpointPattern {
+    /// Upper-case method, or `*` for any.
+    pub method: String,
+    /// Path segments: literal, `*` (one segment) or a final `**` (any rest).
+    pub segments: Vec<String>,
+}
+
+// === impl EndpointPattern ===
+
+impl EndpointPattern {
+    /// Parse `METHOD /path`; the error says what is wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (method, path) = text
+            .trim()
+            .split_once(' ')
+            .ok_or_else(|| format!("'{text}' is not `METHOD /path`, e.g. `POST /v1/batches`"))?;
+        let path = path.trim();
+        let upper = !method.is_empty() && method.bytes().all(|b| b.is_ascii_uppercase());
+        if method != "*" && !upper {
+            return Err(format!(
+                "'{method}' is not a method; use an upper-case method such as POST, or *"
+            ));
+        }
+        let Some(rest) = path.strip_prefix('/') else {
+            return Err(format!("'{path}' must start with /"));
+        };
+        let segments: Vec<String> = rest.split('/').map(str::to_string).collect();
+        for (i, segment) in segments.iter().enumerate() {
+            let plain = !segment.is_empty()
+                && segment != "."
+                && segment != ".."
+                && segment.bytes().all(|b| {
+                    b.is_ascii_alphanumeric()
+                        || matches!(b, b'-' | b'.' | b'_' | b'~' | b':' | b'@')
+                });
+            let wild = segment == "*" || (segment == "**" && i + 1 == segments.len());
+            if !plain && !wild {
+                return Err(format!(
+                    "segment '{segment}' of '{path}' must be plain (letters, digits, -._~:@), `*`, or a final `**`"
+                ));
+            }
+        }
+        Ok(Self {
+            method: method.to_string(),
+            segments,
+        })
+    }
+
+    /// Whether `method` on the normalised provider path `path` matches.
+    pub fn matches(&self, method: &str, path: &str) -> bool {
+        if self.method != "*" && self.method != method {
+            return false;
+        }
+        let path = path.strip_prefix('/').unwrap_or(path);
+        let mut given = path.trim_end_matches('/').split('/');
+        for want in &self.segments {
+            if want == "**" {
+                return true;
+            }
+            match given.next() {
+                Some(seg) if want == "*" || want == seg => {}
+                _ => return false,
+            }
+        }
+        given.next().is_none()
+    }
 }
 
 // === impl LlmPolicy ===
@@ -201,14 +285,21 @@ impl LlmPolicy {
         self.allowed_models.is_empty() || self.names_model(model)
     }
 
-    /// Whether the policy names `model` in `allowedModels` (the metric label bound).
+    /// Whether the policy names `model` in `allowedModels`.
     pub fn names_model(&self, model: &str) -> bool {
+        self.allowed_entry(model).is_some()
+    }
+
+    /// The `allowedModels` entry that admits `model`, as written (`gpt-5`, `claude-*`): the
+    /// bounded name a model is counted under.
+    pub fn allowed_entry(&self, model: &str) -> Option<&str> {
         self.allowed_models
             .iter()
-            .any(|m| match m.strip_suffix('*') {
+            .find(|m| match m.strip_suffix('*') {
                 Some(prefix) => model.starts_with(prefix),
-                None => m == model,
+                None => *m == model,
             })
+            .map(String::as_str)
     }
 }
 
@@ -300,6 +391,24 @@ pub fn validate(raw: RawLlm, base_dir: &Path, errors: &mut Vec<FieldError>) -> L
             },
         );
     }
+    let max_request_bytes = raw.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES);
+    if !MAX_REQUEST_BYTES_RANGE.contains(&max_request_bytes) {
+        err(
+            "llm.maxRequestBytes".into(),
+            format!(
+                "{max_request_bytes} is out of range; use {} to {} bytes (default {DEFAULT_MAX_REQUEST_BYTES})",
+                MAX_REQUEST_BYTES_RANGE.start(),
+                MAX_REQUEST_BYTES_RANGE.end()
+            ),
+        );
+    }
+    let mut extra_endpoints = Vec::new();
+    for (i, text) in raw.extra_endpoints.iter().enumerate() {
+        match EndpointPattern::parse(text) {
+            Ok(p) => extra_endpoints.push(p),
+            Err(message) => err(format!("llm.extraEndpoints[{i}]"), message),
+        }
+    }
     LlmPolicy {
         mode,
         policy_name: raw.policy_name.filter(|n| !n.trim().is_empty()),
@@ -307,10 +416,11 @@ pub fn validate(raw: RawLlm, base_dir: &Path, errors: &mut Vec<FieldError>) -> L
         roles,
         allowed_models: raw.allowed_models,
         pins,
-        max_request_bytes: raw
-            .max_request_bytes
-            .unwrap_or(DEFAULT_MAX_REQUEST_BYTES)
-            .max(1024),
+        max_request_bytes: max_request_bytes.clamp(
+            *MAX_REQUEST_BYTES_RANGE.start(),
+            *MAX_REQUEST_BYTES_RANGE.end(),
+        ),
+        extra_endpoints,
     }
 }
 
@@ -376,3 +486,6 @@ fn provider(
         ),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -220,6 +220,10 @@ pub struct RawEgress {
     #[serde(rename = "allowRawIP")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_raw_ip: Option<bool>,
+    /// Ports whose CONNECT tunnels may carry bytes that are neither TLS nor HTTP/1.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub raw_tunnel_ports: Vec<u16>,
     /// Concurrent tunnels per egress listener.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tunnels: Option<u64>,

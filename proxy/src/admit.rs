@@ -11,8 +11,10 @@
 //! and counts every verdict in `fleetgate_gate_decisions_total`. The table is the only place
 //! that says which gate applies where; a listener never runs a gate by hand. Every listener
 //! that dials then runs [`no_loop`] on the address and port it is about to dial (the
-//! `proxy_loop` gate). What stays with the listener is its own protocol work: parsing its target, the
-//! pinned dial to the returned addresses, its decision line.
+//! `proxy_loop` gate). A TLS ClientHello inside a CONNECT tunnel is judged by [`sni`]: the
+//! CONNECT row's name gates on the server name, then the `sni` gate, which ties the name to the
+//! tunnel's target. What stays with the listener is its own protocol work: parsing its target,
+//! the pinned dial to the returned addresses, its decision line.
 
 use std::net::IpAddr;
 
@@ -191,16 +193,7 @@ pub async fn url(
     let checked = ssrf::check_url(target, &rt.policy.egress, &rt.resolver).await;
     admission.addrs = addresses(metrics, checked)?;
     if row.blocklist {
-        let verdict = WebsiteBlocklistGate {
-            list: &rt.blocklist,
-        }
-        .check(target);
-        decide(
-            metrics,
-            "website_blocklist",
-            blocklist_mode(rt, verdict),
-            &mut admission,
-        )?;
+        blocklist_url(rt, metrics, target, &mut admission)?;
     }
     Ok(admission)
 }
@@ -218,36 +211,44 @@ pub async fn host(
     let row = Row::of(listener);
     let mut admission = Admission::default();
     if row.secret_in_host {
-        let secrets = Some(&rt.policy.secrets);
-        let first = secret_url::check_host_secret_with(raw, secrets);
-        let verdict = match first {
-            Verdict::Deny(_) => first,
-            _ if raw == host => first,
-            _ => match secret_url::check_host_secret_with(host, secrets) {
-                Verdict::Allow => first,
-                second => second,
-            },
-        };
-        decide(metrics, "secret_url", verdict, &mut admission)?;
+        decide(
+            metrics,
+            "secret_url",
+            host_secret(rt, raw, host),
+            &mut admission,
+        )?;
     }
     self::port(rt, metrics, listener, port)?;
     let checked = ssrf::check_host(host, &rt.policy.egress, &rt.resolver).await;
     admission.addrs = addresses(metrics, checked)?;
     if row.blocklist {
-        let verdict = match rt.blocklist.check_host(host) {
-            None => Verdict::Allow,
-            Some(m) => Verdict::Deny(DenyReason::BlockedByPolicy {
-                host: m.host,
-                rule: m.rule,
-                source: m.source,
-            }),
-        };
-        decide(
-            metrics,
-            "website_blocklist",
-            blocklist_mode(rt, verdict),
-            &mut admission,
-        )?;
+        host_blocklist(rt, metrics, host, &mut admission)?;
+    }
+    Ok(admission)
+}
+
+/// A stored redirect hop of a cached page, re-admitted on every hit under the current policy:
+/// the gates of [`Listener::Recheck`]'s row, with E2's checks that need no DNS (scheme, IP
+/// literals, the name rules). The addresses are not looked up again: a page whose chain
+/// crossed any address outside public unicast space is never stored, and public addresses
+/// pass E2 under every policy.
+pub fn stored_hop(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    target: &TargetUrl,
+) -> Result<Admission, Refusal> {
+    let row = Row::of(Listener::Recheck);
+    let mut admission = Admission::default();
+    if row.secret_url {
+        admission = secrets(rt, metrics, target)?;
+    }
+    let verdict = match ssrf::precheck_url(target, &rt.policy.egress) {
+        Ok(_) => Verdict::Allow,
+        Err(reason) => Verdict::Deny(reason),
+    };
+    decide(metrics, "ssrf", verdict, &mut admission)?;
+    if row.blocklist {
+        blocklist_url(rt, metrics, target, &mut admission)?;
     }
     Ok(admission)
 }
@@ -307,6 +308,107 @@ pub fn no_loop(
     decide(metrics, "proxy_loop", verdict, &mut Admission::default())
 }
 
+/// A host as a client named it: `raw` as sent (case kept), `host` canonical (lowercase, IDNA,
+/// IPv4 forms decoded, IPv6 without brackets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named<'a> {
+    /// As the client sent it.
+    pub raw: &'a str,
+    /// Its canonical form.
+    pub host: &'a str,
+}
+
+/// The server name of a TLS ClientHello inside a CONNECT tunnel to `target`, which [`host`]
+/// admitted and the gate dialled at `dialled`. Names carry what a host does, so the CONNECT
+/// row's name gates run on the server name (secret in host, then the blocklist, which matches
+/// names only: a CONNECT to an address is judged here by the name it carries), then the `sni`
+/// gate ties the name to the tunnel:
+///
+/// 1. a CONNECT to a name carries that same name (canonical forms compared);
+/// 2. a CONNECT to an address carries a name whose checked answers (E2, the gate's own
+///    resolver) include the dialled address, or that address itself.
+///
+/// A server name identical to the CONNECT host was judged with it and costs nothing here.
+pub async fn sni(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    name: Named<'_>,
+    target: Named<'_>,
+    dialled: IpAddr,
+) -> Result<Admission, Refusal> {
+    let row = Row::of(Listener::Connect);
+    let mut admission = Admission::default();
+    if name.raw == target.raw {
+        return Ok(admission);
+    }
+    if row.secret_in_host {
+        let verdict = host_secret(rt, name.raw, name.host);
+        decide(metrics, "secret_url", verdict, &mut admission)?;
+    }
+    if name.host == target.host {
+        return Ok(admission);
+    }
+    if row.blocklist {
+        host_blocklist(rt, metrics, name.host, &mut admission)?;
+    }
+    let same = |ip: IpAddr| ip.to_canonical() == dialled.to_canonical();
+    let matches = match (target.host.parse::<IpAddr>(), name.host.parse::<IpAddr>()) {
+        (Ok(_), Ok(ip)) => same(ip),
+        (Ok(_), Err(_)) => {
+            let checked = ssrf::check_host(name.host, &rt.policy.egress, &rt.resolver).await;
+            addresses(metrics, checked)?.into_iter().any(same)
+        }
+        (Err(_), _) => false,
+    };
+    let verdict = match matches {
+        true => Verdict::Allow,
+        false => Verdict::Deny(DenyReason::SniMismatch {
+            sni: name.host.to_string(),
+            target: target.host.to_string(),
+        }),
+    };
+    decide(metrics, "sni", verdict, &mut admission)?;
+    Ok(admission)
+}
+
+/// A token in a host label, judged on the name as sent (a secret's prefix is case-sensitive)
+/// and on its canonical form.
+fn host_secret(rt: &Runtime, raw: &str, host: &str) -> Verdict {
+    let secrets = Some(&rt.policy.secrets);
+    let first = secret_url::check_host_secret_with(raw, secrets);
+    match first {
+        Verdict::Deny(_) => first,
+        _ if raw == host => first,
+        _ => match secret_url::check_host_secret_with(host, secrets) {
+            Verdict::Allow => first,
+            second => second,
+        },
+    }
+}
+
+/// E4 on a canonical host name, counted, in the policy's blocklist mode.
+fn host_blocklist(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    host: &str,
+    admission: &mut Admission,
+) -> Result<(), Refusal> {
+    let verdict = match rt.blocklist.check_host(host) {
+        None => Verdict::Allow,
+        Some(m) => Verdict::Deny(DenyReason::BlockedByPolicy {
+            host: m.host,
+            rule: m.rule,
+            source: m.source,
+        }),
+    };
+    decide(
+        metrics,
+        "website_blocklist",
+        blocklist_mode(rt, verdict),
+        admission,
+    )
+}
+
 /// Count `verdict`; a refusal ends the admission, a report is kept for the decision line.
 fn decide(
     metrics: &ProxyMetrics,
@@ -340,6 +442,25 @@ fn addresses(metrics: &ProxyMetrics, checked: ssrf::Checked) -> Result<Vec<IpAdd
             })
         }
     }
+}
+
+/// E4 on a URL, in the blocklist's mode.
+fn blocklist_url(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    target: &TargetUrl,
+    admission: &mut Admission,
+) -> Result<(), Refusal> {
+    let verdict = WebsiteBlocklistGate {
+        list: &rt.blocklist,
+    }
+    .check(target);
+    decide(
+        metrics,
+        "website_blocklist",
+        blocklist_mode(rt, verdict),
+        admission,
+    )
 }
 
 /// The blocklist's `mode`: in report mode a match is only reported.

@@ -12,8 +12,10 @@
 //!                                     └─ miss/stale/bypass ─► E6 vendor ─► DiskCache::put ─► E7
 //! ```
 //!
-//! A hit skips only the vendor call: every gate before it has already run for the URL, and the
-//! page still goes through E7. [`CacheOutcome`] and [`NoCacheReason`] carry the stable codes used
+//! A hit skips only the vendor call: every gate before it has already run for the URL, every
+//! stored hop after it (redirects, a vendor's final URL) is re-admitted under the current
+//! policy, and the page still goes through E7. A page whose chain crossed an address outside
+//! public unicast space (an `allowCIDRs` exception) is never stored. [`CacheOutcome`] and [`NoCacheReason`] carry the stable codes used
 //! as the `outcome` metric label and the `cache` field of the decision log line.
 //!
 //! In the pipeline (per URL, after E4): `lookup(&target.normalized, backend)`; on a hit the row
@@ -111,6 +113,14 @@ pub enum NoCacheReason {
     /// The entry's header, length or encoding is broken; it was removed best-effort.
     #[error("failed to read the cache: the entry is corrupt")]
     CorruptEntry,
+    /// A stored redirect hop (or a vendor's final URL) is refused by the current policy; the
+    /// entry is not served and the page is fetched afresh, every hop re-gated.
+    #[error("failed to use the cache: a stored hop of the page is refused by the current policy")]
+    RefusedHop,
+    /// The entry records no hops (written before hops were recorded): it cannot be
+    /// re-admitted, so it is not served.
+    #[error("failed to use the cache: the entry does not record its hops")]
+    UnrecordedHops,
 }
 
 /// The cache settings one [`DiskCache`] runs with; built from the policy's `web.cache`.
@@ -153,7 +163,7 @@ impl CacheOutcome {
 
 impl NoCacheReason {
     /// Every reason, for code listings and the uniqueness test.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 18] = [
         Self::Disabled,
         Self::InvalidUrl,
         Self::LocalHost,
@@ -170,6 +180,8 @@ impl NoCacheReason {
         Self::VolumeUnreadable,
         Self::VolumeError,
         Self::CorruptEntry,
+        Self::RefusedHop,
+        Self::UnrecordedHops,
     ];
 
     /// Stable snake_case code, the same in metric labels and log lines.
@@ -191,6 +203,8 @@ impl NoCacheReason {
             Self::VolumeUnreadable => "volume_unreadable",
             Self::VolumeError => "volume_error",
             Self::CorruptEntry => "corrupt_entry",
+            Self::RefusedHop => "refused_hop",
+            Self::UnrecordedHops => "unrecorded_hops",
         }
     }
 

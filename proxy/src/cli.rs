@@ -92,7 +92,13 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve(args) => rt.block_on(crate::app::serve(args)),
+        Command::Serve(args) => {
+            let code = rt.block_on(crate::app::serve(args));
+            // `serve` has drained within its grace period; work still on the blocking pool (a
+            // cache write on a hung volume) must not hold the exit past it.
+            rt.shutdown_timeout(std::time::Duration::from_millis(500));
+            code
+        }
         Command::CheckPolicy { file } => check_policy(&file),
         Command::Report(args) => match crate::report::cli::run(&args) {
             Ok(out) => {

@@ -3,7 +3,10 @@
 //! ```text
 //!  client ──► listener ──┬─ CONNECT host:port ─► canonical authority ─► tunnel cap ─► secret in host
 //!                        │                       ─► port allow-list ─► E2 ─► E4 ─► loop check
-//!                        │                       ─► pinned dial ─► 200 ─► metered byte tunnel
+//!                        │                       ─► pinned dial ─► 200 ─► first bytes (one sniff):
+//!                        │                          TLS ─► SNI gates ─► metered byte tunnel
+//!                        │                          HTTP ─► the relay below, request by request
+//!                        │                          else ─► refused (raw byte tunnel on egress.rawTunnelPorts)
 //!                        └─ GET http://h/p ─────► port allow-list ─► E1 ─► E2 ─► E4 (the pipeline)
 //!                                                ─► loop check ─► pinned dial ─► streamed relay
 //! ```

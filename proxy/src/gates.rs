@@ -135,6 +135,15 @@ pub enum DenyReason {
         /// The address that would be dialled.
         target: std::net::SocketAddr,
     },
+    /// A TLS ClientHello inside a CONNECT tunnel names another server than the tunnel's: a
+    /// name that is not the CONNECT host, or, for a CONNECT to an address, a name that does not
+    /// resolve to it.
+    SniMismatch {
+        /// The ClientHello's canonical server name (it passed the secret check).
+        sni: String,
+        /// The CONNECT target's canonical host.
+        target: String,
+    },
 }
 
 // === impl DenyReason ===
@@ -158,6 +167,7 @@ impl DenyReason {
             Self::BlockedByPolicy { .. } => "website_blocklist",
             Self::PortNotAllowed { .. } => "port",
             Self::ProxyLoop { .. } => "proxy_loop",
+            Self::SniMismatch { .. } => "sni",
             _ => "ssrf",
         }
     }
@@ -180,6 +190,7 @@ impl DenyReason {
         "blocked_by_policy",
         "port_not_allowed",
         "proxy_loop",
+        "sni_mismatch",
     ];
 
     /// The stable snake_case code of this reason.
@@ -201,6 +212,7 @@ impl DenyReason {
             Self::BlockedByPolicy { .. } => "blocked_by_policy",
             Self::PortNotAllowed { .. } => "port_not_allowed",
             Self::ProxyLoop { .. } => "proxy_loop",
+            Self::SniMismatch { .. } => "sni_mismatch",
         }
     }
 
@@ -276,6 +288,10 @@ impl fmt::Display for DenyReason {
                 f,
                 "Blocked: {target} is one of this gate's own listeners; a proxied request must not loop back into the gate"
             ),
+            Self::SniMismatch { sni, target } => write!(
+                f,
+                "Blocked: the TLS server name {sni} is not the tunnel's target {target} (a CONNECT to a name carries that name; a CONNECT to an address, a name that resolves to it)"
+            ),
         }
     }
 }
@@ -332,6 +348,10 @@ mod tests {
             DenyReason::SecretInUrl { rule: "r".into() },
             DenyReason::PortNotAllowed { port: 1 },
             DenyReason::DnsNoAddresses { host: "h".into() },
+            DenyReason::SniMismatch {
+                sni: "a".into(),
+                target: "b".into(),
+            },
         ];
         for reason in samples {
             assert!(

@@ -22,11 +22,15 @@ use crate::state::GateState;
 use std::sync::Arc;
 
 pub mod body;
+pub mod endpoint;
 pub mod enforce;
+pub mod judge;
 pub mod metrics;
 pub mod observations;
 pub mod observe;
+pub mod path;
 pub mod proxy;
+pub mod scan;
 pub mod tier;
 pub mod upstream;
 
@@ -119,6 +123,18 @@ pub enum LlmError {
     /// allow-list: a provider would apply its own default model).
     #[error("{0}")]
     ModelMissing(String),
+    /// A key the gate judges or rewrites appears twice in one object (enforce mode): providers
+    /// differ on which one counts, so the one judged might not be the one run.
+    #[error("{0}")]
+    DuplicateKey(String),
+    /// The provider path is not its own normal form (enforce mode): a provider that decodes
+    /// or resolves it would route it elsewhere than it reads.
+    #[error("{0}")]
+    PathNotCanonical(String),
+    /// The method and path are not an endpoint the gate judges, nor one the policy names in
+    /// `llm.extraEndpoints` (enforce mode).
+    #[error("{0}")]
+    EndpointNotAllowed(String),
     /// The request body is over `llm.maxRequestBytes`.
     #[error("failed to read the request: the body is larger than {0} bytes")]
     TooLarge(u64),
@@ -155,6 +171,9 @@ impl LlmError {
         "llm_role_not_configured",
         "llm_model_not_allowed",
         "llm_model_missing",
+        "llm_duplicate_key",
+        "llm_path_not_canonical",
+        "llm_endpoint_not_allowed",
         "llm_key_unavailable",
     ];
 
@@ -165,6 +184,9 @@ impl LlmError {
             Self::RoleNotConfigured(_) => "llm_role_not_configured",
             Self::ModelNotAllowed(_) => "llm_model_not_allowed",
             Self::ModelMissing(_) => "llm_model_missing",
+            Self::DuplicateKey(_) => "llm_duplicate_key",
+            Self::PathNotCanonical(_) => "llm_path_not_canonical",
+            Self::EndpointNotAllowed(_) => "llm_endpoint_not_allowed",
             Self::TooLarge(_) => "payload_too_large",
             Self::BadRequest(_) => "invalid_request",
             Self::KeyUnavailable(_) => "llm_key_unavailable",
@@ -180,9 +202,14 @@ impl LlmError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
-            Self::ModelNotAllowed(_) | Self::Refused(_) => StatusCode::FORBIDDEN,
+            Self::ModelNotAllowed(_) | Self::EndpointNotAllowed(_) | Self::Refused(_) => {
+                StatusCode::FORBIDDEN
+            }
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::BadRequest(_) | Self::ModelMissing(_) => StatusCode::BAD_REQUEST,
+            Self::BadRequest(_)
+            | Self::ModelMissing(_)
+            | Self::DuplicateKey(_)
+            | Self::PathNotCanonical(_) => StatusCode::BAD_REQUEST,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::KeyUnavailable(_) | Self::Connect(_) | Self::Tls(_) | Self::Protocol(_) => {
                 StatusCode::BAD_GATEWAY

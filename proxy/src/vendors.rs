@@ -268,6 +268,18 @@ pub struct Page {
     pub textual: bool,
     /// The ring member that served the page when the keyless ring did.
     pub via: Option<BackendKind>,
+    /// Every URL after the requested one (redirect hops, a vendor's final URL), in order,
+    /// each with the addresses E2 checked for it (none when a vendor dialled it).
+    pub hops: Vec<Hop>,
+}
+
+/// One URL a page was fetched through after the requested one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// The normalised URL.
+    pub url: String,
+    /// The addresses E2 returned for it, when the gate dialled it.
+    pub addrs: Vec<IpAddr>,
 }
 
 // === impl Page ===
@@ -283,6 +295,7 @@ impl Page {
             content_type: None,
             textual: true,
             via: None,
+            hops: Vec::new(),
         }
     }
 }

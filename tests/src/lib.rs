@@ -12,6 +12,8 @@
 //! - [`http`]: a minimal loopback HTTP/1.1 client for talking to the gate and origins.
 //! - [`venv`]: the Python venv with the real Hermes Agent, or a clear skip when it is absent.
 //! - [`farm`]: the smuggling farm (payload corpus, recording origin, real servers, replay).
+//! - [`k8s`]: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
+//!   on loopback, built from source and started envtest-style.
 
 #![warn(missing_docs)]
 
@@ -20,6 +22,7 @@ pub mod dns;
 pub mod farm;
 pub mod gate;
 pub mod http;
+pub mod k8s;
 pub mod llm_stub;
 pub mod origin;
 pub mod venv;

@@ -137,6 +137,15 @@ async fn allowed_https_goes_through_a_connect_tunnel_to_the_tls_origin() {
         format!("secure.test:{}", f.tls.addr.port()).as_str(),
         "the log names the canonical authority"
     );
+    assert_eq!(
+        line["sni"], "secure.test",
+        "the line names the ClientHello's server name"
+    );
+    assert_eq!(
+        f.tls.server_names(),
+        vec![Some("secure.test".to_string())],
+        "the origin must see curl's one ClientHello"
+    );
 }
 
 #[tokio::test]

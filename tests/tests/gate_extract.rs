@@ -604,3 +604,104 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
     assert_eq!(bad.status.code(), Some(2), "a bad policy exits 2");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("web.charLimit"));
 }
+
+/// `depth` levels of `open`, the innermost text, then the closing tags.
+fn nested_page(open: &str, close: &str, depth: usize) -> String {
+    let mut page = String::from("<html><head><title>Deep</title></head><body>");
+    page.push_str(&open.repeat(depth));
+    page.push_str("innermost words");
+    page.push_str(&close.repeat(depth));
+    page.push_str("<p>tail text</p></body></html>");
+    page
+}
+
+/// A page of 200,000 nested `<div>` once aborted the gate (a recursive walk overflowed a
+/// worker's stack) or stalled every listener for minutes (a quadratic tree build on the async
+/// workers). Two at once now convert, `/live` answers while they run, and the gate lives on.
+#[tokio::test]
+async fn deeply_nested_pages_neither_crash_nor_stall_the_gate() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let origin = origin::http1()
+        .route(
+            "/divs",
+            Reply::html(nested_page("<div>", "</div>", 200_000)),
+        )
+        .route(
+            "/tables",
+            Reply::html(nested_page("<table><tr><td>", "</td></tr></table>", 10_000)),
+        )
+        .route(
+            "/inline",
+            Reply::html(nested_page("<b><i>", "</i></b>", 100_000)),
+        )
+        .run()
+        .await
+        .unwrap();
+    // Debug builds convert slowly on a loaded machine: the fetch budget is not what is tested.
+    let yaml = policy(
+        &dns,
+        "web:\n  charLimit: 100000\n  cache:\n    enabled: false\n",
+    )
+    .replace("totalTimeoutMs: 4000", "totalTimeoutMs: 120000");
+    let gate = GateProcess::spawn(&yaml).await.unwrap();
+    let urls = ["/divs", "/tables", "/inline"].map(|p| origin.url_with_host("origin.test", p));
+    let calls = [
+        extract(&gate, json!([urls[0]])),
+        extract(&gate, json!([urls[0]])),
+        extract(&gate, json!([urls[1], urls[2]])),
+    ];
+    let live = async {
+        // The admin listener answers while the pages convert.
+        let mut answered = 0;
+        for _ in 0..5 {
+            let reply = tokio::time::timeout(
+                Duration::from_secs(2),
+                http::get(gate.admin_addr(), "/live"),
+            )
+            .await
+            .expect("/live must answer within 2 s while pages convert")
+            .expect("/live must answer");
+            answered += usize::from(reply.status.as_u16() == 200);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        answered
+    };
+    let (bodies, answered) = tokio::join!(futures_util::future::join_all(calls), live);
+    assert_eq!(answered, 5, "/live must answer 200 every time");
+    for (status, body) in &bodies {
+        assert_eq!(*status, 200, "{body}");
+        for r in body["results"].as_array().expect("results") {
+            let content = r["content"].as_str().unwrap_or_default();
+            assert!(
+                content.contains("innermost words") && content.contains("tail text"),
+                "every nested page converts with its text kept: {:.300}",
+                r
+            );
+        }
+    }
+    let reply = http::get(gate.admin_addr(), "/live").await.unwrap();
+    assert_eq!(reply.status.as_u16(), 200, "the gate lives on");
+
+    // SIGTERM while two more pages convert: the gate stops within its grace period.
+    let mut gate = gate;
+    let api = gate.api_addr();
+    for _ in 0..2 {
+        let url = urls[0].clone();
+        tokio::spawn(async move {
+            let _ = http::post_json(api, "/v1/extract", &json!({"urls": [url]})).await;
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let status = gate
+        .terminate(Duration::from_secs(15))
+        .await
+        .expect("SIGTERM must stop the gate within its grace period");
+    assert!(
+        status.code().is_some(),
+        "the gate exits, not killed: {status:?}"
+    );
+}

@@ -13,6 +13,9 @@ mod hermes;
 #[path = "llm_route/bench.rs"]
 mod bench;
 
+#[path = "llm_route/hardening.rs"]
+mod hardening;
+
 use std::time::Duration;
 
 use bytes::Bytes;

@@ -457,3 +457,155 @@ async fn ddgs_serves_the_searxng_front_and_a_changed_layout_is_a_vendor_error() 
         "{body}"
     );
 }
+
+/// A Firecrawl stub that reports `source` as where the page ended up (the vendor followed a
+/// redirect there).
+fn scrape_reply(source: &str) -> Reply {
+    Reply::json(
+        &json!({"success": true, "data": {"markdown": MARKDOWN, "metadata": {
+        "title": "Vendor", "statusCode": 200, "sourceURL": source}}}),
+    )
+}
+
+/// Extract `url` until a row comes back from the cache (the write is in the background).
+async fn extract_until_cached(gate: &GateProcess, url: &str) -> Value {
+    let mut body = Value::Null;
+    for _ in 0..50 {
+        body = extract(gate, json!([url])).await;
+        if body["results"][0]["cached"] == true {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    body
+}
+
+fn cache_entries(gate: &GateProcess) -> Vec<String> {
+    std::fs::read_dir(gate.work_dir().join("volume/extract"))
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".cache.md"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A hit re-admits every stored hop under the policy of the day: a page cached through a
+/// redirect to a host blocklisted since is not served, and the fresh fetch is refused.
+#[tokio::test]
+async fn a_cached_page_whose_redirect_host_is_blocklisted_since_is_not_served() {
+    let dns = StubDns::builder()
+        .answer("docs.example.test", [ip(PUBLIC)])
+        .answer("moved.example.test", [ip(PUBLIC)])
+        .start()
+        .await
+        .unwrap();
+    let stub = origin::http1()
+        .route("/v2/scrape", scrape_reply("https://moved.example.test/new"))
+        .run()
+        .await
+        .unwrap();
+    let gate = GateProcess::builder(&firecrawl_policy(&dns, &stub, None, "[]"))
+        .env("FIRECRAWL_API_KEY", "fc-test-key-123")
+        .arg("--reload-interval-ms")
+        .arg("200")
+        .spawn()
+        .await
+        .unwrap();
+    let url = "https://docs.example.test/guide";
+    let hit = extract_until_cached(&gate, url).await;
+    assert_eq!(hit["results"][0]["cached"], true, "{hit}");
+    assert_eq!(hit["results"][0]["url"], "https://moved.example.test/new");
+
+    let policy = std::fs::read_to_string(gate.policy_path()).unwrap();
+    let blocked = policy.replacen(
+        "version: v1\n",
+        "version: v1\nwebsiteBlocklist:\n  domains: [moved.example.test]\n",
+        1,
+    );
+    std::fs::write(gate.policy_path(), blocked).unwrap();
+    gate.wait_for_json_log(
+        |l| l["message"] == "policy reloaded",
+        std::time::Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    let calls = stub.hits("/v2/scrape");
+    let body = extract(&gate, json!([url])).await;
+    let row = &body["results"][0];
+    assert_ne!(row["cached"], true, "a refused hop is never served: {body}");
+    assert_eq!(row["code"], "blocked_by_policy", "{body}");
+    assert_eq!(
+        stub.hits("/v2/scrape"),
+        calls + 1,
+        "the page is fetched afresh"
+    );
+    let metrics = http::get(gate.admin_addr(), "/metrics")
+        .await
+        .unwrap()
+        .text();
+    assert!(
+        metrics.contains("fleetgate_cache_lookups_total{outcome=\"refused_hop\"} 1"),
+        "{metrics}"
+    );
+}
+
+/// A public URL whose page came through an internal host opened by an `allowCIDRs`
+/// exception is never stored on the shared volume: a policy without the exception (another
+/// pod, or this one after an edit) must not read the internal page back.
+#[tokio::test]
+async fn a_page_reached_through_an_allowcidrs_exception_is_never_stored() {
+    let dns = StubDns::builder()
+        .answer("docs.example.test", [ip(PUBLIC)])
+        .answer("control.example.test", [ip(PUBLIC)])
+        .answer("intranet.example.test", [ip("10.20.30.40")])
+        .start()
+        .await
+        .unwrap();
+    let stub = origin::http1()
+        .route(
+            "/v2/scrape",
+            scrape_reply("https://intranet.example.test/payroll"),
+        )
+        .run()
+        .await
+        .unwrap();
+    let yaml = firecrawl_policy(&dns, &stub, None, "[]").replace(
+        "allowCIDRs: [\"127.0.0.1/32\"]",
+        "allowCIDRs: [\"127.0.0.1/32\", \"10.20.30.40/32\"]",
+    );
+    let gate = GateProcess::builder(&yaml)
+        .env("FIRECRAWL_API_KEY", "fc-test-key-123")
+        .spawn()
+        .await
+        .unwrap();
+    let internal = "https://docs.example.test/handbook";
+    let first = extract(&gate, json!([internal])).await;
+    assert_eq!(
+        first["results"][0]["url"], "https://intranet.example.test/payroll",
+        "the exception lets the page through: {first}"
+    );
+    // A control page with a public chain is stored; once it is served from the cache, every
+    // background write issued before it has had its turn.
+    let control = "https://control.example.test/page";
+    stub.set_route("/v2/scrape", scrape_reply(control));
+    let hit = extract_until_cached(&gate, control).await;
+    assert_eq!(hit["results"][0]["cached"], true, "{hit}");
+    let entries = cache_entries(&gate);
+    assert_eq!(
+        entries.len(),
+        1,
+        "only the control page is stored: {entries:?}"
+    );
+    assert!(
+        entries[0].starts_with("control.example.test-"),
+        "{entries:?}"
+    );
+    stub.set_route(
+        "/v2/scrape",
+        scrape_reply("https://intranet.example.test/payroll"),
+    );
+    let again = extract(&gate, json!([internal])).await;
+    assert_eq!(again["results"][0]["cached"], false, "{again}");
+}

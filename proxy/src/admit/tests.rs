@@ -225,3 +225,118 @@ fn the_table_leaves_a_gate_out_only_where_the_target_comes_from_the_policy_or_wa
         assert_eq!(host_labels, !exempt, "{listener:?}");
     }
 }
+
+/// `admit::sni` for a ClientHello naming `sni` in a tunnel to `target`, dialled at `dialled`.
+async fn judge_sni(
+    rt: &Runtime,
+    metrics: &ProxyMetrics,
+    sni: &str,
+    target: &str,
+    dialled: &str,
+) -> Result<Admission, Refusal> {
+    let (sni_host, target_host) = (sni.to_ascii_lowercase(), target.to_ascii_lowercase());
+    let name = Named {
+        raw: sni,
+        host: &sni_host,
+    };
+    let target = Named {
+        raw: target,
+        host: &target_host,
+    };
+    super::sni(rt, metrics, name, target, dialled.parse().unwrap()).await
+}
+
+#[tokio::test]
+async fn a_server_name_is_gated_like_a_host_and_must_name_the_tunnels_target() {
+    let dns = stub_dns().await;
+    let rt = runtime(&dns);
+    let ok = "93.184.215.14";
+    // (what, sni, CONNECT target, dialled address, gate and code of the refusal)
+    let refused = [
+        (
+            "a blocklisted name in a tunnel to an allowed one",
+            "blocked.example",
+            "ok.example",
+            ok,
+            ("website_blocklist", "blocked_by_policy"),
+        ),
+        (
+            "a blocklisted name in a tunnel to its own address",
+            "blocked.example",
+            ok,
+            ok,
+            ("website_blocklist", "blocked_by_policy"),
+        ),
+        (
+            "a token in a label",
+            "AKIAABCDEFGHIJKLMNOP.ok.example",
+            "ok.example",
+            ok,
+            ("secret_url", "secret_in_host"),
+        ),
+        (
+            "another allowed name",
+            "other.example",
+            "ok.example",
+            ok,
+            ("sni", "sni_mismatch"),
+        ),
+        (
+            "a name resolving to another address than the dialled one",
+            "ok.example",
+            "93.184.215.15",
+            "93.184.215.15",
+            ("sni", "sni_mismatch"),
+        ),
+        (
+            "a name resolving to a private address",
+            "internal.example",
+            ok,
+            ok,
+            ("ssrf", "ip_private_range"),
+        ),
+        (
+            "another address",
+            "93.184.215.15",
+            ok,
+            ok,
+            ("sni", "sni_mismatch"),
+        ),
+    ];
+    for (what, sni, target, dialled, (gate, code)) in refused {
+        let metrics = ProxyMetrics::unregistered().unwrap();
+        let refusal = judge_sni(&rt, &metrics, sni, target, dialled)
+            .await
+            .expect_err(what);
+        assert_eq!(
+            (refusal.gate, refusal.reason.code()),
+            (gate, code),
+            "{what}"
+        );
+        assert_eq!(
+            denials(&metrics, gate, code),
+            1,
+            "{what}: one counted refusal"
+        );
+    }
+    let allowed = [
+        ("the CONNECT host itself", "ok.example", "ok.example", ok),
+        (
+            "the CONNECT host in another case",
+            "OK.Example",
+            "ok.example",
+            ok,
+        ),
+        (
+            "a name resolving to the dialled address",
+            "ok.example",
+            ok,
+            ok,
+        ),
+    ];
+    for (what, sni, target, dialled) in allowed {
+        let metrics = ProxyMetrics::unregistered().unwrap();
+        let admitted = judge_sni(&rt, &metrics, sni, target, dialled).await;
+        assert!(admitted.is_ok(), "{what}: {admitted:?}");
+    }
+}

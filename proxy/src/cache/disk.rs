@@ -1,7 +1,7 @@
 //! [`DiskCache`]: lookup and atomic put of extract entries on the shared volume.
 //!
 //! An entry is one file, `<root>/extract/<host>-<16 hex>.cache.md`: a JSON header line (`url`,
-//! `title`, `provider`, `fetched_at` in Unix seconds, `status`, plus `format`, `final_url`,
+//! `title`, `provider`, `fetched_at` in Unix seconds, `status`, plus `format`, `final_url`, `hops`,
 //! `bytes` and the layout version `v`), then the markdown. A put writes a fresh temporary file
 //! in the same directory (`O_CREAT|O_EXCL|O_NOFOLLOW`), sets its mtime to `fetched_at`, fsyncs
 //! it and renames it over the entry, so a reader on any pod opens either the old or the new
@@ -80,6 +80,9 @@ pub struct NewEntry {
     pub textual: bool,
     /// True when a rescue backend produced the page; such pages are never cached.
     pub rescued: bool,
+    /// Every URL after the requested one (redirect hops, a vendor's final URL), in order;
+    /// a hit re-admits each under the policy of the day.
+    pub hops: Vec<String>,
 }
 
 /// A fresh entry found by a lookup.
@@ -95,6 +98,8 @@ pub struct CachedPage {
     pub content: String,
     /// The backend that produced it.
     pub provider: String,
+    /// Every URL after the requested one, in order (see [`NewEntry::hops`]).
+    pub hops: Vec<String>,
     /// Upstream status at fetch time (`0` when unknown).
     pub status: u16,
     /// When it was fetched (millisecond precision).
@@ -142,6 +147,7 @@ struct HeaderOut<'a> {
     status: u16,
     format: &'a str,
     final_url: &'a str,
+    hops: &'a [String],
     bytes: usize,
 }
 
@@ -157,6 +163,9 @@ struct HeaderIn {
     format: String,
     #[serde(default)]
     final_url: String,
+    /// Absent in entries written before hops were recorded.
+    #[serde(default)]
+    hops: Option<Vec<String>>,
     bytes: usize,
 }
 
@@ -235,6 +244,9 @@ impl DiskCache {
         if header.url != url || header.provider != provider || header.format != FORMAT_MARKDOWN {
             return Lookup::without(CacheOutcome::Miss);
         }
+        let Some(hops) = header.hops else {
+            return Lookup::without(CacheOutcome::Bypass(NoCacheReason::UnrecordedHops));
+        };
         let fetched_at = UNIX_EPOCH + Duration::from_millis(seconds_to_millis(header.fetched_at));
         let age = now.duration_since(fetched_at).unwrap_or_default();
         let ahead = fetched_at.duration_since(now).unwrap_or_default();
@@ -255,6 +267,7 @@ impl DiskCache {
                 title: header.title,
                 content,
                 provider: header.provider,
+                hops,
                 status: header.status,
                 fetched_at,
                 age,
@@ -459,7 +472,8 @@ impl DiskCache {
 // === impl Lookup ===
 
 impl Lookup {
-    fn without(outcome: CacheOutcome) -> Self {
+    /// A lookup that serves nothing, for `outcome`.
+    pub fn without(outcome: CacheOutcome) -> Self {
         Self {
             outcome,
             entry: None,
@@ -526,6 +540,7 @@ fn encode_header(entry: &NewEntry, now: SystemTime) -> Result<String, NoCacheRea
         } else {
             &entry.final_url
         },
+        hops: &entry.hops,
         bytes: entry.content.len(),
     };
     let mut line = serde_json::to_string(&header).map_err(|_| NoCacheReason::VolumeError)?;

@@ -1,9 +1,13 @@
 //! `CONNECT host:port`: the authority canonicalised by the WHATWG parser, the host-level
 //! gates (secret in host labels, port allow-list, E2 with every answer checked, E4), the loop
-//! check, the tunnel cap, a pinned connection, then `200` and a metered byte tunnel with idle,
-//! lifetime and drain limits. Every refusal is answered before the tunnel opens.
+//! check, the tunnel cap, a pinned connection, then `200`. The tunnel's first bytes are judged
+//! once, by the sniffer transparent capture uses: a TLS ClientHello whose server name passes
+//! `admit::sni` becomes a metered byte tunnel (idle, lifetime and drain limits), an HTTP/1
+//! request head goes to the relay, and anything else is refused unless the port is one of
+//! `egress.rawTunnelPorts`. A refusal of the target is answered before the tunnel opens; a
+//! refusal of what it carries closes it (with a JSON answer when the bytes started like HTTP).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,16 +19,22 @@ use tokio::time::Instant;
 
 use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
 use super::refusal::ProxyRefusal;
-use crate::admit::{self, Listener};
+use crate::admit::{self, Listener, Named};
 use crate::context::canonical_host;
 use crate::dialer::connect_pinned;
 use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
+use crate::relay::capture::close_cleanly;
 use crate::relay::h1::Head;
 use crate::relay::limits::{Effective, TunnelPermit};
 use crate::relay::meter::{Activity, MeteredIo};
 use crate::relay::own_dial::OwnDial;
+use crate::relay::sniff::Sniffed;
 use crate::runtime::Runtime;
+use crate::telemetry::decision::shown_sni;
+use first_bytes::Carried;
+
+mod first_bytes;
 
 /// A CONNECT target after canonicalisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,58 +85,29 @@ pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
 }
 
 /// Answer one CONNECT: a refusal (the connection stays open for another request), or `200`
-/// and the tunnel, which then owns the connection until it ends.
+/// and the tunnel. The decision line is written once the tunnel's first bytes are judged, so
+/// it carries the ClientHello's server name and the verdict on what the tunnel carries.
 pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
     let started = Instant::now();
     let raw = head.target();
     let mut label = crate::gates::secret_url::redact_secrets(raw).into_owned();
     let opened = open(proxy, raw, &mut label).await;
-    let mut decision = Decision::new("connect", &label, conn, started);
+    let line = Line {
+        label: &label,
+        client: conn.peer,
+        started,
+        upstream: None,
+    };
     match opened {
-        Ok((upstream, permit, limits)) => {
-            decision.upstream = upstream.peer_addr().ok();
-            proxy.decide(&decision);
-            // Open (and counted as such) from the 200 until it ends, whatever it carries:
-            // counted before the 200 is written, so a client that reads the 200 and then the
-            // metrics sees its tunnel.
-            let gauge = proxy
-                .gate
-                .metrics
-                .active_tunnels
-                .with_label_values(&[proxy.listener]);
-            gauge.inc();
-            let active = ActiveTunnel(gauge);
-            let established = conn
-                .stream
-                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .await;
-            if established.is_err() {
-                return Flow::Close;
-            }
-            match first_speaker(conn, &upstream, limits.idle).await {
-                Some(Speaker::ClientHttp) => {
-                    // Plain HTTP inside the tunnel: each request is gated on its own Host,
-                    // like captured plain HTTP, so a tunnel to an allowed address cannot carry
-                    // a request for another name (a blocklisted one sharing the address).
-                    // It still counts as an open tunnel, under the cap, until the client
-                    // connection ends.
-                    conn.original = upstream.peer_addr().ok();
-                    conn.tunnel = Some(TunnelHold {
-                        _permit: permit,
-                        _active: active,
-                    });
-                    Flow::KeepAlive
-                }
-                Some(Speaker::Other) => {
-                    tunnel(proxy, conn, upstream, (permit, limits, active), &label).await;
-                    Flow::Close
-                }
-                None => Flow::Close,
-            }
+        Ok(opened) => {
+            let line = Line {
+                upstream: opened.upstream.peer_addr().ok(),
+                ..line
+            };
+            establish(proxy, conn, opened, raw_host(raw), line).await
         }
         Err(refusal) => {
-            decision.refusal = Some(&refusal);
-            proxy.decide(&decision);
+            line.write(proxy, Some(&refusal), None);
             match refusal.write_to(&mut conn.stream, false).await {
                 Ok(()) => Flow::KeepAlive,
                 Err(_) => Flow::Close,
@@ -135,68 +116,197 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &H
     }
 }
 
-/// Who spoke first in a new tunnel, and what.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Speaker {
-    /// The client, with bytes shaped like an HTTP/1 request line.
-    ClientHttp,
-    /// The client with anything else (a TLS ClientHello), or the upstream (a protocol whose
-    /// server speaks first, such as SSH): tunnelled as bytes.
-    Other,
+/// A tunnel the gates allowed and the gate dialled.
+struct Opened {
+    /// The policy the CONNECT was judged under; what the tunnel carries is judged under it too.
+    rt: Arc<Runtime>,
+    target: HostTarget,
+    upstream: TcpStream,
+    permit: TunnelPermit,
+    limits: Effective,
 }
 
-/// Wait for the first bytes of a new tunnel (from the client, into `conn.buf`, or from the
-/// upstream, left unread); `None` when the client left or nothing came within `idle`. HTTP
-/// servers never speak first, so a client that waits for the upstream is not sending HTTP.
-async fn first_speaker(
-    conn: &mut ClientConn,
-    upstream: &TcpStream,
-    idle: Duration,
-) -> Option<Speaker> {
-    use tokio::io::AsyncReadExt;
-    let until = Instant::now() + idle;
-    loop {
-        if let Some(http) = looks_like_http(&conn.buf) {
-            return Some(if http {
-                Speaker::ClientHttp
-            } else {
-                Speaker::Other
-            });
-        }
-        conn.buf.reserve(1024);
-        tokio::select! {
-            read = conn.stream.read_buf(&mut conn.buf) => match read {
-                Ok(n) if n > 0 => {}
-                _ => return None,
-            },
-            ready = upstream.readable(), if conn.buf.is_empty() => {
-                return ready.ok().map(|()| Speaker::Other);
-            }
-            _ = tokio::time::sleep_until(until) => return None,
-        }
+/// The fields of a CONNECT's decision line known before its first bytes.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    /// The redacted canonical `host:port`.
+    label: &'a str,
+    client: SocketAddr,
+    started: Instant,
+    upstream: Option<SocketAddr>,
+}
+
+impl Line<'_> {
+    /// Write the CONNECT's one `egress.decision` line and count it.
+    fn write(&self, proxy: &ForwardProxy, refusal: Option<&ProxyRefusal>, sni: Option<&str>) {
+        proxy.decide(&Decision {
+            proxy_type: "connect",
+            target: &self.label,
+            client: self.client,
+            started: self.started,
+            refusal,
+            upstream: self.upstream,
+            upstream_status: None,
+            original: None,
+            method: None,
+            request_bytes: None,
+            sni,
+        });
     }
 }
 
-/// Whether `buf` starts like an HTTP/1 request line (after optional empty lines): letters,
-/// then a space. `None` while too few bytes have arrived to tell.
-fn looks_like_http(buf: &[u8]) -> Option<bool> {
-    const LONGEST_METHOD: usize = 16;
-    let start = buf.iter().position(|b| !matches!(b, b'\r' | b'\n'))?;
-    let rest = &buf[start..];
-    match rest.iter().position(|b| !b.is_ascii_alphabetic()) {
-        Some(at) => Some(at > 0 && rest[at] == b' '),
-        None if rest.len() > LONGEST_METHOD => Some(false),
-        None => None,
+/// `200`, then judge the first bytes: TLS whose server name passes goes through as bytes,
+/// HTTP goes to the relay (every request gated on its own `Host`, so a tunnel to an allowed
+/// address cannot carry a request for another name sharing it), raw bytes only on a
+/// raw-protocol port; anything else is refused and the connection closed.
+async fn establish(
+    proxy: &ForwardProxy,
+    conn: &mut ClientConn,
+    opened: Opened,
+    raw_host: &str,
+    line: Line<'_>,
+) -> Flow {
+    let Opened {
+        rt,
+        target,
+        upstream,
+        permit,
+        limits,
+    } = opened;
+    // Open (and counted as such) from the 200 until it ends, whatever it carries: counted
+    // before the 200 is written, so a client that reads the 200 and then the metrics sees its
+    // tunnel.
+    let gauge = proxy
+        .gate
+        .metrics
+        .active_tunnels
+        .with_label_values(&[proxy.listener]);
+    gauge.inc();
+    let active = ActiveTunnel(gauge);
+    let established = conn
+        .stream
+        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .await;
+    if established.is_err() {
+        line.write(proxy, None, None);
+        return Flow::Close;
+    }
+    // The first message is a request head of sorts: the head timeout bounds it, and so does
+    // the idle timeout when it is shorter.
+    let deadline = Instant::now() + limits.header.min(limits.idle);
+    let raw_allowed = rt
+        .policy
+        .egress
+        .limits
+        .raw_tunnel_ports
+        .contains(&target.port);
+    let carried = match first_bytes::judge(conn, &upstream, deadline, raw_allowed).await {
+        Ok(carried) => carried,
+        Err(refused) => return refuse_first_bytes(proxy, conn, line, refused).await,
+    };
+    let sni = match &carried {
+        Carried::Tls(sniffed) => {
+            let target = Named {
+                raw: raw_host,
+                host: &target.host,
+            };
+            let dialled = line.upstream.map(|a| a.ip());
+            judge_sni(proxy, &rt, sniffed, target, dialled).await
+        }
+        _ => JudgedSni::default(),
+    };
+    line.write(proxy, sni.refusal.as_ref(), sni.shown.as_deref());
+    match (carried, sni.refusal) {
+        (_, Some(_)) => {
+            close_cleanly(&mut conn.stream).await;
+            Flow::Close
+        }
+        (Carried::Http, None) => {
+            // Still an open tunnel, under the cap, until the client connection ends.
+            conn.original = upstream.peer_addr().ok();
+            conn.tunnel = Some(TunnelHold {
+                _permit: permit,
+                _active: active,
+            });
+            Flow::KeepAlive
+        }
+        (Carried::Tls(_) | Carried::Raw, None) => {
+            let hold = (permit, limits, active);
+            tunnel(proxy, conn, upstream, hold, line.label).await;
+            Flow::Close
+        }
+        (Carried::Nothing, None) => Flow::Close,
+    }
+}
+
+/// Bytes that are neither a ClientHello nor a request head the relay accepts: the decision
+/// line, an HTTP answer when they started like HTTP, then a clean close.
+async fn refuse_first_bytes(
+    proxy: &ForwardProxy,
+    conn: &mut ClientConn,
+    line: Line<'_>,
+    (protocol, refusal): first_bytes::Refused,
+) -> Flow {
+    let answer = match refusal.answers(protocol) {
+        true => refusal.response_bytes().await,
+        false => Vec::new(),
+    };
+    line.write(proxy, Some(&ProxyRefusal::Capture(refusal)), None);
+    let _ = conn.stream.write_all(&answer).await;
+    close_cleanly(&mut conn.stream).await;
+    Flow::Close
+}
+
+/// The server name of a tunnel's ClientHello as judged, and as the decision line shows it.
+#[derive(Debug, Default)]
+struct JudgedSni {
+    shown: Option<String>,
+    refusal: Option<ProxyRefusal>,
+}
+
+/// `admit::sni` on a ClientHello's server name. A ClientHello without one goes to the CONNECT
+/// target the gates already judged: the server then picks its default site, on an address
+/// the gates checked.
+async fn judge_sni(
+    proxy: &ForwardProxy,
+    rt: &Runtime,
+    sniffed: &Sniffed,
+    target: Named<'_>,
+    dialled: Option<IpAddr>,
+) -> JudgedSni {
+    let Some(name) = &sniffed.name else {
+        return JudgedSni::default();
+    };
+    let host = name.to_string();
+    let named = Named {
+        raw: sniffed.raw_name.as_deref().unwrap_or(&host),
+        host: &host,
+    };
+    // An unknown dialled address matches no name's answers.
+    let dialled = dialled.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    let judged = admit::sni(rt, &proxy.gate.metrics, named, target, dialled).await;
+    let (reported, refusal) = match judged {
+        Ok(admission) => (admission.reported, None),
+        Err(r) => (Vec::new(), Some(r.reason)),
+    };
+    log_reported(&reported);
+    let secret = reported
+        .iter()
+        .map(|(_, reason)| reason)
+        .chain(&refusal)
+        .find_map(|reason| match reason {
+            DenyReason::SecretInHost { rule } => Some(rule.as_str()),
+            _ => None,
+        });
+    JudgedSni {
+        shown: Some(shown_sni(&host, secret)),
+        refusal: refusal.map(ProxyRefusal::Gate),
     }
 }
 
 /// Cap, canonical authority, host gates, loop check, pinned dial. `label` becomes the
 /// canonical `host:port` once known.
-async fn open(
-    proxy: &ForwardProxy,
-    raw: &str,
-    label: &mut String,
-) -> Result<(TcpStream, TunnelPermit, Effective), ProxyRefusal> {
+async fn open(proxy: &ForwardProxy, raw: &str, label: &mut String) -> Result<Opened, ProxyRefusal> {
     let rt = proxy.gate.runtime.load_full();
     let limits = proxy.limits.effective(&rt.policy);
     let permit =
@@ -210,13 +320,26 @@ async fn open(
     *label = crate::gates::secret_url::redact_secrets(&target.to_string()).into_owned();
     let addrs = check_host_target(&rt, &proxy.gate.metrics, raw, &target)
         .await
-        .map_err(ProxyRefusal::Gate)?;
+        .map_err(|reason| {
+            // A secret judged in the host itself: the line names the rule, never the name (a
+            // case-sensitive token survives no redaction of its lowercased form).
+            if let DenyReason::SecretInHost { rule } = &reason {
+                *label = format!("[redacted:{rule}]:{}", target.port);
+            }
+            ProxyRefusal::Gate(reason)
+        })?;
     admit::no_loop(&proxy.gate.metrics, &proxy.own, &addrs, target.port)
         .map_err(|r| ProxyRefusal::Gate(r.reason))?;
-    let stream = connect_pinned(&addrs, target.port, limits.connect)
+    let upstream = connect_pinned(&addrs, target.port, limits.connect)
         .await
         .map_err(ProxyRefusal::Connect)?;
-    Ok((stream, permit, limits))
+    Ok(Opened {
+        rt,
+        target,
+        upstream,
+        permit,
+        limits,
+    })
 }
 
 /// `admit`'s CONNECT row on an authority (secret in host labels on the raw and the canonical
@@ -239,14 +362,20 @@ pub async fn check_host_target(
     )
     .await
     .map_err(|r| r.reason)?;
-    for (gate, reason) in &admission.reported {
+    log_reported(&admission.reported);
+    Ok(admission.addrs)
+}
+
+/// Gates in report mode that would have refused, logged here since the tunnel's own line
+/// comes later.
+fn log_reported(reported: &[(&'static str, DenyReason)]) {
+    for (gate, reason) in reported {
         tracing::warn!(
             target: "egress.decision",
             gate, verdict = "report", reason = reason.code(),
             rule = reason.rule().unwrap_or_default(), "egress.decision"
         );
     }
-    Ok(admission.addrs)
 }
 
 /// The host of a raw `host:port` authority as the client wrote it (brackets kept off).

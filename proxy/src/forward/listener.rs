@@ -103,6 +103,9 @@ pub(super) struct Decision<'a> {
     pub method: Option<&'a str>,
     /// Request body bytes relayed to the upstream (`http`, once relayed).
     pub request_bytes: Option<u64>,
+    /// The server name of the TLS ClientHello a tunnel carried, as logged
+    /// (`telemetry::decision::shown_sni`).
+    pub sni: Option<&'a str>,
 }
 
 // === impl Decision ===
@@ -121,6 +124,7 @@ impl<'a> Decision<'a> {
             original: None,
             method: None,
             request_bytes: None,
+            sni: None,
         }
     }
 
@@ -238,7 +242,7 @@ impl ForwardProxy {
             original_dst: d.original,
             started: d.started,
         }
-        .write();
+        .write_with_sni(d.sni);
     }
 }
 

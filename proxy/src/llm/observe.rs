@@ -1,9 +1,9 @@
 //! What a provider request says about itself: the model, the reasoning effort in the
-//! observer's vocabulary and the requested service tier, read from the JSON body; plus the
+//! observer's vocabulary and the requested service tier, read from the scanned body; plus the
 //! bounded metric labels derived from them.
 
-use serde_json::Value;
-
+use super::scan::ObjectScan;
+use crate::gates::secret_url::redact_secrets;
 use crate::policy::llm::{EFFORT_LEVELS, LlmPolicy};
 
 /// Anthropic manual-thinking budgets Hermes sends per effort (`THINKING_BUDGET`).
@@ -38,14 +38,24 @@ pub struct RequestFacts {
 // === impl RequestFacts ===
 
 impl RequestFacts {
-    /// Read the facts from a request body.
-    pub fn of(body: &Value) -> Self {
-        let extra = body.get("extra_body");
+    /// Read the facts from a scanned request body ([`super::scan::COMPLETION`]).
+    pub fn of(body: &ObjectScan<'_>) -> Self {
         Self {
-            model: string_at(body, &["model"]),
+            model: body.str_at(&["model"]),
             effort: effort_of(body),
-            service_tier: string_at(body, &["service_tier"])
-                .or_else(|| extra.and_then(|e| string_at(e, &["service_tier"]))),
+            service_tier: body
+                .str_at(&["service_tier"])
+                .or_else(|| body.str_at(&["extra_body", "service_tier"])),
+        }
+    }
+
+    /// The facts as `/v1/report` and the logs show them: each agent-chosen string passed
+    /// through [`shown`].
+    pub fn shown(&self) -> Self {
+        Self {
+            model: self.model.as_deref().map(shown),
+            effort: self.effort.as_deref().map(shown),
+            service_tier: self.service_tier.as_deref().map(shown),
         }
     }
 }
@@ -53,18 +63,19 @@ impl RequestFacts {
 /// The effort on the wire, in the observer's order: `reasoning.effort`, `reasoning_effort`,
 /// `output_config.effort`, `extra_body.reasoning.effort`, then an Anthropic thinking budget
 /// (`budget:<n>`), then `none` when reasoning is explicitly disabled.
-pub fn effort_of(body: &Value) -> Option<String> {
-    let found = string_at(body, &["reasoning", "effort"])
-        .or_else(|| string_at(body, &["reasoning_effort"]))
-        .or_else(|| string_at(body, &["output_config", "effort"]))
-        .or_else(|| string_at(body, &["extra_body", "reasoning", "effort"]));
+pub fn effort_of(body: &ObjectScan<'_>) -> Option<String> {
+    let found = body
+        .str_at(&["reasoning", "effort"])
+        .or_else(|| body.str_at(&["reasoning_effort"]))
+        .or_else(|| body.str_at(&["output_config", "effort"]))
+        .or_else(|| body.str_at(&["extra_body", "reasoning", "effort"]));
     if found.is_some() {
         return found;
     }
-    if let Some(thinking) = body.get("thinking") {
-        match thinking.get("type").and_then(Value::as_str) {
+    if let Some(thinking) = body.object("thinking") {
+        match thinking.str_at(&["type"]).as_deref() {
             Some("enabled") => {
-                if let Some(n) = thinking.get("budget_tokens").and_then(Value::as_u64) {
+                if let Some(n) = thinking.u64_of("budget_tokens") {
                     return Some(format!("budget:{n}"));
                 }
             }
@@ -72,30 +83,34 @@ pub fn effort_of(body: &Value) -> Option<String> {
             _ => {}
         }
     }
-    let disabled = |v: Option<&Value>| {
-        v.and_then(|r| r.get("enabled"))
-            .and_then(Value::as_bool)
-            .is_some_and(|on| !on)
-    };
-    let extra_reasoning = body.get("extra_body").and_then(|e| e.get("reasoning"));
-    (disabled(body.get("reasoning")) || disabled(extra_reasoning)).then(|| "none".to_string())
+    let disabled = |r: Option<&ObjectScan<'_>>| r.and_then(|r| r.bool_of("enabled")) == Some(false);
+    let extra_reasoning = body
+        .object("extra_body")
+        .and_then(|e| e.object("reasoning"));
+    (disabled(body.object("reasoning")) || disabled(extra_reasoning)).then(|| "none".to_string())
 }
 
-fn string_at(value: &Value, path: &[&str]) -> Option<String> {
-    let mut v = value;
-    for key in path {
-        v = v.get(key)?;
-    }
-    v.as_str().map(str::to_string)
-}
-
-/// The model label: the id when the policy names it in `allowedModels`, `unset` when the
-/// request has none, `other` otherwise (so agents cannot grow the label set).
+/// The model label: the `allowedModels` entry that admits it, as written (`gpt-5`, or the
+/// pattern `claude-*` for any model it matches), `unset` when the request has none, `other`
+/// otherwise. Agents choose the model string; only the policy chooses the label set.
 pub fn model_label(policy: &LlmPolicy, model: Option<&str>) -> String {
     match model {
         None => "unset".into(),
-        Some(m) if policy.names_model(m) => m.to_string(),
-        Some(_) => "other".into(),
+        Some(m) => policy.allowed_entry(m).unwrap_or("other").to_string(),
+    }
+}
+
+/// Longest agent-chosen string (model, effort, tier) shown in a log line, the report or a
+/// refusal message; the rest is cut.
+pub const SHOWN_MAX: usize = 128;
+
+/// An agent-chosen string fit for a log line, `/v1/report` or a refusal message: every span a
+/// secret rule matches replaced by `[redacted:<rule>]`, cut to [`SHOWN_MAX`] characters.
+pub fn shown(text: &str) -> String {
+    let redacted = redact_secrets(text);
+    match redacted.char_indices().nth(SHOWN_MAX) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &redacted[..cut], text.len()),
+        None => redacted.into_owned(),
     }
 }
 

@@ -6,12 +6,11 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use serde_json::Value;
 use tokio::time::{Instant, timeout};
 
 use super::LlmContext;
 use super::body::{Finish, ObservingBody};
-use super::enforce::{self, Rewrite};
+use super::judge;
 use super::observe::{self, RequestFacts};
 use super::{LlmBody, LlmError, Route};
 use crate::forward::http::strip_hop_by_hop;
@@ -21,32 +20,6 @@ use crate::runtime::Runtime;
 
 /// Headers that carry a provider key; whatever the agent sends there never leaves the gate.
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
-
-/// The request after observation and enforcement, ready to go upstream.
-struct Prepared {
-    body: Bytes,
-    /// What a completion call said about itself; `None` for every other call (model lists,
-    /// model info, uploads), which is relayed untouched and observed not at all.
-    facts: Option<RequestFacts>,
-    rewrites: Vec<Rewrite>,
-}
-
-/// The provider paths that run a model, by their last segments (streaming or not: the
-/// streaming form is the same path with `"stream": true`): OpenAI-compatible
-/// `chat/completions`, `completions` and `responses`, and Anthropic `messages`.
-const COMPLETION_PATHS: &[&str] = &[
-    "/chat/completions",
-    "/completions",
-    "/responses",
-    "/messages",
-];
-
-/// Whether `method` on the provider path `rest` is a completion call: only these are observed,
-/// checked against `llm.allowedModels` and pinned.
-pub fn is_completion(method: &http::Method, rest: &str) -> bool {
-    let path = rest.trim_end_matches('/');
-    method == http::Method::POST && COMPLETION_PATHS.iter().any(|p| path.ends_with(p))
-}
 
 /// Serve one `/llm/...` request.
 pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody> {
@@ -79,10 +52,15 @@ async fn relay(
     started: Instant,
 ) -> Result<Response<LlmBody>, LlmError> {
     let (parts, body) = req.into_parts();
+    let endpoint = judge::endpoint(cx, rt, route, &parts.method)?;
     let limit = rt.policy.llm.max_request_bytes;
-    let bytes = read_body(body, limit).await?;
-    let completion = is_completion(&parts.method, &route.rest);
-    let prepared = prepare(cx, rt, route, provider, bytes, completion)?;
+    let bytes = read_body(body, limit).await.inspect_err(|e| {
+        if matches!(e, LlmError::TooLarge(_)) {
+            // Refused in either mode: a body the gate cannot read whole cannot be forwarded.
+            judge::count_refusal(cx, rt, route, e.code(), "refused");
+        }
+    })?;
+    let prepared = judge::prepare(cx, rt, route, provider, endpoint, bytes)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
     let own = cx.gate.own_listeners();
@@ -109,10 +87,10 @@ async fn relay(
         return Ok(Response::from_parts(parts, body));
     };
     let applied = rt.policy.llm.mode == LlmMode::Enforce;
-    let seq = cx
-        .llm
-        .observations
-        .record_sent(&route.role, facts, &prepared.rewrites, applied);
+    let seq =
+        cx.llm
+            .observations
+            .record_sent(&route.role, &facts.shown(), &prepared.rewrites, applied);
     Ok(inbound(cx, rt, route, facts, seq, resp, started))
 }
 
@@ -131,116 +109,6 @@ async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
                 LlmError::BadRequest(e.to_string())
             }
         })
-}
-
-/// Observe a completion call; in enforce mode refuse one whose model is outside
-/// `llm.allowedModels` or cannot be judged (a body that is not a JSON object, a model missing
-/// or not a string: a provider would fall back to its own default), and write the role's
-/// pins. Every other call is relayed untouched. Observe mode forwards all and counts what it
-/// would refuse.
-fn prepare(
-    cx: &LlmContext,
-    rt: &Runtime,
-    route: &Route,
-    provider: &LlmProvider,
-    bytes: Bytes,
-    completion: bool,
-) -> Result<Prepared, LlmError> {
-    let untouched = |body| Prepared {
-        body,
-        facts: None,
-        rewrites: Vec::new(),
-    };
-    if !completion {
-        return Ok(untouched(bytes));
-    }
-    let policy = &rt.policy.llm;
-    let enforce = policy.mode == LlmMode::Enforce;
-    let role_label = observe::role_label(policy, &route.role);
-    let refuse = |refusal: LlmError, model: Option<&str>| {
-        let action = if enforce { "refused" } else { "would_refuse" };
-        cx.llm
-            .metrics
-            .refusals
-            .with_label_values(&[role_label.as_str(), refusal.code(), action])
-            .inc();
-        tracing::warn!(
-            event = "llm.refusal", role = %route.role, action, code = refusal.code(),
-            model = model.unwrap_or(""), "completion request outside the fleet policy"
-        );
-        if enforce {
-            cx.llm.observations.record_refused(&route.role);
-            return Err(refusal);
-        }
-        Ok(())
-    };
-    let mut json = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(json) if json.is_object() => json,
-        _ => {
-            let why = "fleetgate: the completion request is not a JSON object, so its model cannot be checked against the fleet policy";
-            refuse(LlmError::BadRequest(why.into()), None)?;
-            return Ok(untouched(bytes));
-        }
-    };
-    let facts = RequestFacts::of(&json);
-    match (&facts.model, policy.allowed_models.is_empty()) {
-        (Some(model), _) => {
-            if let Some(message) = enforce::model_refusal(policy, Some(model)) {
-                refuse(LlmError::ModelNotAllowed(message), Some(model))?;
-            }
-        }
-        (None, false) => {
-            let message = format!(
-                "fleetgate: the completion request names no model (or not as a string); the fleet policy allows only {}",
-                policy.allowed_models.join(", ")
-            );
-            refuse(LlmError::ModelMissing(message), None)?;
-        }
-        (None, true) => {}
-    }
-    let rewrites = match policy.pin_for(&route.role) {
-        Some(pin) => enforce::pin_rewrites(pin, provider.kind, &route.rest, &mut json, enforce),
-        None => Vec::new(),
-    };
-    log_rewrites(cx, route, &role_label, &rewrites, enforce);
-    if !enforce || rewrites.is_empty() {
-        return Ok(Prepared {
-            body: bytes,
-            facts: Some(facts),
-            rewrites,
-        });
-    }
-    let body = serde_json::to_vec(&json).map_err(|e| LlmError::BadRequest(e.to_string()))?;
-    Ok(Prepared {
-        body: Bytes::from(body),
-        facts: Some(RequestFacts::of(&json)),
-        rewrites,
-    })
-}
-
-fn log_rewrites(
-    cx: &LlmContext,
-    route: &Route,
-    role_label: &str,
-    rewrites: &[Rewrite],
-    enforce: bool,
-) {
-    let action = if enforce {
-        "rewritten"
-    } else {
-        "would_rewrite"
-    };
-    for r in rewrites {
-        cx.llm
-            .metrics
-            .rewrites
-            .with_label_values(&[role_label, r.field, action])
-            .inc();
-        tracing::info!(
-            event = "llm.rewrite", role = %route.role, action, field = r.field,
-            from = r.from.as_deref().unwrap_or("unset"), to = %r.to, "pinned field"
-        );
-    }
 }
 
 /// The provider key: the Secret file (trimmed), else the environment variable.

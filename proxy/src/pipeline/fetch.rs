@@ -10,10 +10,10 @@ use tokio::time::Instant;
 
 use super::{Pending, Pipeline, Row};
 use crate::admit::{self, Listener};
-use crate::cache::{CachedPage, NewEntry};
+use crate::cache::{CacheOutcome, CachedPage, Lookup, NewEntry, NoCacheReason};
 use crate::gates::DenyReason;
 use crate::vendors::keyless::Start;
-use crate::vendors::{Admitted, Backend, HopGate, Page, VendorFailure};
+use crate::vendors::{Admitted, Backend, Hop, HopGate, Page, VendorFailure};
 
 type Fetched = Result<Page, VendorFailure>;
 
@@ -45,10 +45,15 @@ impl Pipeline<'_> {
         let mut rows = Vec::new();
         let mut misses = Vec::new();
         for mut p in pending {
-            let lookup = self
+            let mut lookup = self
                 .rt
                 .cache
                 .lookup(&p.admitted.target.normalized, primary.name());
+            // A stored hop the current policy refuses: not served; a fresh fetch re-gates
+            // every hop of the page as it is now.
+            if let Some(Err(reason)) = lookup.entry.as_ref().map(|e| self.readmit_hops(e)) {
+                lookup = Lookup::without(CacheOutcome::Bypass(reason));
+            }
             p.cache = lookup.outcome.code();
             self.metrics
                 .cache_lookups
@@ -80,6 +85,18 @@ impl Pipeline<'_> {
         rows
     }
 
+    /// Re-admit every stored hop of a hit under the current policy (E1, E2's checks that need
+    /// no DNS, E4): a page cached through a redirect to a host blocklisted since is not served.
+    fn readmit_hops(&self, entry: &CachedPage) -> Result<(), NoCacheReason> {
+        for hop in &entry.hops {
+            let target = crate::context::TargetUrl::new(hop);
+            if admit::stored_hop(self.rt, self.metrics, &target).is_err() {
+                return Err(NoCacheReason::RefusedHop);
+            }
+        }
+        Ok(())
+    }
+
     /// E7 over a cached page: the hit is visible (`cached`, `cache_age_s`).
     fn cached_row(
         &self,
@@ -102,6 +119,7 @@ impl Pipeline<'_> {
             content_type: None,
             textual: true,
             via: None,
+            hops: Vec::new(),
         };
         let mut row = self.assemble_row(page, limit, backend.name());
         row.cached = true;
@@ -159,9 +177,15 @@ impl Pipeline<'_> {
     /// E1, E2 and E4 too, so a vendor cannot launder a refused target.
     async fn regate_final_url(&self, result: Fetched, pending: &Pending) -> Fetched {
         match result {
-            Ok(page) if page.url != pending.admitted.target.normalized => {
+            Ok(mut page) if page.url != pending.admitted.target.normalized => {
                 match self.admit_as(Listener::Recheck, &page.url).await {
-                    Ok(_) => Ok(page),
+                    Ok(admitted) => {
+                        page.hops.push(Hop {
+                            url: admitted.target.normalized,
+                            addrs: admitted.addrs,
+                        });
+                        Ok(page)
+                    }
                     Err(reason) => Err(VendorFailure::Refused(reason)),
                 }
             }
@@ -249,10 +273,13 @@ impl Pipeline<'_> {
     /// E7 for one item from the configured backend; a successful page is written to the
     /// shared cache in the background (an fsync must not hold the response).
     fn finish(&self, pending: &Pending, result: Fetched, backend: &Backend, limit: usize) -> Row {
-        if let (Ok(page), false) = (&result, reaches_internal_address(pending)) {
+        if let Ok(page) = &result
+            && !reaches_internal_address(pending, page)
+        {
             let entry = NewEntry {
                 url: pending.admitted.target.normalized.clone(),
                 final_url: page.url.clone(),
+                hops: page.hops.iter().map(|hop| hop.url.clone()).collect(),
                 provider: backend.name().to_string(),
                 title: page.title.clone(),
                 content: page.content.clone(),
@@ -361,13 +388,16 @@ impl HopGate for PortedHops<'_, '_> {
     }
 }
 
-/// Whether any checked address of the item is outside public unicast space (it was let
-/// through by an explicit `egress.allowCIDRs` exception).
-fn reaches_internal_address(pending: &Pending) -> bool {
+/// Whether any checked address of the item or of a hop of its page is outside public unicast
+/// space (let through by an explicit `egress.allowCIDRs` exception). Such a page is never
+/// stored: the shared volume outlives the exception, and a policy without it must not read
+/// the internal page back.
+fn reaches_internal_address(pending: &Pending, page: &Page) -> bool {
     use crate::gates::ip_guard::{AddrClass, classify_addr};
     pending
         .admitted
         .addrs
         .iter()
+        .chain(page.hops.iter().flat_map(|hop| &hop.addrs))
         .any(|ip| classify_addr(*ip) != AddrClass::Public)
 }

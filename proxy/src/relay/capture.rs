@@ -1,5 +1,6 @@
-//! Why a transparent connection is not spliced, with its stable code, and how a refusal looks
-//! on the wire: nothing for TLS (a clean close), a JSON 403 for plain HTTP.
+//! Why a transparent connection (or what a CONNECT tunnel carries) is not spliced, with its
+//! stable code, and how a refusal looks on the wire: nothing for TLS (a clean close), a JSON
+//! answer for plain HTTP.
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -150,6 +151,24 @@ impl Refusal {
             .unwrap_or_default();
         super::h1::encode_response(&parts, &body, true)
     }
+}
+
+/// FIN, then read (and drop) what the client still sends for a moment, so unread bytes in
+/// the receive queue do not turn the close into a reset that could overtake an answer.
+pub async fn close_cleanly(stream: &mut tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut sink = [0u8; 4096];
+        let mut total = 0usize;
+        while total < 256 * 1024 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), drain).await;
 }
 
 #[cfg(test)]

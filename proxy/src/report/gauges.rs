@@ -90,21 +90,29 @@ impl ReportGauges {
             .inc_by(after.mismatches.saturating_sub(before.mismatches));
     }
 
-    /// Replace every value with those of `cost` (jobs that disappeared are dropped).
+    /// Replace every value with those of `cost` (jobs that disappeared are dropped). Job ids
+    /// come from `cron/jobs.json`, which the agent can write: only the first
+    /// [`MAX_JOB_SERIES`] ids shaped like Hermes' own ([`job_label`]) get series of their own;
+    /// the others add up under `job="other"`.
     pub fn observe(&self, cost: &CostSection) {
         self.cost_per_day.reset();
         self.flagged.reset();
         self.runs.reset();
         self.empty_share.reset();
+        let mut labelled = 0;
         for job in &cost.jobs {
-            let id = job.id.as_str();
+            let own = (labelled < MAX_JOB_SERIES)
+                .then(|| job_label(&job.id))
+                .flatten();
+            labelled += usize::from(own.is_some());
+            let id = own.unwrap_or(OTHER_JOB);
             self.cost_per_day
                 .with_label_values(&[id])
-                .set(job.cost_per_day_usd);
+                .add(job.cost_per_day_usd);
             self.runs
                 .with_label_values(&[id])
-                .set(i64::try_from(job.runs).unwrap_or(i64::MAX));
-            if let Some(share) = job.empty_share {
+                .add(i64::try_from(job.runs).unwrap_or(i64::MAX));
+            if let (Some(share), Some(_)) = (job.empty_share, own) {
                 self.empty_share.with_label_values(&[id]).set(share);
             }
             for flag in [Flag::FrequentWithoutGate, Flag::MostlyEmpty] {
@@ -112,13 +120,30 @@ impl ReportGauges {
                     Flag::FrequentWithoutGate => "frequent_without_gate",
                     Flag::MostlyEmpty => "mostly_empty",
                 };
-                let raised = i64::from(job.flags.contains(&flag));
-                self.flagged
-                    .with_label_values(&[job.id.as_str(), name])
-                    .set(raised);
+                let gauge = self.flagged.with_label_values(&[id, name]);
+                if job.flags.contains(&flag) {
+                    gauge.set(1);
+                }
             }
         }
     }
+}
+
+/// Jobs with series of their own; the rest count under `job="other"`.
+pub const MAX_JOB_SERIES: usize = 200;
+
+/// The label of jobs that get no series of their own.
+const OTHER_JOB: &str = "other";
+
+/// A job id fit for a label: 1 to 64 of `[A-Za-z0-9_-]` (Hermes' ids are 12 hex digits) and no
+/// secret rule matching it; `None` otherwise.
+pub fn job_label(id: &str) -> Option<&str> {
+    let shaped = (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let secret = || crate::gates::secret_url::secret_in_text(id, &[]).is_some();
+    (shaped && id != OTHER_JOB && !secret()).then_some(id)
 }
 
 #[cfg(test)]
@@ -219,5 +244,61 @@ mod tests {
             &[("job", "noisy")],
         );
         assert_eq!(gone, None, "a job no longer reported is dropped");
+    }
+
+    #[test]
+    fn agent_written_job_ids_never_grow_the_label_set_past_its_bound() {
+        let registry = Registry::new();
+        let gauges = ReportGauges::register(&registry).expect("the gauges must register");
+        let token = format!("ghp_{}", "a1B2".repeat(9));
+        let mut ids = vec![
+            "x".repeat(4096),
+            token.clone(),
+            "has space".into(),
+            "other".into(),
+        ];
+        ids.extend((0..250).map(|i| format!("{i:012x}")));
+        let jobs: Vec<CronJob> = ids
+            .iter()
+            .map(|id| CronJob {
+                id: id.clone(),
+                ..noisy_job()
+            })
+            .collect();
+        gauges.observe(&compute(&CostInputs {
+            jobs: &jobs,
+            ledger: None,
+            turns: Some(&[]),
+            since: 0.0,
+            until: 86_400.0,
+            days: 1,
+        }));
+        let family = registry
+            .gather()
+            .into_iter()
+            .find(|f| f.name() == "fleetgate_report_cron_runs")
+            .expect("the runs gauge is exported");
+        let labels: Vec<String> = family
+            .get_metric()
+            .iter()
+            .flat_map(|m| m.get_label().iter().map(|l| l.value().to_string()))
+            .collect();
+        assert_eq!(
+            labels.len(),
+            MAX_JOB_SERIES + 1,
+            "at most {MAX_JOB_SERIES} jobs plus `other` get a series"
+        );
+        assert!(
+            labels.contains(&"other".to_string()),
+            "the rest add up under other"
+        );
+        for label in &labels {
+            assert!(label.len() <= 64, "no long id becomes a label");
+            assert!(!label.contains("ghp_"), "no token becomes a label: {label}");
+            assert!(
+                !label.contains(' '),
+                "no free text becomes a label: {label}"
+            );
+        }
     }
 }

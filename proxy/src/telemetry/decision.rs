@@ -2,7 +2,8 @@
 //! them, so a log query never depends on which listener decided.
 //!
 //! Every line carries every field, `null` where a listener has nothing to say (`vendor` on the
-//! forward proxy, `upstream` before a dial, `original_dst` off the transparent listener).
+//! forward proxy, `upstream` before a dial, `original_dst` off the transparent listener, `sni`
+//! where no TLS ClientHello was read).
 //! Lines are built by hand and queued to the writer thread (the generic JSON formatter cost
 //! more than the relay itself); without a queue (a one-shot command) they go through `tracing`.
 
@@ -63,8 +64,14 @@ impl std::fmt::Debug for DecisionLine<'_> {
 // === impl DecisionLine ===
 
 impl DecisionLine<'_> {
-    /// Write the line: `WARN` for a refusal or a report, `INFO` for an allow.
+    /// Write the line: `WARN` for a refusal or a report, `INFO` for an allow; `sni` is `null`.
     pub fn write(&self) {
+        self.write_with_sni(None);
+    }
+
+    /// Write the line with the server name of the TLS ClientHello the connection carried, as
+    /// [`shown_sni`] renders it.
+    pub fn write_with_sni(&self, sni: Option<&str>) {
         let allow = self.verdict == "allow";
         let level = if allow {
             tracing::Level::INFO
@@ -80,7 +87,7 @@ impl DecisionLine<'_> {
             return;
         }
         let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        if super::queue_line(self.json(level, duration_ms)) {
+        if super::queue_line(self.json(level, duration_ms, sni)) {
             return;
         }
         let d = self;
@@ -97,7 +104,7 @@ impl DecisionLine<'_> {
                     gate = d.gate, verdict = d.verdict, reason = d.reason, url = %d.url,
                     client, vendor = d.vendor, upstream, upstream_status = d.upstream_status,
                     request_bytes = d.request_bytes, duration_ms, cache = d.cache, original_dst,
-                    "egress.decision"
+                    sni, "egress.decision"
                 )
             };
         }
@@ -109,7 +116,7 @@ impl DecisionLine<'_> {
     }
 
     /// The line in the subscriber's JSON shape, every field present.
-    fn json(&self, level: tracing::Level, duration_ms: f64) -> Vec<u8> {
+    fn json(&self, level: tracing::Level, duration_ms: f64, sni: Option<&str>) -> Vec<u8> {
         let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
         line.str("listener", self.listener)
             .str("proxy_type", self.proxy_type);
@@ -132,7 +139,21 @@ impl DecisionLine<'_> {
             .num("duration_ms", duration_ms)
             .str("cache", self.cache);
         socket(&mut line, "original_dst", self.original_dst.as_ref());
+        match sni {
+            Some(sni) => line.str("sni", sni),
+            None => line.null("sni"),
+        };
         line.finish()
+    }
+}
+
+/// The `sni` field for a ClientHello's canonical server name: the name with any secret-shaped
+/// token redacted, or only `[redacted:<rule>]` when `secret_rule` judged the name itself (a
+/// secret refused or reported in a host is never written out, in any case).
+pub fn shown_sni(name: &str, secret_rule: Option<&str>) -> String {
+    match secret_rule {
+        Some(rule) => format!("[redacted:{rule}]"),
+        None => crate::gates::secret_url::redact_secrets(name).into_owned(),
     }
 }
 
@@ -167,7 +188,7 @@ mod tests {
             original_dst: None,
             started: Instant::now(),
         };
-        let bytes = line.json(tracing::Level::WARN, 1.5);
+        let bytes = line.json(tracing::Level::WARN, 1.5, Some("e.com"));
         let value: serde_json::Value = serde_json::from_slice(&bytes).expect("a JSON line");
         let keys: Vec<&str> = value
             .as_object()
@@ -194,6 +215,7 @@ mod tests {
             "duration_ms",
             "cache",
             "original_dst",
+            "sni",
             "target",
         ];
         let mut got = keys.clone();
@@ -203,5 +225,22 @@ mod tests {
         assert_eq!(value["client"], "127.0.0.1:5000");
         assert_eq!(value["vendor"], serde_json::Value::Null);
         assert_eq!(value["reason"], "ip_private_range");
+        assert_eq!(value["sni"], "e.com");
+        let without = line.json(tracing::Level::WARN, 1.5, None);
+        let value: serde_json::Value = serde_json::from_slice(&without).expect("a JSON line");
+        assert_eq!(value.get("sni"), Some(&serde_json::Value::Null));
+    }
+
+    #[test]
+    fn a_server_name_refused_for_a_secret_is_shown_only_as_its_rule() {
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let host = format!("{token}.example.com");
+        assert_eq!(
+            shown_sni(&host, Some("github-pat")),
+            "[redacted:github-pat]"
+        );
+        let shown = shown_sni(&host, None);
+        assert!(!shown.contains(token), "a token must be redacted: {shown}");
+        assert_eq!(shown_sni("example.com", None), "example.com");
     }
 }

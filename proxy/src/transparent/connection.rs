@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use prometheus::IntGauge;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,12 +19,15 @@ use super::original_dst::original_dst;
 use super::splice::{SpliceLimits, splice};
 use crate::dialer::OwnListeners;
 use crate::forward::{ForwardProxy, Limits};
-use crate::relay::capture::Refusal;
+use crate::gates::DenyReason;
+use crate::relay::capture::{Refusal, close_cleanly};
 use crate::relay::meter::Activity;
 use crate::relay::own_dial::{is_own_dial, mark_came_back};
-use crate::relay::sniff::{self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName};
+use crate::relay::sniff::{
+    self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName, protocol_of,
+};
 use crate::state::GateState;
-use crate::telemetry::decision::DecisionLine;
+use crate::telemetry::decision::{DecisionLine, shown_sni};
 
 /// One accepted connection.
 #[derive(Debug)]
@@ -239,7 +241,7 @@ impl Connection {
         if refusal.answers(seen.protocol) {
             let _ = client.write_all(&refusal.response_bytes().await).await;
         }
-        close_cleanly(client).await;
+        close_cleanly(&mut client).await;
     }
 
     /// The canonical `egress.decision` line (the forward proxy's fields, plus `original_dst`)
@@ -269,6 +271,7 @@ impl Connection {
                 .inc();
         }
         let url = log_url(seen, admission);
+        let sni = tls_name(seen, refusal);
         DecisionLine {
             listener: LISTENER,
             proxy_type,
@@ -286,7 +289,7 @@ impl Connection {
             original_dst: seen.original,
             started: self.started,
         }
-        .write();
+        .write_with_sni(sni.as_deref());
     }
 }
 
@@ -306,13 +309,15 @@ impl Drop for ActiveTunnel {
     }
 }
 
-/// The protocol the first byte announces, when there is one.
-fn protocol_of(buf: &[u8]) -> Option<Protocol> {
-    match buf.first() {
-        Some(22) => Some(Protocol::Tls),
-        Some(b) if b.is_ascii_uppercase() => Some(Protocol::Http),
+/// The `sni` field: a ClientHello's server name, when one was read.
+fn tls_name(seen: Seen<'_>, refusal: Option<&Refusal>) -> Option<String> {
+    let sniffed = seen.sniffed.filter(|s| s.protocol == Protocol::Tls)?;
+    let rule = match refusal {
+        Some(Refusal::Gate(reason @ DenyReason::SecretInHost { .. })) => reason.rule(),
         _ => None,
-    }
+    };
+    let name = sniffed.name.as_ref()?.to_string();
+    Some(shown_sni(&name, rule))
 }
 
 /// `tls://host:port` or `http://host[:port]/path` (query dropped), for the decision line.
@@ -346,21 +351,4 @@ fn log_url(seen: Seen<'_>, admission: Option<&Admission>) -> String {
         }
         _ => crate::gates::secret_url::redact_secrets(&format!("tls://{host}{port}")).into_owned(),
     }
-}
-
-/// FIN, then read (and drop) what the client still sends for a moment, so unread bytes in
-/// the receive queue do not turn the close into a reset.
-async fn close_cleanly(mut stream: TcpStream) {
-    let _ = stream.shutdown().await;
-    let drain = async {
-        let mut sink = [0u8; 4096];
-        let mut total = 0usize;
-        while total < 256 * 1024 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => total += n,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
 }

@@ -13,7 +13,7 @@
 //! timed out after 30s — DuckDuckGo may be rate-limiting or slow. …`. DuckDuckGo sees the
 //! agent's queries: the gate only calls it when the policy names `ddgs`.
 
-use scraper::{ElementRef, Html, Selector};
+use scraper::{ElementRef, Selector};
 
 use super::VendorErrorKind;
 use super::client::{CallError, Endpoint, HttpClient, VendorError};
@@ -58,18 +58,28 @@ impl DdgsClient {
             .get("/html/", &[("q", query.to_string())], &headers)
             .await
             .map_err(|e| call_error(&e))?;
-        let page = String::from_utf8_lossy(&bytes);
-        let rows = parse(&page).map_err(|why| {
-            VendorError::bad_response(NAME, format!("DuckDuckGo search failed: {why}"))
-        })?;
+        let page = String::from_utf8_lossy(&bytes).into_owned();
+        // Parsed on the extraction pool, like every page, never on the listeners' workers.
+        let rows = super::html::pool::run(move || parse(&page))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|parsed| parsed)
+            .map_err(|why| {
+                VendorError::bad_response(NAME, format!("DuckDuckGo search failed: {why}"))
+            })?;
         let limit = limit.max(1);
         Ok(search::numbered(KeyOrder::TitleHit, rows, limit))
     }
 }
 
+/// Time a result page may take to parse.
+const PARSE_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The organic results of a DuckDuckGo HTML page, or why the page is not a result page.
 pub(crate) fn parse(page: &str) -> Result<Vec<RawHit>, String> {
-    let doc = Html::parse_document(page);
+    let deadline = tokio::time::Instant::now() + PARSE_BUDGET;
+    let doc = super::html::bounded::parse_document(page, deadline)
+        .map_err(|_| format!("the result page took over {PARSE_BUDGET:?} to parse"))?;
     let result = selector(".result")?;
     let (title, snippet) = (selector("a.result__a")?, selector(".result__snippet")?);
     let mut blocks = 0;

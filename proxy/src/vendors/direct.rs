@@ -17,9 +17,9 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
-use super::{Admitted, HopGate, Page, VendorFailure, html};
+use super::{Admitted, Hop, HopGate, Page, VendorFailure, html};
 use crate::policy::FetchPolicy;
 
 /// The `direct` backend.
@@ -76,7 +76,8 @@ impl DirectFetcher {
         gate: &G,
     ) -> Result<Page, VendorFailure> {
         let total = self.limits.total_timeout;
-        match timeout(total, self.follow(first, gate)).await {
+        let deadline = Instant::now() + total;
+        match timeout(total, self.follow(first, gate, deadline)).await {
             Ok(result) => result,
             Err(_) => Err(VendorFailure::Timeout {
                 phase: "total",
@@ -85,12 +86,20 @@ impl DirectFetcher {
         }
     }
 
-    async fn follow<G: HopGate>(&self, first: Admitted, gate: &G) -> Result<Page, VendorFailure> {
+    async fn follow<G: HopGate>(
+        &self,
+        first: Admitted,
+        gate: &G,
+        deadline: Instant,
+    ) -> Result<Page, VendorFailure> {
         let mut hop = first;
+        let mut hops = Vec::new();
         for _ in 0..=self.limits.max_redirects {
             let response = self.fetch_once(&hop).await?;
             let Some(location) = redirect_location(&response) else {
-                return self.to_page(&hop, response);
+                let mut page = self.to_page(&hop, response, deadline).await?;
+                page.hops = hops;
+                return Ok(page);
             };
             let next = hop
                 .target
@@ -100,6 +109,10 @@ impl DirectFetcher {
                 .map(|u| u.to_string())
                 .unwrap_or(location);
             hop = gate.admit(&next).await.map_err(VendorFailure::Refused)?;
+            hops.push(Hop {
+                url: hop.target.normalized.clone(),
+                addrs: hop.addrs.clone(),
+            });
         }
         Err(VendorFailure::TooManyRedirects(self.limits.max_redirects))
     }
@@ -203,40 +216,39 @@ impl DirectFetcher {
         })
     }
 
-    fn to_page(&self, hop: &Admitted, response: HopResponse) -> Result<Page, VendorFailure> {
+    /// The page of the last hop. Decoding and conversion run on the extraction pool, bounded
+    /// by the fetch's `deadline`; a converter that panics fails this page only.
+    async fn to_page(
+        &self,
+        hop: &Admitted,
+        response: HopResponse,
+        deadline: Instant,
+    ) -> Result<Page, VendorFailure> {
         let status = response.status.as_u16();
         if status >= 400 {
             return Err(VendorFailure::HttpStatus { status });
         }
-        let body =
-            decode_content_encoding(&response.headers, response.body, self.limits.max_body_bytes)?;
-        let content_type = response
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let kind = BodyKind::of(content_type.as_deref(), &body);
-        let (title, content) = match kind {
-            BodyKind::Html => {
-                let text = decode_text(content_type.as_deref(), &body);
-                let converted = html::html_to_markdown(&text);
-                (converted.title, converted.markdown)
-            }
-            BodyKind::Text => {
-                let text = decode_text(content_type.as_deref(), &body);
-                (markdown_title(&text), text)
-            }
-            // Latin-1 keeps every byte as one char, so E7 can name the binary kind.
-            BodyKind::Binary => (String::new(), body.iter().map(|&b| b as char).collect()),
-        };
+        let max_body_bytes = self.limits.max_body_bytes;
+        let total = self.limits.total_timeout;
+        let body = html::pool::run(move || convert(response, max_body_bytes, deadline))
+            .await
+            .map_err(|e| VendorFailure::Protocol(e.to_string()))?
+            .map_err(|failure| match failure {
+                Unconverted::Failed(failure) => failure,
+                Unconverted::Late => VendorFailure::Timeout {
+                    phase: "extract",
+                    seconds: total.as_secs(),
+                },
+            })?;
         Ok(Page {
             url: hop.target.normalized.clone(),
-            title,
-            content,
+            title: body.title,
+            content: body.content,
             status,
-            content_type,
-            textual: kind != BodyKind::Binary,
+            content_type: body.content_type,
+            textual: body.textual,
             via: None,
+            hops: Vec::new(),
         })
     }
 
@@ -251,6 +263,57 @@ impl DirectFetcher {
             seconds: limit.as_secs(),
         }
     }
+}
+
+/// A decoded, converted response body.
+struct Converted {
+    title: String,
+    content: String,
+    content_type: Option<String>,
+    textual: bool,
+}
+
+/// Why a body was not converted.
+enum Unconverted {
+    Failed(VendorFailure),
+    /// The fetch's deadline passed during the conversion.
+    Late,
+}
+
+/// Decode and convert one response body (run on the extraction pool).
+fn convert(
+    response: HopResponse,
+    max_body_bytes: u64,
+    deadline: Instant,
+) -> Result<Converted, Unconverted> {
+    let body = decode_content_encoding(&response.headers, response.body, max_body_bytes)
+        .map_err(Unconverted::Failed)?;
+    let content_type = response
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let kind = BodyKind::of(content_type.as_deref(), &body);
+    let (title, content) = match kind {
+        BodyKind::Html => {
+            let text = decode_text(content_type.as_deref(), &body);
+            let converted =
+                html::html_to_markdown(&text, deadline).map_err(|_| Unconverted::Late)?;
+            (converted.title, converted.markdown)
+        }
+        BodyKind::Text => {
+            let text = decode_text(content_type.as_deref(), &body);
+            (markdown_title(&text), text)
+        }
+        // Latin-1 keeps every byte as one char, so E7 can name the binary kind.
+        BodyKind::Binary => (String::new(), body.iter().map(|&b| b as char).collect()),
+    };
+    Ok(Converted {
+        title,
+        content,
+        content_type,
+        textual: kind != BodyKind::Binary,
+    })
 }
 
 fn server_name(host: &str) -> Result<ServerName<'static>, VendorFailure> {

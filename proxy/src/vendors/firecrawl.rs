@@ -196,6 +196,7 @@ pub(super) fn page(requested: &str, answer: &Value) -> Page {
             .map(str::to_string),
         textual: true,
         via: None,
+        hops: Vec::new(),
     }
 }
 

@@ -1,7 +1,20 @@
 //! HTML → markdown for the `direct` backend: title from `<title>`, the page's main content
 //! when it marks one (`<main>`, `<article>`, `role=main`), converted with `htmd`.
+//!
+//! Every step is bounded, because any page an agent is pointed at reaches it: the parse is
+//! linear and stops at the fetch's deadline ([`bounded::parse_document`]), the tree is never
+//! deeper than [`bounded::MAX_DEPTH`] open elements, and the subtree handed to `htmd` is
+//! written back iteratively with its depth capped ([`bounded::serialize_capped`]). The whole
+//! conversion runs on the extraction pool ([`pool`]), never on the listeners' async workers.
+
+pub mod bounded;
+pub mod pool;
+
+use tokio::time::Instant;
 
 use scraper::{Html, Selector};
+
+pub use bounded::DeadlineExceeded;
 
 /// Elements that never carry page text.
 const ALWAYS_SKIPPED: &[&str] = &[
@@ -19,32 +32,34 @@ pub struct Converted {
     pub markdown: String,
 }
 
-/// Convert an HTML document.
-pub fn html_to_markdown(html: &str) -> Converted {
-    let doc = Html::parse_document(html);
+/// Convert an HTML document, or stop at `deadline`.
+pub fn html_to_markdown(html: &str, deadline: Instant) -> Result<Converted, DeadlineExceeded> {
+    let doc = bounded::parse_document(html, deadline)?;
     let title = select_first(&doc, "title")
         .map(|t| collapse_ws(&t.text().collect::<String>()))
         .unwrap_or_default();
     let main = ["main", "article", "[role=main]"]
         .iter()
         .find_map(|sel| select_first(&doc, sel));
-    let (fragment, skip): (String, Vec<&str>) = match main {
-        Some(el) => (el.html(), ALWAYS_SKIPPED.to_vec()),
-        None => {
-            let body = select_first(&doc, "body")
-                .map(|b| b.html())
-                .unwrap_or_else(|| html.to_string());
-            (body, ALWAYS_SKIPPED.iter().chain(CHROME).copied().collect())
-        }
+    let (root, skip): (_, Vec<&str>) = match main {
+        Some(el) => (el, ALWAYS_SKIPPED.to_vec()),
+        None => (
+            select_first(&doc, "body").unwrap_or_else(|| doc.root_element()),
+            ALWAYS_SKIPPED.iter().chain(CHROME).copied().collect(),
+        ),
     };
+    let fragment = bounded::serialize_capped(root, &skip, bounded::MAX_DEPTH);
+    if Instant::now() >= deadline {
+        return Err(DeadlineExceeded);
+    }
     let converter = htmd::HtmlToMarkdown::builder().skip_tags(skip).build();
     let markdown = converter
         .convert(&fragment)
         .unwrap_or_else(|_| collapse_ws(&doc.root_element().text().collect::<String>()));
-    Converted {
+    Ok(Converted {
         title,
         markdown: markdown.trim().to_string(),
-    }
+    })
 }
 
 fn select_first<'a>(doc: &'a Html, selector: &str) -> Option<scraper::ElementRef<'a>> {
@@ -57,8 +72,15 @@ fn collapse_ws(s: &str) -> String {
 }
 
 #[cfg(test)]
+mod nesting;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(60)
+    }
 
     #[test]
     fn title_and_main_content_are_extracted_without_chrome() {
@@ -68,7 +90,7 @@ mod tests {
             <main><h1>Example Domain</h1><p>This domain is for <b>examples</b>.</p>
             <script>alert(1)</script><p><a href="https://iana.org/domains/example">Learn more</a></p></main>
             <footer>footer text</footer></body></html>"#;
-        let got = html_to_markdown(page);
+        let got = html_to_markdown(page, far()).expect("converted");
         assert_eq!(
             got.title, "Example Domain",
             "title must be the collapsed <title> text"
@@ -100,8 +122,11 @@ mod tests {
 
     #[test]
     fn a_page_without_main_converts_the_body_minus_navigation() {
-        let got =
-            html_to_markdown("<body><nav>menu</nav><p>Body text</p><footer>f</footer></body>");
+        let got = html_to_markdown(
+            "<body><nav>menu</nav><p>Body text</p><footer>f</footer></body>",
+            far(),
+        )
+        .expect("converted");
         assert_eq!(got.title, "");
         assert_eq!(got.markdown, "Body text");
     }

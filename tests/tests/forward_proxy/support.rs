@@ -300,10 +300,12 @@ pub async fn raw_connect(
 }
 
 /// A TLS front for an origin: terminates TLS with a leaf signed by a fresh CA and relays the
-/// plaintext to the origin (whose hit counters then count the HTTPS requests too).
+/// plaintext to the origin (whose hit counters then count the HTTPS requests too). It records
+/// the server name of every ClientHello that reaches it.
 pub struct TlsOrigin {
     pub addr: SocketAddr,
     pub ca_path: PathBuf,
+    hellos: Arc<std::sync::Mutex<Vec<Option<String>>>>,
     task: JoinHandle<()>,
 }
 
@@ -323,14 +325,24 @@ impl TlsOrigin {
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(chain, key)?;
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let config = Arc::new(config);
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
+        let hellos = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = hellos.clone();
         let task = tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                let acceptor = acceptor.clone();
+                let (config, seen) = (config.clone(), seen.clone());
                 tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    let lazy = rustls::server::Acceptor::default();
+                    let Ok(start) = tokio_rustls::LazyConfigAcceptor::new(lazy, tcp).await else {
+                        return;
+                    };
+                    let name = start.client_hello().server_name().map(str::to_string);
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.push(name);
+                    }
+                    let Ok(mut tls) = start.into_stream(config).await else {
                         return;
                     };
                     let Ok(mut plain) = TcpStream::connect(backend).await else {
@@ -343,8 +355,15 @@ impl TlsOrigin {
         Ok(Self {
             addr,
             ca_path,
+            hellos,
             task,
         })
+    }
+
+    /// The server name of every ClientHello that reached this origin, in order (`None` for a
+    /// ClientHello without SNI).
+    pub fn server_names(&self) -> Vec<Option<String>> {
+        self.hellos.lock().map(|h| h.clone()).unwrap_or_default()
     }
 }
 

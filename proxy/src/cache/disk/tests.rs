@@ -37,6 +37,7 @@ fn page(url: &str, content: &str) -> NewEntry {
         status: 200,
         textual: true,
         rescued: false,
+        hops: Vec::new(),
     }
 }
 
@@ -592,4 +593,35 @@ proptest! {
         prop_assert_eq!(hit.content, content);
         prop_assert_eq!(hit.title, title);
     }
+}
+
+#[test]
+fn the_hops_round_trip_and_an_entry_without_them_is_not_served() {
+    let dir = tempfile::tempdir().expect("a temp dir must be created");
+    let cache = cache_in(&dir);
+    let mut entry = page(URL, "redirected body");
+    entry.final_url = "https://moved.example.com/final".to_owned();
+    entry.hops = vec![
+        "https://cdn.example.com/hop".to_owned(),
+        "https://moved.example.com/final".to_owned(),
+    ];
+    cache.put_at(&entry, t(0)).expect("stored");
+    let found = cache.lookup_at(URL, "firecrawl", t(1_000));
+    assert_eq!(found.outcome, CacheOutcome::Hit);
+    assert_eq!(found.entry.expect("hit").hops, entry.hops);
+
+    // The same entry as an older gate wrote it, without `hops`: never served, never deleted.
+    let path = entry_path(&cache, URL);
+    let bytes = fs::read_to_string(&path).expect("entry");
+    let (header, body) = bytes.split_once('\n').expect("header line");
+    let mut header: serde_json::Value = serde_json::from_str(header).expect("json header");
+    header.as_object_mut().expect("object").remove("hops");
+    fs::write(&path, format!("{header}\n{body}")).expect("rewritten");
+    let found = cache.lookup_at(URL, "firecrawl", t(1_000));
+    assert_eq!(
+        found.outcome,
+        CacheOutcome::Bypass(NoCacheReason::UnrecordedHops)
+    );
+    assert!(found.entry.is_none());
+    assert!(path.exists(), "the entry is left for the sweep");
 }

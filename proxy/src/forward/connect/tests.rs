@@ -106,26 +106,3 @@ fn the_log_label_brackets_ipv6_hosts() {
     };
     assert_eq!(name.to_string(), "example.com:8443");
 }
-
-#[test]
-fn a_tunnel_opening_with_a_request_line_is_told_from_tls_and_other_protocols() {
-    let cases: [(&[u8], Option<bool>); 9] = [
-        (b"GET / HTTP/1.1\r\n", Some(true)),
-        (b"\r\n\r\nPOST /x HTTP/1.1\r\n", Some(true)),
-        (b"get http://a/ HTTP/1.1\r\n", Some(true)),
-        (b"\x16\x03\x01\x02\x00", Some(false)),
-        (b"SSH-2.0-OpenSSH_9.6\r\n", Some(false)),
-        (b" GET / HTTP/1.1", Some(false)),
-        (b"GE", None),
-        (b"\r\n", None),
-        (b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", Some(false)),
-    ];
-    for (bytes, want) in cases {
-        assert_eq!(
-            super::looks_like_http(bytes),
-            want,
-            "{:?}",
-            String::from_utf8_lossy(bytes)
-        );
-    }
-}

@@ -1,6 +1,31 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
+use crate::llm::scan::{COMPLETION, scan_object};
+
+/// `body` pinned (`apply`) or judged only: the body that would be sent and the rewrites.
+fn pinned(
+    pin: &LlmPin,
+    kind: ProviderKind,
+    path: &str,
+    body: &Value,
+    apply: bool,
+) -> (Value, Vec<Rewrite>) {
+    let text = body.to_string();
+    let scan = scan_object(&text, &text, &COMPLETION).expect("an object scans");
+    if !apply {
+        return (body.clone(), pin_rewrites(pin, kind, path, &scan, None));
+    }
+    let (rewrites, rewritten) = rewrite(pin, kind, path, &text, &scan);
+    let sent = rewritten.unwrap_or(text);
+    let value = serde_json::from_str(&sent).expect("a rewritten body stays JSON");
+    (value, rewrites)
+}
+
+fn effort(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    effort_of(&scan_object(&text, &text, &COMPLETION).expect("an object scans"))
+}
 
 fn pin(effort: Option<&str>, tier: Option<&str>) -> LlmPin {
     LlmPin {
@@ -55,9 +80,8 @@ fn a_pinned_effort_lands_where_each_wire_shape_keeps_it() {
             json!({"output_config": {"effort": "high"}}),
         ),
     ];
-    for (kind, path, mut body, want) in cases {
-        let before = body.clone();
-        let rewrites = pin_rewrites(&pin(Some("high"), None), kind, path, &mut body, true);
+    for (kind, path, before, want) in cases {
+        let (body, rewrites) = pinned(&pin(Some("high"), None), kind, path, &before, true);
         assert_eq!(
             body, want,
             "{kind:?} {path} {before} must be rewritten to {want}"
@@ -68,7 +92,7 @@ fn a_pinned_effort_lands_where_each_wire_shape_keeps_it() {
             "one rewrite must be reported for {before}"
         );
         assert_eq!(
-            effort_of(&body).map(|e| e == "high" || e == "budget:16000"),
+            effort(&body).map(|e| e == "high" || e == "budget:16000"),
             Some(true),
             "the rewritten body must read back as the pin"
         );
@@ -77,13 +101,12 @@ fn a_pinned_effort_lands_where_each_wire_shape_keeps_it() {
 
 #[test]
 fn observe_mode_reports_rewrites_without_touching_the_body() {
-    let mut body = json!({"model": "m", "reasoning_effort": "low", "service_tier": "flex"});
-    let before = body.clone();
-    let rewrites = pin_rewrites(
+    let before = json!({"model": "m", "reasoning_effort": "low", "service_tier": "flex"});
+    let (body, rewrites) = pinned(
         &pin(Some("high"), Some("priority")),
         ProviderKind::OpenAi,
         "/v1/chat/completions",
-        &mut body,
+        &before,
         false,
     );
     assert_eq!(body, before, "observe mode must not change the body");
@@ -104,13 +127,12 @@ fn a_request_that_already_matches_the_pin_is_not_rewritten() {
         json!({"reasoning_effort": "high", "service_tier": "priority"}),
         json!({"thinking": {"type": "enabled", "budget_tokens": 16000}, "service_tier": "priority"}),
     ];
-    for mut body in cases {
-        let before = body.clone();
-        let rewrites = pin_rewrites(
+    for before in cases {
+        let (body, rewrites) = pinned(
             &pin(Some("high"), Some("priority")),
             ProviderKind::Anthropic,
             "/v1/messages",
-            &mut body,
+            &before,
             true,
         );
         assert!(rewrites.is_empty(), "{before} must need no rewrite");
@@ -150,5 +172,76 @@ fn a_model_outside_the_allowed_list_is_refused_naming_the_policy() {
         model_refusal(&open, Some("any")),
         None,
         "an empty list allows all"
+    );
+}
+
+#[test]
+fn edits_that_remove_or_replace_members_keep_the_body_valid_json() {
+    let none = pin(Some("none"), None);
+    let cases = [
+        (
+            ProviderKind::Anthropic,
+            r#"{"thinking":{"type":"enabled","budget_tokens":4000},"output_config":{"effort":"low"},"model":"m"}"#,
+            json!({"thinking": {"type": "disabled"}, "model": "m"}),
+        ),
+        (
+            ProviderKind::Anthropic,
+            r#"{ "output_config" : {"effort":"low"} , "thinking":{"type":"adaptive"} }"#,
+            json!({"thinking": {"type": "disabled"}}),
+        ),
+        (
+            ProviderKind::OpenRouter,
+            r#"{"reasoning":{"effort":"low","enabled":true},"model":"m"}"#,
+            json!({"reasoning": {"enabled": false}, "model": "m"}),
+        ),
+        (
+            ProviderKind::OpenRouter,
+            r#"{"model":"m","reasoning":{"enabled":true, "effort":"low"}}"#,
+            json!({"reasoning": {"enabled": false}, "model": "m"}),
+        ),
+        (
+            ProviderKind::Anthropic,
+            r#"{"model":"m","messages":[]}"#,
+            json!({"model": "m", "messages": [], "thinking": {"type": "disabled"}}),
+        ),
+    ];
+    for (kind, text, want) in cases {
+        let body: Value = serde_json::from_str(text).expect("case is JSON");
+        let (sent, rewrites) = pinned(&none, kind, "/v1/messages", &body, true);
+        assert_eq!(sent, want, "{kind:?} {text} pinned to none");
+        assert_eq!(rewrites.len(), 1, "{text}: one rewrite reported");
+    }
+    let both = pin(Some("high"), Some("flex"));
+    let (sent, _) = pinned(
+        &both,
+        ProviderKind::OpenAi,
+        "/v1/chat/completions",
+        &json!({}),
+        true,
+    );
+    assert_eq!(
+        sent,
+        json!({"reasoning_effort": "high", "service_tier": "flex"}),
+        "members are added to an empty object without a stray comma"
+    );
+}
+
+#[test]
+fn a_rewrite_leaves_every_other_byte_as_sent() {
+    let text = r#"{ "model": "m", "messages": [ {"role":"user","content":"h\u00e9"} ], "reasoning_effort" : "low" }"#;
+    let scan = scan_object(text, text, &COMPLETION).expect("scans");
+    let (_, sent) = rewrite(
+        &pin(Some("high"), None),
+        ProviderKind::OpenAi,
+        "/v1/chat/completions",
+        text,
+        &scan,
+    );
+    assert_eq!(
+        sent.as_deref(),
+        Some(
+            r#"{ "model": "m", "messages": [ {"role":"user","content":"h\u00e9"} ], "reasoning_effort" : "high" }"#
+        ),
+        "only the pinned value changes"
     );
 }

@@ -2,6 +2,10 @@
 //! request on the connection (RFC 9112). Strict where a lenient parser would let the gate and
 //! the origin disagree about the target: bare CR/LF, folded headers, whitespace before the
 //! colon, two Host headers, and a Host that differs from an absolute-form target are refused.
+//!
+//! The request line is judged as soon as it is complete, before the rest of the head arrives:
+//! a method the relay does not forward, or a line that is not `METHOD SP target SP HTTP/1.x`,
+//! is refused at once rather than after the sniff's timeout.
 
 use super::{MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, TargetName};
 
@@ -18,6 +22,7 @@ fn malformed(detail: &'static str) -> SniffError {
 /// Sniff a prefix that starts with an uppercase letter.
 pub(super) fn sniff(prefix: &[u8]) -> Result<Progress, SniffError> {
     plausible_method(prefix)?;
+    request_line(prefix)?;
     let Some(end) = memchr::memmem::find(prefix, b"\r\n\r\n") else {
         if prefix.len() >= MAX_SNIFF_BYTES {
             return Err(SniffError::TooLarge(Protocol::Http));
@@ -57,6 +62,25 @@ fn plausible_method(prefix: &[u8]) -> Result<(), SniffError> {
     Ok(())
 }
 
+/// Once the first line has ended, judge it alone: its bytes, its three parts, its method and
+/// version. `Ok` while it has not ended yet.
+fn request_line(prefix: &[u8]) -> Result<(), SniffError> {
+    let Some(lf) = memchr::memchr(b'\n', prefix) else {
+        return Ok(());
+    };
+    let line = match prefix[..lf].strip_suffix(b"\r") {
+        Some(line) => line,
+        None => return Err(malformed("a bare LF in the request line")),
+    };
+    if !line.iter().all(|b| matches!(b, 0x20..=0x7e)) {
+        return Err(malformed(
+            "a byte outside visible ASCII in the request line",
+        ));
+    }
+    let line = std::str::from_utf8(line).map_err(|_| malformed("the head is not ASCII"))?;
+    request_target(line).map(drop)
+}
+
 /// The request target's form.
 enum Target<'a> {
     /// `/path?query` or `*` (recorded as `/`).
@@ -82,8 +106,11 @@ fn request_target(line: &str) -> Result<Target<'_>, SniffError> {
     }
     if method == "CONNECT" {
         return Err(malformed(
-            "CONNECT on the transparent listener (use the forward proxy)",
+            "CONNECT inside a captured connection or a tunnel (send it to the forward proxy)",
         ));
+    }
+    if !crate::relay::h1::METHODS.contains(&method) {
+        return Err(malformed("a method the relay does not forward"));
     }
     if target == "*" {
         return Ok(Target::Origin("/"));

@@ -196,6 +196,81 @@ fn garbage_is_unrecognised() {
 }
 
 #[test]
+fn any_byte_before_the_method_or_inside_the_method_token_is_unrecognised() {
+    let request = b"GET /x HTTP/1.1\r\nHost: a.example\r\n\r\n";
+    // SP, HT, VT, FF, the C0 separators Python's str.split() takes for whitespace, CR, LF,
+    // NUL, DEL and bytes past ASCII: decided on the first byte, whatever follows.
+    let leads = [
+        b' ', b'\t', 0x0b, 0x0c, 0x1c, 0x1d, 0x1e, 0x1f, b'\r', b'\n', 0x00, 0x7f, 0x80, 0xff,
+    ];
+    for lead in leads {
+        let bytes = [&[lead][..], &request[..]].concat();
+        assert_eq!(
+            sniff(&bytes),
+            Err(SniffError::Unrecognised),
+            "a leading {lead:#04x} must be unrecognised"
+        );
+        assert_eq!(
+            sniff(&[lead]),
+            Err(SniffError::Unrecognised),
+            "{lead:#04x} alone must decide"
+        );
+    }
+    let heads: [&[u8]; 6] = [
+        b"\r\nGET /x HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        b"GET\t/x HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        b"GET\x0b/x HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        b"GET\x1c/x HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        b"Get /x HTTP/1.1\r\nHost: a.example\r\n\r\n",
+        b"GET\t",
+    ];
+    for head in heads {
+        assert_eq!(
+            sniff(head),
+            Err(SniffError::Unrecognised),
+            "{:?} must be unrecognised",
+            String::from_utf8_lossy(head)
+        );
+    }
+}
+
+#[test]
+fn a_request_line_the_relay_would_not_accept_is_refused_as_soon_as_it_ends() {
+    let lines: [&[u8]; 8] = [
+        b"FETCH /x HTTP/1.1\r\n",
+        b"TRACE /x HTTP/1.1\r\n",
+        b"GET  /x HTTP/1.1\r\n",
+        b"GET /x\x1cHTTP/1.1\r\n",
+        b"GET /x HTTP/1.1 \r\n",
+        b"GET /x\r\n",
+        b"SET key value\r\n",
+        b"GET /x HTTP/1.1\n",
+    ];
+    for line in lines {
+        let got = sniff(line);
+        assert!(
+            matches!(
+                got,
+                Err(SniffError::Malformed {
+                    protocol: Protocol::Http,
+                    ..
+                })
+            ),
+            "{:?} must be refused before the head ends, got {got:?}",
+            String::from_utf8_lossy(line)
+        );
+    }
+    for method in crate::relay::h1::METHODS {
+        let line = format!("{method} /x HTTP/1.1\r\n");
+        assert_eq!(
+            sniff(line.as_bytes()),
+            Ok(Progress::NeedMore),
+            "{line:?} must wait for the rest of its head"
+        );
+    }
+}
+
+#[test]
 fn http_heads_yield_host_port_and_path() {
     let cases: [(&str, Option<TargetName>, Option<u16>, &str); 8] = [
         (
@@ -349,6 +424,19 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let _ = sniff(&bytes);
+    }
+
+    #[test]
+    fn a_complete_head_arriving_in_pieces_is_never_refused_before_it_ends(
+        method in proptest::sample::select(crate::relay::h1::METHODS),
+        path in "/[a-z0-9/?=&%.-]{0,40}",
+        host in "[a-z0-9-]{1,12}\\.example",
+        cut in 0usize..400,
+    ) {
+        let head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nX-A: b\r\n\r\n");
+        prop_assert!(matches!(sniff(head.as_bytes()), Ok(Progress::Done(_))));
+        let cut = cut % head.len();
+        prop_assert_eq!(sniff(&head.as_bytes()[..cut]), Ok(Progress::NeedMore));
     }
 
     #[test]

@@ -1,0 +1,95 @@
+//! Leader election on a real Lease: two controller processes as installed (the chart's Role,
+//! TokenRequest tokens), one holder; `kill -9` the holder and the other takes the Lease over
+//! and re-renders the next edit (failover time printed). Neither is ever refused by RBAC.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use serde_json::json;
+
+use crate::controller::start_as_installed;
+use crate::support::{self, ensure_crds, eventually, kubectl};
+
+fn holder(lease: &Lease) -> Option<String> {
+    lease.spec.as_ref()?.holder_identity.clone()
+}
+
+fn policy(char_limit: u32) -> String {
+    json!({
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "FleetPolicy",
+        "metadata": { "name": "fleet" },
+        "spec": {
+            "selector": { "matchLabels": { "app": "hermes" } },
+            "web": { "charLimit": char_limit },
+        },
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_leader_hands_the_lease_to_the_other_replica_which_then_reconciles() {
+    let _ = ensure_crds();
+    let client = support::client().await;
+    let ns = support::namespace(&client, "leader").await;
+    support::install_chart(&ns, &[]);
+    let mut replicas = [
+        Some(start_as_installed(&ns, "replica-a")),
+        Some(start_as_installed(&ns, "replica-b")),
+    ];
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+    let first = eventually(Duration::from_secs(60), "a Lease holder", || async {
+        let lease = leases.get_opt("fleetgate-controller").await.ok()??;
+        holder(&lease).filter(|h| h.starts_with("replica-"))
+    })
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let apply = |text: String| {
+        kubectl(
+            &["-n", &ns, "apply", "--server-side", "-f", "-"],
+            Some(&text),
+        )
+    };
+    apply(policy(2001));
+    let rendered = eventually(Duration::from_secs(60), "the first render", || async {
+        cms.get_opt("fleet-managed").await.ok()?
+    })
+    .await;
+
+    // kill -9 the holder (the guard's drop sends SIGKILL).
+    let index = usize::from(first == "replica-b");
+    let killed = tokio::time::Instant::now();
+    drop(replicas[index].take());
+    let second = eventually(Duration::from_secs(60), "a new Lease holder", || async {
+        let lease = leases.get_opt("fleetgate-controller").await.ok()??;
+        holder(&lease).filter(|h| *h != first)
+    })
+    .await;
+    let took_over = killed.elapsed();
+    apply(policy(2002));
+    eventually(
+        Duration::from_secs(60),
+        "the new leader's render",
+        || async {
+            let now = cms.get("fleet-managed").await.ok()?;
+            (now.data != rendered.data).then_some(())
+        },
+    )
+    .await;
+    println!(
+        "leader election: {first} killed, {second} took the Lease over after {took_over:?}, rendered the next edit after {:?}",
+        killed.elapsed()
+    );
+    let survivor = replicas[1 - index].as_ref().expect("the other replica");
+    let log = survivor.log();
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("forbidden") || l.contains("Forbidden"))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "the API server must never refuse a replica as installed (RBAC): {refused:#?}"
+    );
+}
