@@ -22,6 +22,7 @@ use tracing::{info, warn};
 use crate::crd::FleetPolicy;
 use crate::crd::baseline::ClusterFleetPolicy;
 use crate::desired::baseline::egress_mode;
+use crate::watch_backoff::WatchBackoff;
 use crate::webhook::PolicySource;
 
 /// The shared view of every ClusterFleetPolicy.
@@ -56,7 +57,8 @@ impl Baselines {
         let synced = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::unbounded_channel();
         let flag = synced.clone();
-        let events = reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+        let events = reflector(writer, watcher(api, watcher::Config::default()))
+            .backoff(WatchBackoff::default());
         let task = tokio::spawn(async move {
             futures_util::pin_mut!(events);
             while let Some(event) = events.next().await {

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod reconcile;
 pub mod scrape;
 pub mod status;
+pub mod watch_backoff;
 pub mod webhook;
 
 /// The gate policy `version` this controller renders (`fleetgate_policy`).

@@ -536,7 +536,8 @@ pub async fn run(
     };
     let owned =
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
-    let controller = Controller::new(fps, watcher::Config::default().any_semantic());
+    let controller = Controller::new(fps, watcher::Config::default().any_semantic())
+        .trigger_backoff(crate::watch_backoff::WatchBackoff::default());
     let store = controller.store();
     let ready = store.clone();
     tokio::spawn(async move {

@@ -249,7 +249,7 @@ impl Setup {
         };
         let (reader, writer) = reflector::store();
         let events = reflector(writer, watcher(api, watcher::Config::default()))
-            .default_backoff()
+            .backoff(crate::watch_backoff::WatchBackoff::default())
             .applied_objects()
             .for_each(|_| std::future::ready(()));
         let (certs, cfg, addr, serving) = (self.certs, self.cfg, self.addr, self.serving);
