@@ -301,6 +301,11 @@ fn the_values_schema_refuses_typos_and_out_of_range_values_with_both_helms() {
             "leaseDurationSeconds",
         ),
         ("admissionPolicy.enable=true", "enable"),
+        ("injector.ignoreOutboundPorts={ssh}", "ignoreOutboundPorts"),
+        (
+            "injector.ignoreOutboundPorts={70000}",
+            "ignoreOutboundPorts",
+        ),
     ];
     for helm in [&tools.helm, &tools.helm3] {
         for (set, key) in cases {
@@ -327,7 +332,12 @@ fn the_values_schema_refuses_typos_and_out_of_range_values_with_both_helms() {
             helm,
             "fleetgate",
             "agents",
-            &args(&["--set", "webhook.failurePolicy=Ignore"]),
+            &args(&[
+                "--set",
+                "webhook.failurePolicy=Ignore",
+                "--set-json",
+                r#"injector.ignoreOutboundPorts=[22,"8000-8100"]"#,
+            ]),
         );
         assert!(
             ok.status.success(),
@@ -763,8 +773,8 @@ fn the_cluster_part_grants_read_only_access_to_baselines_and_renders_its_default
     assert_eq!(
         role["rules"],
         serde_json::json!([{"apiGroups": ["fleetgate.dev"], "resources": ["clusterfleetpolicies"],
-            "verbs": ["get", "list", "watch"]}]),
-        "the reader role grants reading baselines and nothing else"
+            "verbs": ["list", "watch"]}]),
+        "the reader role grants listing and watching baselines and nothing else"
     );
     let baseline = find(&docs, "ClusterFleetPolicy", Some("platform"));
     assert_eq!(baseline["spec"]["egress"]["minimumMode"], "proxy");
