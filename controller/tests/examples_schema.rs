@@ -3,6 +3,9 @@
 //! rules (`x-kubernetes-validations`, with kube's client-side CEL evaluator). Each invalid example
 //! states the API server's refusal in a `# schema:` line, or `# schema: accepted` when only the
 //! controller's own validation (its `# expect:` line) can refuse it.
+//!
+//! Real-server twin: `tests/tests/k8s/crds.rs` applies the same examples to kube-apiserver,
+//! whose refusals must match the same `# schema:` lines; this file keeps the check offline.
 
 // Helpers outside `#[test]` functions fail the test on broken setup, exactly as the tests do.
 #![allow(clippy::expect_used)]

@@ -1,5 +1,9 @@
 //! Fleet scraping against real gate processes on loopback, serving real reports from fixture
 //! Hermes homes; one "pod" accepts connections and never answers.
+//!
+//! Real-server twin: `tests/tests/k8s/fleet.rs` has the installed controller scrape real gates
+//! on the pod IPs kube-apiserver stores and write the FleetPolicy's status; the cases here
+//! keep the hanging pod and the failure codes.
 #![allow(clippy::expect_used)]
 
 use std::time::Duration;

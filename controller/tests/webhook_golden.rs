@@ -2,6 +2,10 @@
 //! `tests/golden/webhook/` gives exactly the committed `<case>.patch.json`; every patched pod
 //! parses as a `Pod`, keeps its own volumes, mounts and env without duplicate names, and passes
 //! `kubernetes-validate --strict -k 1.33.0`. `FLEETGATE_UPDATE_GOLDEN=1` rewrites the files.
+//!
+//! Real-server twin: `tests/tests/k8s/golden.rs` creates the golden pods through
+//! kube-apiserver's admission chain with the webhook serving and compares the stored pods with
+//! these files field by field.
 #![allow(clippy::expect_used)]
 
 use std::io::Write;

@@ -10,6 +10,10 @@
 //!   ValidatingAdmissionPolicy, ServiceAccount, PodSecurity, ...); `/readyz` polled.
 //! - kube-controller-manager for what only it does: garbage collection, service accounts,
 //!   deployments → replica sets → pods. No kubelet and no scheduler: pods stay `Pending`.
+//! - The API server's audit log ([`ControlPlane::audit_log`]) records, at `Metadata` level,
+//!   every request a ServiceAccount makes: what a controller running as one really used.
+//! - A component can be stopped and started again with its own arguments
+//!   ([`ControlPlane::stop`], [`ControlPlane::start_again`]), to show what an outage does.
 //! - Every process runs in its own process group under `setpriv --pdeathsig KILL`, so it dies
 //!   with the thread that started it; [`ControlPlane`]'s `Drop` kills the groups; a detached
 //!   reaper removes the temporary folder once the test process is gone. [`shared`] starts one
@@ -22,8 +26,8 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, mpsc};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -43,20 +47,29 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Debug)]
 pub struct ControlPlane {
     // Killed (in reverse start order) before the folder goes.
-    processes: Vec<Component>,
+    processes: Mutex<Vec<Component>>,
+    // The thread that spawns the processes of the shared control plane: they die with the
+    // thread that spawned them (pdeathsig), so a restart must be spawned there too. `None`
+    // for a control plane owned by its caller (spawned from the caller's thread).
+    home: Mutex<Option<mpsc::Sender<Job>>>,
     api_url: String,
     kubeconfig: PathBuf,
     bin: PathBuf,
     dir: TempDir,
 }
 
-/// One control-plane process, in its own process group, with its log file.
+/// One control-plane process, in its own process group, with its log file and the
+/// arguments it was started with (to start it again).
 #[derive(Debug)]
 struct Component {
     name: &'static str,
+    args: Vec<String>,
     child: Child,
     log: PathBuf,
 }
+
+/// Work run on the shared control plane's own thread.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// Fresh certificates of one control plane, as files in its folder.
 #[derive(Debug)]
@@ -87,11 +100,20 @@ pub fn shared() -> &'static ControlPlane {
     let started = SHARED.get_or_init(|| {
         // The processes die with the thread that spawned them (pdeathsig), so they are
         // spawned from one that lives until the process exits, not from a test's thread.
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("k8s-control-plane".into())
             .spawn(move || {
-                let _ = tx.send(ControlPlane::start().map_err(|e| format!("{e:#}")));
+                let (jobs, queue) = mpsc::channel::<Job>();
+                let started = ControlPlane::start().map_err(|e| format!("{e:#}"));
+                if let Ok(plane) = &started {
+                    *lock(&plane.home) = Some(jobs);
+                }
+                let _ = tx.send(started);
+                // Restarts are spawned here, so they too live as long as the process.
+                while let Ok(job) = queue.recv() {
+                    job();
+                }
                 loop {
                     std::thread::park();
                 }
@@ -190,7 +212,8 @@ impl ControlPlane {
         spawn_reaper(dir.path())?;
         let pki = Pki::write(dir.path())?;
         let mut plane = Self {
-            processes: Vec::new(),
+            processes: Mutex::new(Vec::new()),
+            home: Mutex::new(None),
             api_url: String::new(),
             kubeconfig: dir.path().join("admin.kubeconfig"),
             bin,
@@ -245,6 +268,69 @@ impl ControlPlane {
         self.dir.path().join("ca.crt")
     }
 
+    /// The API server's audit log: one JSON event per line for every request made by a
+    /// ServiceAccount (`Metadata` level: user, verb, object reference, response code).
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.path().join("audit.log")
+    }
+
+    /// Stop component `name` (`etcd`, `kube-apiserver`, `kube-controller-manager`) with
+    /// SIGKILL, as a crashed or partitioned process would go.
+    pub fn stop(&self, name: &str) -> anyhow::Result<()> {
+        let mut processes = lock(&self.processes);
+        let c = processes
+            .iter_mut()
+            .find(|c| c.name == name)
+            .with_context(|| format!("no component {name}"))?;
+        let _ = nix_kill_group(c.child.id());
+        c.child.wait()?;
+        Ok(())
+    }
+
+    /// Start component `name` again with the arguments it was first started with (stopping
+    /// it first if it still runs); its log continues in the same file. Does not wait for it
+    /// to be ready: poll [`ControlPlane::is_ready`].
+    pub fn start_again(&self, name: &str) -> anyhow::Result<()> {
+        self.stop(name)?;
+        let (args, log) = {
+            let processes = lock(&self.processes);
+            let c = processes
+                .iter()
+                .find(|c| c.name == name)
+                .with_context(|| format!("no component {name}"))?;
+            (c.args.clone(), c.log.clone())
+        };
+        let program = self.bin.join(name);
+        let home = lock(&self.home).clone();
+        let child = match home {
+            Some(jobs) => {
+                let (tx, rx) = mpsc::channel();
+                jobs.send(Box::new(move || {
+                    let _ = tx.send(spawn_component(&program, &args, &log, true));
+                }))
+                .map_err(|_| anyhow::anyhow!("the control plane's thread is gone"))?;
+                rx.recv()
+                    .map_err(|_| anyhow::anyhow!("the control plane's thread is gone"))??
+            }
+            None => spawn_component(&program, &args, &log, true)?,
+        };
+        let mut processes = lock(&self.processes);
+        if let Some(c) = processes.iter_mut().find(|c| c.name == name) {
+            c.child = child;
+        }
+        Ok(())
+    }
+
+    /// Whether the API server answers `/readyz` with `ok` now.
+    pub async fn is_ready(&self) -> bool {
+        let answer = async {
+            let client = client_for(&self.kubeconfig).await?;
+            let req = http::Request::get("/readyz").body(Vec::new())?;
+            anyhow::Ok(client.request_text(req).await?)
+        };
+        matches!(answer.await, Ok(text) if text.trim() == "ok")
+    }
+
     /// A kube client with admin rights, for the current tokio runtime.
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
         client_for(&self.kubeconfig).await
@@ -286,7 +372,7 @@ impl ControlPlane {
 
     /// The last `lines` lines of every component's log, for a failing test's message.
     pub fn logs_tail(&self, lines: usize) -> String {
-        self.processes
+        lock(&self.processes)
             .iter()
             .map(|c| {
                 let text = std::fs::read_to_string(&c.log).unwrap_or_default();
@@ -341,8 +427,30 @@ impl ControlPlane {
             "--endpoint-reconciler-type=none".into(),
             "--allow-privileged=true".into(),
             format!("--cert-dir={}", p(&self.dir.path().join("apiserver-certs"))),
+            format!("--audit-policy-file={}", p(&self.write_audit_policy()?)),
+            format!("--audit-log-path={}", p(&self.audit_log())),
+            // Written as each request completes, so a test reads what just happened.
+            "--audit-log-mode=blocking".into(),
+            "--audit-log-maxsize=0".into(),
         ];
         self.spawn("kube-apiserver", &args)
+    }
+
+    /// The audit policy: every request by a ServiceAccount at `Metadata` level (who, which
+    /// verb on what, the response code), nothing else.
+    fn write_audit_policy(&self) -> anyhow::Result<PathBuf> {
+        let path = self.dir.path().join("audit-policy.json");
+        let policy = serde_json::json!({
+            "apiVersion": "audit.k8s.io/v1",
+            "kind": "Policy",
+            "omitStages": ["RequestReceived"],
+            "rules": [
+                { "level": "Metadata", "userGroups": ["system:serviceaccounts"] },
+                { "level": "None" },
+            ],
+        });
+        std::fs::write(&path, policy.to_string())?;
+        Ok(path)
     }
 
     fn start_controller_manager(&mut self, pki: &Pki, kubeconfig: &Path) -> anyhow::Result<()> {
@@ -365,20 +473,13 @@ impl ControlPlane {
 
     fn spawn(&mut self, name: &'static str, args: &[String]) -> anyhow::Result<()> {
         let log = self.dir.path().join(format!("{name}.log"));
-        let out = std::fs::File::create(&log)?;
-        let err = out.try_clone()?;
-        let child = Command::new("setpriv")
-            .arg("--pdeathsig=KILL")
-            .arg("--")
-            .arg(self.bin.join(name))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("failed to start {name} (setpriv from util-linux)"))?;
-        self.processes.push(Component { name, child, log });
+        let child = spawn_component(&self.bin.join(name), args, &log, false)?;
+        lock(&self.processes).push(Component {
+            name,
+            args: args.to_vec(),
+            child,
+            log,
+        });
         Ok(())
     }
 
@@ -433,7 +534,7 @@ impl ControlPlane {
     }
 
     fn check_alive(&mut self) -> anyhow::Result<()> {
-        for c in &mut self.processes {
+        for c in lock(&self.processes).iter_mut() {
             if let Some(status) = c.child.try_wait()? {
                 let log = std::fs::read_to_string(&c.log).unwrap_or_default();
                 let lines: Vec<&str> = log.lines().collect();
@@ -450,11 +551,51 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        for c in self.processes.iter_mut().rev() {
+        for c in lock(&self.processes).iter_mut().rev() {
             let _ = nix_kill_group(c.child.id());
             let _ = c.child.wait();
         }
     }
+}
+
+/// Start `program args…` in its own process group under `setpriv --pdeathsig KILL` (it dies
+/// with the calling thread), its output to `log` (appended to when `append`).
+fn spawn_component(
+    program: &Path,
+    args: &[String],
+    log: &Path,
+    append: bool,
+) -> anyhow::Result<Child> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(log)?;
+    let err = out.try_clone()?;
+    Command::new("setpriv")
+        .arg("--pdeathsig=KILL")
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .with_context(|| {
+            format!(
+                "failed to start {} (setpriv from util-linux)",
+                program.display()
+            )
+        })
+}
+
+/// A mutex's guard, whether or not a panicking test poisoned it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// SIGKILL to the process group `pgid` (each component leads its own).

@@ -3,7 +3,10 @@
 //! loopback by `fleetgate_e2e::k8s` (one per test binary, one namespace per test). Every case
 //! asserts what the API server itself did — accepted, refused (and with which message),
 //! stored, garbage-collected — through kube-rs, kubectl 1.37 and helm v4/v3 as a user would.
-//! No kubelet and no scheduler: pods are stored, never run.
+//! No kubelet and no scheduler: pods are stored, never run (where a case needs a pod's
+//! status, the suite writes it as the kubelet would). The cases that stop control-plane
+//! processes or change cluster-scoped policy run in `k8s_cluster_wide.rs`, on a control
+//! plane of their own.
 //!
 //! `tests/run k8s` runs only this suite; `tests/run k8s-up` starts the same control plane for
 //! a person. A missing control-plane binary is built; a build that fails fails every case with
@@ -20,8 +23,20 @@ mod charts;
 mod controller;
 #[path = "k8s/crds.rs"]
 mod crds;
+#[path = "k8s/fleet.rs"]
+mod fleet;
+#[path = "k8s/golden.rs"]
+mod golden;
 #[path = "k8s/leader.rs"]
 mod leader;
+#[path = "k8s/rbac.rs"]
+mod rbac;
+#[allow(
+    dead_code,
+    reason = "shared with k8s_cluster_wide.rs, which uses the rest of it"
+)]
+#[path = "k8s/replica.rs"]
+mod replica;
 #[path = "k8s/support.rs"]
 mod support;
 #[path = "k8s/violations.rs"]

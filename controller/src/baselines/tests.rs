@@ -2,6 +2,10 @@
 //! namespaces: a baseline change re-renders every namespace once, a namespace asking for
 //! `egress.mode: off` under `minimumMode: proxy` is raised with the condition saying so, a
 //! refusal keeps the last good ConfigMap, and unreadable baselines render nothing.
+//!
+//! Real-server twin: `tests/tests/k8s_cluster_wide/baseline.rs` (a baseline chart raising a
+//! namespace, a conflicting ClusterFleetPolicy keeping its last good ConfigMap, on
+//! kube-apiserver); the cases here keep unreadable baselines and the three-namespace fan-out.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

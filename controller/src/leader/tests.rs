@@ -1,3 +1,12 @@
+//! Leader election against the stateful fake cluster (`crate::fixtures::cluster`): several
+//! replicas in one process, leases that stop renewing, deposed leaders, fenced writes — timings
+//! a real API server cannot be made to show on demand.
+//!
+//! Real-server twins: `tests/tests/k8s/leader.rs` (`kill -9` of the holder on a real Lease,
+//! failover measured) and `tests/tests/k8s_cluster_wide/outage.rs` (the API server stopped
+//! for 30 s and etcd restarted: only the holder writes, one write per edit). The cases here
+//! keep the fencing faults.
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,3 +1,12 @@
+//! The reconciler against the tower-test mocked API server (`crate::fixtures`): exact request
+//! sequences, conflicts, server errors and timeouts a real API server cannot be made to show
+//! on demand.
+//!
+//! Real-server twin: `tests/tests/k8s/controller.rs` reconciles on kube-apiserver (ConfigMap,
+//! status for the generation, edits, `Valid=False` keeping the last good ConfigMap, garbage
+//! collection) and `tests/tests/k8s/fleet.rs` writes status from real gates; the cases here
+//! keep the faults and the exact calls.
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

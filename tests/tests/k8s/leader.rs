@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 
-use crate::controller::start_as_installed;
+use crate::replica::start_as_installed;
 use crate::support::{self, ensure_crds, eventually, kubectl};
 
 fn holder(lease: &Lease) -> Option<String> {

@@ -1,6 +1,7 @@
 //! What the real-cluster cases share: the tools (kubectl, helm v4 and v3) run against the
 //! shared control plane, YAML streams, the CRDs installed once, and the controller binary.
 
+use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -231,4 +232,72 @@ where
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// `(apiGroup, resource[/subresource], verb)`; the core group is `""`.
+pub type Grant = (String, String, String);
+
+/// What the stored Role or ClusterRole `object` (kubectl's `[-n ns] <kind> <name>`)
+/// grants, one entry per group × resource × verb.
+pub fn granted(object: &[&str]) -> BTreeSet<Grant> {
+    let mut args = vec!["get"];
+    args.extend_from_slice(object);
+    args.extend_from_slice(&["-o", "json"]);
+    let role: Value = serde_json::from_str(&kubectl(&args, None)).expect("kubectl prints JSON");
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = BTreeSet::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        for group in strings(&rule["apiGroups"]) {
+            for resource in strings(&rule["resources"]) {
+                for verb in strings(&rule["verbs"]) {
+                    out.insert((group.clone(), resource.clone(), verb));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What `user` asked for, from the API server's audit log, and the requests it was refused.
+/// A server-side apply that created its object (201) used `create` as well as `patch`: the
+/// API server authorizes both.
+pub fn audit_used(user: &str) -> (BTreeSet<Grant>, Vec<String>) {
+    let audit = std::fs::read_to_string(plane().audit_log()).expect("the audit log");
+    let mut used = BTreeSet::new();
+    let mut refused = Vec::new();
+    for line in audit.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event["user"]["username"] != user {
+            continue;
+        }
+        let object = &event["objectRef"];
+        let Some(resource) = object["resource"].as_str() else {
+            continue; // a non-resource URL such as /api or /version
+        };
+        let resource = match object["subresource"].as_str() {
+            Some(sub) => format!("{resource}/{sub}"),
+            None => resource.to_string(),
+        };
+        let group = object["apiGroup"].as_str().unwrap_or_default().to_string();
+        let verb = event["verb"].as_str().unwrap_or_default().to_string();
+        let code = event["responseStatus"]["code"].as_i64().unwrap_or_default();
+        if code == 403 {
+            refused.push(format!("{verb} {group}/{resource}: {line}"));
+        }
+        if verb == "patch" && code == 201 {
+            used.insert((group.clone(), resource.clone(), "create".to_string()));
+        }
+        used.insert((group, resource, verb));
+    }
+    (used, refused)
 }

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
-use crate::controller::{free_addr, start_as_installed_on};
+use crate::replica::{free_addr, start_as_installed_on};
 use crate::support::{self, ensure_crds, eventually, kubectl};
 
 fn agent_pod(name: &str) -> Pod {
