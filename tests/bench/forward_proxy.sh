@@ -26,8 +26,10 @@
 # which lets that loopback address through smokescreen's default deny of loopback and private
 # ranges while every other loopback address, port and private range stays denied), an egress ACL
 # whose default enforces an allow-list holding only the origin's host, no role (no TLS client
-# certificates: `allow_missing_role`), and its canonical decision line per request logged to a
-# file, as the gate's is.
+# certificates: `allow_missing_role`), its canonical decision line per request logged to a file,
+# as the gate's is, and an upstream keep-alive pool as large as the load (the gate keeps one
+# upstream connection per client connection; smokescreen's default keeps two idle per host, and
+# at 64 connections it then dials the origin for most requests).
 #
 # Every proxy is measured on both paths it can take, at CONNS connections and at one: HTTP
 # (absolute-form for forward proxies, origin-form for HAProxy and the relays) with wrk, and
@@ -220,6 +222,8 @@ port: $port
 allow_missing_role: true
 acl_file: $WORK/smokescreen-acl.yaml
 allow_addresses: ["127.0.0.1:$OPORT"]
+transport_max_idle_conns: 1024
+transport_max_idle_conns_per_host: 1024
 YAML
     "$SMOKE_BIN" --config-file "$WORK/smokescreen.yaml" >"$WORK/smokescreen.log" 2>&1 & SMOKE_PID=$!; PIDS+=($SMOKE_PID)
     if wait_port "$port"; then
