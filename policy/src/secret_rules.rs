@@ -169,9 +169,9 @@ impl RuleSet {
     /// The built-in rules (parsed once; each regex compiled on its first use).
     pub fn builtin() -> &'static RuleSet {
         static SET: LazyLock<RuleSet> = LazyLock::new(|| {
-            // A test compiles and checks every built-in rule (`RuleSet::parse`).
             RuleSet::load(BUILTIN, "built-in", Check::Trusted).unwrap_or_else(|e| {
-                // A test compiles every built-in rule; this cannot be reached by input.
+                // A test compiles and checks every built-in rule (`RuleSet::parse`); this
+                // cannot be reached by input.
                 tracing::error!(error = %e, "secrets.builtin_rules_invalid");
                 RuleSet::empty()
             })
