@@ -28,8 +28,7 @@
 # whose default enforces an allow-list holding only the origin's host, no role (no TLS client
 # certificates: `allow_missing_role`), its canonical decision line per request logged to a file,
 # as the gate's is, and an upstream keep-alive pool as large as the load (the gate keeps one
-# upstream connection per client connection; smokescreen's default keeps two idle per host, and
-# at 64 connections it then dials the origin for most requests).
+# upstream connection per client connection; smokescreen's default keeps two idle per host).
 #
 # Every proxy is measured on both paths it can take, at CONNS connections and at one: HTTP
 # (absolute-form for forward proxies, origin-form for HAProxy and the relays) with wrk, and
