@@ -9,11 +9,17 @@
 //! whose keywords occur, and only their regexes run, so the cost stays flat as rules grow. A
 //! rule without keywords runs on every text.
 //!
+//! A rule's regex is compiled, and kept, only when a text first names one of the rule's
+//! keywords (or, for a rule without keywords, on the first text): most rules never see their
+//! keywords, so their compiled programs and search caches stay off the heap of an idle gate.
+//! An operator's rule file is compiled once at load to check it (then dropped); the built-in
+//! set is checked by its test instead, so loading it compiles nothing.
+//!
 //! A [`Hit`] carries the rule id and the span of the match, never a copy of the secret: the
 //! callers log and answer with the id only.
 
 use std::ops::Range;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::AhoCorasick;
 use base64::Engine as _;
@@ -76,20 +82,38 @@ pub struct RuleSet {
 #[derive(Debug)]
 struct Rule {
     id: String,
-    regex: Regex,
-    secret_group: usize,
+    regex: LazyRegex,
+    /// `secretGroup` as the file gives it; without it, the first group when there is one
+    /// (gitleaks), decided once the regex is compiled.
+    secret_group: Option<usize>,
     entropy: Option<f64>,
     allow: Vec<Allowlist>,
 }
 
 #[derive(Debug, Default)]
 struct Allowlist {
-    regexes: Vec<Regex>,
+    regexes: Vec<LazyRegex>,
     stopwords: Vec<String>,
     /// `regexTarget = "match"`: the regexes test the whole match, else the secret.
     target_match: bool,
     /// `condition = "AND"`: every given criterion must hold.
     all: bool,
+}
+
+/// A rule file's pattern, compiled on its first use and kept from then on.
+#[derive(Debug)]
+struct LazyRegex {
+    pattern: Box<str>,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+/// How a rule file's regexes are checked at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// Compile each one (then drop it): an operator's file, whose mistakes are named at load.
+    Compile,
+    /// Compile none: the built-in set, which its test compiles and checks.
+    Trusted,
 }
 
 // --- the gitleaks file format (the fields that apply to a URL; others are ignored) ---
@@ -142,11 +166,12 @@ struct RawAllowlist {
 // === impl RuleSet ===
 
 impl RuleSet {
-    /// The built-in rules (compiled once).
+    /// The built-in rules (parsed once; each regex compiled on its first use).
     pub fn builtin() -> &'static RuleSet {
         static SET: LazyLock<RuleSet> = LazyLock::new(|| {
-            RuleSet::parse(BUILTIN, "built-in").unwrap_or_else(|e| {
-                // A test compiles every built-in rule; this cannot be reached by input.
+            RuleSet::load(BUILTIN, "built-in", Check::Trusted).unwrap_or_else(|e| {
+                // A test compiles and checks every built-in rule (`RuleSet::parse`); this
+                // cannot be reached by input.
                 tracing::error!(error = %e, "secrets.builtin_rules_invalid");
                 RuleSet::empty()
             })
@@ -165,8 +190,13 @@ impl RuleSet {
         }
     }
 
-    /// Parse and compile a gitleaks rule file; `origin` names it in errors.
+    /// Parse a gitleaks rule file and compile every regex in it to check it; `origin` names it
+    /// in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self, RuleError> {
+        Self::load(text, origin, Check::Compile)
+    }
+
+    fn load(text: &str, origin: &str, check: Check) -> Result<Self, RuleError> {
         let raw: RawFile = toml::from_str(text).map_err(|e| RuleError::Parse {
             origin: origin.into(),
             message: e.message().to_string(),
@@ -199,19 +229,16 @@ impl RuleSet {
                 }
                 return Err(fail("has no regex".into()));
             };
-            let regex = compile(pattern).map_err(|e| fail(format!("invalid regex: {e}")))?;
-            let secret_group = r.secret_group.unwrap_or(0);
-            if secret_group >= regex.captures_len() {
+            let (regex, groups) =
+                LazyRegex::new(pattern, check).map_err(|e| fail(format!("invalid regex: {e}")))?;
+            if let (Some(group), Some(groups)) = (r.secret_group, groups)
+                && group >= groups
+            {
                 return Err(fail(format!(
-                    "secretGroup {secret_group} but the regex has {} group(s)",
-                    regex.captures_len() - 1
+                    "secretGroup {group} but the regex has {} group(s)",
+                    groups - 1
                 )));
             }
-            let secret_group = match (r.secret_group, regex.captures_len()) {
-                // gitleaks: without secretGroup, the first group is the secret when there is one.
-                (None, n) if n > 1 => 1,
-                _ => secret_group,
-            };
             if let Some(e) = r.entropy
                 && !(0.0..=8.0).contains(&e)
             {
@@ -219,12 +246,12 @@ impl RuleSet {
             }
             let mut allow = Vec::new();
             for a in r.allowlist.into_iter().chain(r.allowlists) {
-                allow.push(Allowlist::compile(a).map_err(&fail)?);
+                allow.push(Allowlist::compile(a, check).map_err(&fail)?);
             }
             rules.push(Rule {
                 id: id.clone(),
                 regex,
-                secret_group,
+                secret_group: r.secret_group,
                 entropy: r.entropy,
                 allow,
             });
@@ -232,11 +259,13 @@ impl RuleSet {
         }
         let mut allow = Vec::new();
         for a in raw.allowlist.into_iter().chain(raw.allowlists) {
-            allow.push(Allowlist::compile(a).map_err(|message| RuleError::Rule {
-                origin: origin.into(),
-                id: "(global allowlist)".into(),
-                message,
-            })?);
+            allow.push(
+                Allowlist::compile(a, check).map_err(|message| RuleError::Rule {
+                    origin: origin.into(),
+                    id: "(global allowlist)".into(),
+                    message,
+                })?,
+            );
         }
         let mut patterns: Vec<String> = Vec::new();
         let mut owners: Vec<Vec<usize>> = Vec::new();
@@ -266,8 +295,10 @@ impl RuleSet {
             Some(
                 AhoCorasick::builder()
                     .ascii_case_insensitive(true)
-                    // A few hundred short keywords: a full DFA is small and the fastest scan.
-                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                    // A contiguous NFA rather than a full DFA: the DFA of the built-in
+                    // keywords held ~0.5 MB on every idle gate; the NFA scans a URL a little
+                    // slower in far less heap.
+                    .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
                     .build(&patterns)
                     .map_err(|e| RuleError::Parse {
                         origin: origin.into(),
@@ -336,17 +367,64 @@ fn compile(pattern: &str) -> Result<Regex, regex::Error> {
         .build()
 }
 
+// === impl LazyRegex ===
+
+impl LazyRegex {
+    /// The regex of `pattern`, not compiled yet. With [`Check::Compile`] the pattern is
+    /// compiled once to check it (then dropped) and its capture count (groups, the whole
+    /// match included) returned.
+    fn new(pattern: &str, check: Check) -> Result<(Self, Option<usize>), regex::Error> {
+        let groups = match check {
+            Check::Compile => Some(compile(pattern)?.captures_len()),
+            Check::Trusted => None,
+        };
+        let lazy = Self {
+            pattern: pattern.into(),
+            compiled: OnceLock::new(),
+        };
+        Ok((lazy, groups))
+    }
+
+    /// The compiled regex. `None` only if the pattern does not compile, which the check at
+    /// load (an operator's file) or the built-in set's test rules out; a rule then matches
+    /// nothing and an allowlist allows nothing, and the failure is logged.
+    fn get(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| match compile(&self.pattern) {
+                Ok(regex) => Some(regex),
+                Err(e) => {
+                    tracing::error!(error = %e, "secrets.rule_regex_failed_to_compile");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Whether the regex has been compiled for use (tests).
+    #[cfg(test)]
+    fn is_compiled(&self) -> bool {
+        self.compiled.get().is_some()
+    }
+}
+
 // === impl Rule ===
 
 impl Rule {
     fn find(&self, text: &str, global: &[Allowlist]) -> Option<Hit> {
+        let regex = self.regex.get()?;
         // The lazy DFA answers "no" without the capture engine for nearly every candidate.
-        if !self.regex.is_match(text.as_bytes()) {
+        if !regex.is_match(text.as_bytes()) {
             return None;
         }
-        for caps in self.regex.captures_iter(text.as_bytes()) {
+        let group = match (self.secret_group, regex.captures_len()) {
+            (Some(group), _) => group,
+            // gitleaks: without secretGroup, the first group is the secret when there is one.
+            (None, n) if n > 1 => 1,
+            (None, _) => 0,
+        };
+        for caps in regex.captures_iter(text.as_bytes()) {
             let Some(whole) = caps.get(0) else { continue };
-            let secret = caps.get(self.secret_group).unwrap_or(whole);
+            let secret = caps.get(group).unwrap_or(whole);
             if let Some(floor) = self.entropy
                 && shannon_entropy(secret.as_bytes()) < floor
             {
@@ -372,11 +450,15 @@ impl Rule {
 // === impl Allowlist ===
 
 impl Allowlist {
-    fn compile(raw: RawAllowlist) -> Result<Self, String> {
+    fn compile(raw: RawAllowlist, check: Check) -> Result<Self, String> {
         let regexes = raw
             .regexes
             .iter()
-            .map(|p| compile(p).map_err(|e| format!("invalid allowlist regex {p:?}: {e}")))
+            .map(|p| {
+                LazyRegex::new(p, check)
+                    .map(|(regex, _)| regex)
+                    .map_err(|e| format!("invalid allowlist regex {p:?}: {e}"))
+            })
             .collect::<Result<_, _>>()?;
         let target_match = match raw.regex_target.as_deref() {
             None | Some("secret") => false,
@@ -414,7 +496,11 @@ impl Allowlist {
         let lower = String::from_utf8_lossy(secret).to_ascii_lowercase();
         let mut checks = Vec::with_capacity(2);
         if !self.regexes.is_empty() {
-            checks.push(self.regexes.iter().any(|r| r.is_match(target)));
+            checks.push(
+                self.regexes
+                    .iter()
+                    .any(|r| r.get().is_some_and(|r| r.is_match(target))),
+            );
         }
         if !self.stopwords.is_empty() {
             checks.push(self.stopwords.iter().any(|w| lower.contains(w.as_str())));

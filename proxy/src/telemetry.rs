@@ -6,11 +6,14 @@
 //!
 //! Lines are formatted on the worker that logs them and handed to one writer thread through a
 //! bounded queue, so a slow or blocked stderr never stalls a request: when the queue is full
-//! the line is dropped and counted, and the writer reports the count in its next line.
+//! the line is dropped and counted, and the writer reports the count in its next line. The
+//! queue grows with the lines waiting in it (the bound is a count, not a preallocated array),
+//! so an idle gate holds no room for lines it is not logging.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -48,9 +51,7 @@ pub fn queue_line(bytes: Vec<u8>) -> bool {
     let Some(tx) = QUEUE.get() else {
         return false;
     };
-    if let Err(TrySendError::Full(_)) = tx.try_send(Line::Bytes(bytes)) {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
+    tx.try_send(Line::Bytes(bytes));
     true
 }
 
@@ -69,7 +70,7 @@ impl Drop for LogGuard {
     fn drop(&mut self) {
         // The subscriber's sender stays alive (it is global), so ask for a flush-and-stop.
         if let Some(tx) = QUEUE.get() {
-            let _ = tx.send(Line::Stop);
+            tx.try_send(Line::Stop);
         }
         if let Some(handle) = self.handle.take() {
             let _ = handle.join();
@@ -84,7 +85,71 @@ enum Line {
 }
 
 /// The sender the global subscriber's writers use.
-static QUEUE: std::sync::OnceLock<SyncSender<Line>> = std::sync::OnceLock::new();
+static QUEUE: std::sync::OnceLock<LogSender> = std::sync::OnceLock::new();
+
+/// The sending end of the log queue: at most `capacity` lines wait; past that a line is
+/// dropped and counted in [`DROPPED`].
+#[derive(Clone, Debug)]
+struct LogSender {
+    tx: Sender<Line>,
+    waiting: Arc<AtomicUsize>,
+    capacity: usize,
+}
+
+/// The writer thread's end of the log queue.
+#[derive(Debug)]
+struct LogReceiver {
+    rx: Receiver<Line>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// A log queue holding at most `capacity` lines.
+fn log_queue(capacity: usize) -> (LogSender, LogReceiver) {
+    let (tx, rx) = mpsc::channel();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    let sender = LogSender {
+        tx,
+        waiting: waiting.clone(),
+        capacity,
+    };
+    (sender, LogReceiver { rx, waiting })
+}
+
+// === impl LogSender ===
+
+impl LogSender {
+    /// Queue `line` unless `capacity` lines already wait (then it is dropped and counted). A
+    /// stop is always queued. Never blocks.
+    fn try_send(&self, line: Line) {
+        if matches!(line, Line::Bytes(_))
+            && self.waiting.fetch_add(1, Ordering::AcqRel) >= self.capacity
+        {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // Disconnected: the writer is gone and nothing can be written any more.
+        let _ = self.tx.send(line);
+    }
+}
+
+// === impl LogReceiver ===
+
+impl LogReceiver {
+    fn try_recv(&self) -> Result<Line, TryRecvError> {
+        self.rx.try_recv().inspect(|line| self.taken(line))
+    }
+
+    fn recv(&self) -> Result<Line, mpsc::RecvError> {
+        self.rx.recv().inspect(|line| self.taken(line))
+    }
+
+    fn taken(&self, line: &Line) {
+        if matches!(line, Line::Bytes(_)) {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
 
 /// Install the JSON subscriber on stderr, written by a background thread. `RUST_LOG`
 /// overrides `default_level`. Keep the guard until the process ends.
@@ -97,7 +162,7 @@ pub fn init(default_level: &str) -> LogGuard {
         .with_current_span(false)
         .with_span_list(false)
         .with_env_filter(filter);
-    let (tx, rx) = mpsc::sync_channel(LOG_QUEUE_LINES);
+    let (tx, rx) = log_queue(LOG_QUEUE_LINES);
     let spawned = std::thread::Builder::new()
         .name("fleetgate-log".into())
         .spawn(move || write_lines(&rx, &mut io::BufWriter::new(io::stderr())));
@@ -125,7 +190,7 @@ const IDLE_POLLS: u32 = 50;
 /// many lines were dropped since the last report. While lines keep coming it polls (a sender
 /// then never has to wake it, which would cost a futex call per line); after
 /// [`IDLE_POLLS`] empty polls it blocks until the next line.
-fn write_lines(rx: &Receiver<Line>, out: &mut impl Write) {
+fn write_lines(rx: &LogReceiver, out: &mut impl Write) {
     let mut reported = 0;
     let mut idle = 0;
     loop {
@@ -172,7 +237,7 @@ fn finish_batch(out: &mut impl Write, reported: &mut u64) {
 /// A [`MakeWriter`] whose writers queue each formatted event without blocking.
 #[derive(Clone, Debug)]
 struct QueueWriter {
-    tx: SyncSender<Line>,
+    tx: LogSender,
 }
 
 impl<'a> MakeWriter<'a> for QueueWriter {
@@ -186,12 +251,7 @@ impl<'a> MakeWriter<'a> for QueueWriter {
 impl Write for QueueWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // The formatter hands over one whole event per call.
-        match self.tx.try_send(Line::Bytes(buf.to_vec())) {
-            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
-            Err(TrySendError::Full(_)) => {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.tx.try_send(Line::Bytes(buf.to_vec()));
         Ok(buf.len())
     }
 

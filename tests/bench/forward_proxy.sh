@@ -19,12 +19,31 @@
 # A hyper-based relay (`bench_hyper_relay`: hyper's server and client, re-framing by
 # construction, no gates) runs in the same rounds as the reference for the gate's own HTTP/1.1.
 #
+# With SMOKESCREEN=1 (the default) the same rounds drive smokescreen, Stripe's egress proxy (host
+# ACL and SSRF filter: the egress proxy platform teams deploy for this job), pinned and built once
+# into the machine-level cache by tests/bench/smokescreen/build.sh. Its config is the gate's:
+# the test origin's one address and port allowed (`allow_addresses: [127.0.0.1:<origin port>]`,
+# which lets that loopback address through smokescreen's default deny of loopback and private
+# ranges while every other loopback address, port and private range stays denied), an egress ACL
+# whose default enforces an allow-list holding only the origin's host, no role (no TLS client
+# certificates: `allow_missing_role`), its canonical decision line per request logged to a file,
+# as the gate's is, and an upstream keep-alive pool as large as the load (the gate keeps one
+# upstream connection per client connection; smokescreen's default keeps two idle per host).
+#
+# Every proxy is measured on both paths it can take, at CONNS connections and at one: HTTP
+# (absolute-form for forward proxies, origin-form for HAProxy and the relays) with wrk, and
+# keep-alive HTTP/1.1 inside CONNECT tunnels with `connect_bench` (HAProxy and the zero-logic
+# relay do not CONNECT: connect_bench goes straight to them, the byte path a tunnel reduces to).
+# Each proxy's CPU per request is its own utime + stime (/proc/<pid>/stat) over the requests it
+# relayed, summed over the rounds.
+#
 # With BASELINE_BIN=/path/to/an/earlier/fleetgate-proxy the same rounds also drive that build as
 # a second forward proxy (row "fleetgate baseline"), so a change on the hot path shows its ratio
 # before and after in one run.
 #
 # Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=5 ROUNDS=3 TUNNELS=1000 GATE_LOG=info
-# REFERENCES=1 BASELINE_BIN=; the gate logs its one decision line per request at the default
+# REFERENCES=1 SMOKESCREEN=1 BASELINE_BIN= FLEETGATE_PROXY_BIN= BUILD=1; BUILD=0 takes the release
+# binaries already in the target dir; the gate logs its one decision line per request at the default
 # level, to a file)
 # Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
 set -euo pipefail
@@ -34,6 +53,7 @@ SECS=${SECS:-5}
 ROUNDS=${ROUNDS:-3}
 TUNNELS=${TUNNELS:-1000}
 REFERENCES=${REFERENCES:-1}
+SMOKESCREEN=${SMOKESCREEN:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
@@ -52,10 +72,12 @@ if ! command -v wrk >/dev/null; then
 fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-echo "building release binaries..." >&2
-(cd "$ROOT" && cargo build -q --release -p fleetgate-proxy --bin fleetgate-proxy \
-  && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench --example bench_relay \
-     --example bench_hyper_relay)
+if [ "${BUILD:-1}" = 1 ]; then
+  echo "building release binaries..." >&2
+  (cd "$ROOT" && cargo build -q --release -p fleetgate-proxy --bin fleetgate-proxy \
+    && cargo build -q --release -p fleetgate-e2e --example bench_origin --example connect_bench --example bench_relay \
+       --example bench_hyper_relay)
+fi
 # Private copies: a shared target dir may be rebuilt by someone else while this runs.
 cp "${FLEETGATE_PROXY_BIN:-$REL/fleetgate-proxy}" "$WORK/fleetgate-proxy"
 cp "$REL/examples/bench_origin" "$REL/examples/connect_bench" "$REL/examples/bench_relay" \
@@ -72,15 +94,17 @@ first_line() {
 "$REL/bench_origin" >"$WORK/origin.out" & PIDS+=($!)
 ORIGIN=$(first_line "$WORK/origin.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
 OPORT=${ORIGIN##*:}
-"$REL/bench_relay" "$ORIGIN" >"$WORK/relay.out" & PIDS+=($!)
+"$REL/bench_relay" "$ORIGIN" >"$WORK/relay.out" & RELAY_PID=$!; PIDS+=($!)
 RELAY=$(first_line "$WORK/relay.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
 
-# Reference proxies: "name|url|lua" lines, one wrk target each (lua empty: origin-form).
+# Reference proxies: "name|url|lua|pid|connect" lines, one wrk target each (lua empty:
+# origin-form); connect is "tunnel" (connect_bench opens CONNECT tunnels through it), "direct"
+# (connect_bench sends its requests straight to it) or empty (no CONNECT row).
 # First hyper's server and client as a relay (re-framing by construction, no gates): what the
 # gate's hand-written HTTP/1.1 is weighed against.
-"$REL/bench_hyper_relay" "$ORIGIN" >"$WORK/hyper.out" & PIDS+=($!)
+"$REL/bench_hyper_relay" "$ORIGIN" >"$WORK/hyper.out" & HYPER_PID=$!; PIDS+=($!)
 HYPER=$(first_line "$WORK/hyper.out" | sed -E 's/.*"listening": "([^"]+)".*/\1/')
-REFS=("hyper relay, no gates|http://$HYPER/|absolute")
+REFS=("hyper relay, no gates|http://$HYPER/|absolute|$HYPER_PID|")
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() {
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
@@ -110,8 +134,8 @@ frontend bench
 backend origin
   server origin $ORIGIN
 CFG
-    haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.err" 2>&1 & PIDS+=($!)
-    if wait_port "$port"; then REFS+=("HAProxy $(haproxy -v | awk 'NR==1{print $3}' | cut -d- -f1) reverse proxy|http://127.0.0.1:$port/|")
+    haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.err" 2>&1 & pid=$!; PIDS+=($pid)
+    if wait_port "$port"; then REFS+=("HAProxy $(haproxy -v | awk 'NR==1{print $3}' | cut -d- -f1) reverse proxy|http://127.0.0.1:$port/||$pid|direct")
     else echo "haproxy did not start: $(head -c 300 "$WORK/haproxy.err")" >&2; fi
   else echo "haproxy not installed: skipped" >&2; fi
   if ref_install squid squid; then
@@ -130,8 +154,8 @@ coredump_dir $WORK/squid
 max_filedescriptors 8192
 shutdown_lifetime 1 second
 CFG
-    squid -N -f "$WORK/squid/squid.conf" >"$WORK/squid.err" 2>&1 & PIDS+=($!)
-    if wait_port "$port"; then REFS+=("squid $(squid -v | awk 'NR==1{print $4}') forward proxy|http://127.0.0.1:$port/|absolute")
+    squid -N -f "$WORK/squid/squid.conf" >"$WORK/squid.err" 2>&1 & pid=$!; PIDS+=($pid)
+    if wait_port "$port"; then REFS+=("squid $(squid -v | awk 'NR==1{print $4}') forward proxy|http://127.0.0.1:$port/|absolute|$pid|")
     else echo "squid did not start: $(tail -c 300 "$WORK/squid/cache.log" 2>/dev/null)" >&2; fi
   else echo "squid not installed: skipped" >&2; fi
   if ref_install tinyproxy tinyproxy; then
@@ -146,8 +170,8 @@ MaxClients 4096
 LogLevel Critical
 DisableViaHeader Yes
 CFG
-    tinyproxy -d -c "$WORK/tinyproxy.conf" >"$WORK/tinyproxy.err" 2>&1 & PIDS+=($!)
-    if wait_port "$port"; then REFS+=("tinyproxy $(tinyproxy -v | awk '{print $2}') forward proxy|http://127.0.0.1:$port/|absolute")
+    tinyproxy -d -c "$WORK/tinyproxy.conf" >"$WORK/tinyproxy.err" 2>&1 & pid=$!; PIDS+=($pid)
+    if wait_port "$port"; then REFS+=("tinyproxy $(tinyproxy -v | awk '{print $2}') forward proxy|http://127.0.0.1:$port/|absolute|$pid|")
     else echo "tinyproxy did not start: $(head -c 300 "$WORK/tinyproxy.err")" >&2; fi
   else echo "tinyproxy not installed: skipped" >&2; fi
 fi
@@ -168,112 +192,200 @@ RUST_LOG=${GATE_LOG:-info} "$GATE_BIN" serve --policy "$WORK/policy.yaml" --max-
   >"$WORK/gate.out" 2>"$WORK/gate.err" & GATE_PID=$!; PIDS+=($GATE_PID)
 PROXY=$(first_line "$WORK/gate.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
 
+ROWS=("fleetgate forward proxy|http://$PROXY/|absolute|$GATE_PID|tunnel")
 if [ -n "${BASELINE_BIN:-}" ]; then
   cp "$BASELINE_BIN" "$WORK/fleetgate-baseline"
   RUST_LOG=${GATE_LOG:-info} "$WORK/fleetgate-baseline" serve --policy "$WORK/policy.yaml" \
-    >"$WORK/baseline.out" 2>"$WORK/baseline.err" & PIDS+=($!)
+    >"$WORK/baseline.out" 2>"$WORK/baseline.err" & pid=$!; PIDS+=($pid)
   BASE_PROXY=$(first_line "$WORK/baseline.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
-  REFS=("fleetgate baseline (BASELINE_BIN)|http://$BASE_PROXY/|absolute" "${REFS[@]}")
+  ROWS+=("fleetgate baseline (BASELINE_BIN)|http://$BASE_PROXY/|absolute|$pid|tunnel")
 fi
 
-# wrk --latency output → "rps p50_ms p99_ms".
+SMOKE_PID=
+if [ "$SMOKESCREEN" = 1 ]; then
+  if SMOKE_BIN=$("$ROOT/tests/bench/smokescreen/build.sh" | tail -n1); then
+    port=$(free_port)
+    # The gate's policy in smokescreen's terms: see the header.
+    cat >"$WORK/smokescreen-acl.yaml" <<YAML
+version: v1
+services: []
+default:
+  project: fleetgate-bench
+  action: enforce
+  allowed_domains:
+    - 127.0.0.1
+YAML
+    cat >"$WORK/smokescreen.yaml" <<YAML
+ip: 127.0.0.1
+port: $port
+allow_missing_role: true
+acl_file: $WORK/smokescreen-acl.yaml
+allow_addresses: ["127.0.0.1:$OPORT"]
+transport_max_idle_conns: 1024
+transport_max_idle_conns_per_host: 1024
+YAML
+    "$SMOKE_BIN" --config-file "$WORK/smokescreen.yaml" >"$WORK/smokescreen.log" 2>&1 & SMOKE_PID=$!; PIDS+=($SMOKE_PID)
+    if wait_port "$port"; then
+      # The config must allow the origin and refuse its neighbours, or the rows measure refusals.
+      code() { curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$port" "$1"; }
+      if [ "$(code "http://$ORIGIN/")" != 200 ] || [ "$(code "http://127.0.0.2:$OPORT/")" = 200 ] \
+        || [ "$(code "http://127.0.0.1:$port/")" = 200 ]; then
+        echo "smokescreen's config does not match the gate's policy" >&2; exit 1
+      fi
+      ROWS+=("smokescreen v0.1.0 egress proxy|http://127.0.0.1:$port/|absolute|$SMOKE_PID|tunnel")
+    else
+      echo "smokescreen did not start: $(head -c 300 "$WORK/smokescreen.log")" >&2; SMOKE_PID=
+    fi
+  else echo "smokescreen could not be built: skipped" >&2; fi
+fi
+ROWS+=("zero-logic relay (ceiling)|http://$RELAY/||$RELAY_PID|direct")
+for ref in "${REFS[@]}"; do
+  case "$ref" in HAProxy*) ROWS+=("$ref") ;; esac
+done
+for ref in "${REFS[@]}"; do
+  case "$ref" in HAProxy*) ;; *) ROWS+=("$ref") ;; esac
+done
+
+# wrk --latency output → "rps p50_ms p99_ms requests failed" (failed: non-2xx/3xx answers).
 wrk_stats() {
   awk '
     function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
     /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) } /^Requests\/sec:/ { rps = $2 }
-    END { printf "%.0f %.3f %.3f\n", rps, p50, p99 }'
+    / requests in / { n = $1 } /Non-2xx or 3xx responses:/ { bad += $NF }
+    END { printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, n, bad }'
 }
+json_field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\1/"; }
 echo 'wrk.path = "http://'"$ORIGIN"'/"' >"$WORK/absolute.lua"
-echo "wrk: $CONNS connections, 1 thread, ${SECS}s each, $ROUNDS rounds" >&2
-# The gate's CPU time in clock ticks (user + system), for CPU per relayed request: unlike the
-# ratio, it does not depend on how much of the machine other processes take.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$GATE_PID/stat"; }
+# A process's CPU time in clock ticks (user + system): unlike req/s, CPU per request does not
+# depend on how much of the machine other processes take.
+cpu_ticks() { if [ -n "$1" ]; then awk '{ print $14 + $15 }' "/proc/$1/stat"; else echo 0; fi; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-# ROUNDS rounds, each running direct, proxy and relay back to back, so a burst of load from
-# elsewhere hits every path alike; each figure is the median over the rounds.
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-declare -A RUNS=()
-F_TICKS=0; F_REQS=0
+declare -A RUNS=() REQS=() TICKS=()
+record() { # key rps p50 p99 requests ticks failed
+  RUNS[$1_rps]+=" $2"; RUNS[$1_50]+=" $3"; RUNS[$1_99]+=" $4"
+  REQS[$1]=$((${REQS[$1]:-0} + $5)); TICKS[$1]=$((${TICKS[$1]:-0} + $6))
+  [ "$7" = 0 ] || echo "warning: $1: $7 requests failed" >&2
+}
+# One wrk run: key conns url lua pid.
+run_wrk() {
+  local t0 t1 a b c n bad
+  t0=$(cpu_ticks "$5")
+  read -r a b c n bad < <(wrk -t1 -c"$2" -d"${SECS}s" --latency ${4:+-s "$WORK/absolute.lua"} "$3" | wrk_stats)
+  t1=$(cpu_ticks "$5")
+  record "$1" "$a" "$b" "$c" "$n" $((t1 - t0)) "$bad"
+}
+# One connect_bench run: key conns mode addr pid; mode "tunnel" opens CONNECT tunnels through
+# addr to the origin, "direct" sends the requests straight to addr.
+run_connect() {
+  local t0 t1 out
+  t0=$(cpu_ticks "$5")
+  case "$3" in
+    tunnel) out=$("$REL/connect_bench" load "$ORIGIN" "$2" "$SECS" "$4") ;;
+    *) out=$("$REL/connect_bench" load "$4" "$2" "$SECS") ;;
+  esac
+  t1=$(cpu_ticks "$5")
+  record "$1" "$(echo "$out" | json_field rps)" "$(echo "$out" | json_field p50_ms)" \
+    "$(echo "$out" | json_field p99_ms)" "$(echo "$out" | json_field requests)" $((t1 - t0)) \
+    "$(echo "$out" | json_field errors)"
+}
+echo "wrk and connect_bench: $CONNS and 1 connections, ${SECS}s each, $ROUNDS rounds, ${#ROWS[@]} proxies" >&2
+# ROUNDS rounds, each running every proxy back to back on each path, so a burst of load from
+# elsewhere hits every proxy alike; each figure is the median over the rounds.
 for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS" >&2
-  read -r a b c < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://$ORIGIN/" | wrk_stats)
-  RUNS[d_rps]+=" $a"; RUNS[d50]+=" $b"; RUNS[d99]+=" $c"
-  T0=$(cpu_ticks)
-  read -r a b c < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$WORK/absolute.lua" "http://$PROXY/" | wrk_stats)
-  T1=$(cpu_ticks)
-  RUNS[f_rps]+=" $a"; RUNS[f50]+=" $b"; RUNS[f99]+=" $c"
-  F_TICKS=$((F_TICKS + T1 - T0)); F_REQS=$((F_REQS + a * SECS))
-  read -r a b c < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency "http://$RELAY/" | wrk_stats)
-  RUNS[r_rps]+=" $a"; RUNS[r50]+=" $b"; RUNS[r99]+=" $c"
-  for i in "${!REFS[@]}"; do
-    IFS='|' read -r _ url lua <<<"${REFS[$i]}"
-    read -r a b c < <(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency ${lua:+-s "$WORK/absolute.lua"} "$url" | wrk_stats)
-    RUNS[x${i}_rps]+=" $a"; RUNS[x${i}50]+=" $b"; RUNS[x${i}99]+=" $c"
+  for c in "$CONNS" 1; do
+    run_wrk "h${c}_d" "$c" "http://$ORIGIN/" "" ""
+    for i in "${!ROWS[@]}"; do
+      IFS='|' read -r _ url lua pid _ <<<"${ROWS[$i]}"
+      run_wrk "h${c}_$i" "$c" "$url" "$lua" "$pid"
+    done
+    run_connect "c${c}_d" "$c" direct "$ORIGIN" ""
+    for i in "${!ROWS[@]}"; do
+      IFS='|' read -r _ url _ pid mode <<<"${ROWS[$i]}"
+      [ -n "$mode" ] || continue
+      addr=${url#http://}; addr=${addr%/}
+      run_connect "c${c}_$i" "$c" "$mode" "$addr" "$pid"
+    done
   done
-  # Unqueued latency: one connection, direct vs through the gate.
-  read -r _ b c < <(wrk -t1 -c1 -d"${SECS}s" --latency "http://$ORIGIN/" | wrk_stats)
-  RUNS[ld50]+=" $b"; RUNS[ld99]+=" $c"
-  read -r _ b c < <(wrk -t1 -c1 -d"${SECS}s" --latency -s "$WORK/absolute.lua" "http://$PROXY/" | wrk_stats)
-  RUNS[lf50]+=" $b"; RUNS[lf99]+=" $c"
 done
-m() { echo "${RUNS[$1]}" | median; }
-D_RPS=$(m d_rps); D_P50=$(m d50); D_P99=$(m d99)
-F_RPS=$(m f_rps); F_P50=$(m f50); F_P99=$(m f99)
-R_RPS=$(m r_rps); R_P50=$(m r50); R_P99=$(m r99)
-L_D50=$(m ld50); L_D99=$(m ld99); L_F50=$(m lf50); L_F99=$(m lf99)
-echo "per round (req/s): direct${RUNS[d_rps]}; proxy${RUNS[f_rps]}; relay${RUNS[r_rps]}$(for i in "${!REFS[@]}"; do printf '; %s%s' "${REFS[$i]%% *}" "${RUNS[x${i}_rps]}"; done)" >&2
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+m() { echo "${RUNS[$1]:-}" | median; }
+echo "per round (req/s, HTTP at $CONNS): direct${RUNS[h${CONNS}_d_rps]}$(for i in "${!ROWS[@]}"; do printf '; %s%s' "${ROWS[$i]%%|*}" "${RUNS[h${CONNS}_${i}_rps]}"; done)" >&2
 
-json_field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\1/"; }
-CD=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS")
-T2=$(cpu_ticks)
-CT=$("$REL/connect_bench" load "$ORIGIN" "$CONNS" "$SECS" "$PROXY")
-T3=$(cpu_ticks)
-C_D_RPS=$(echo "$CD" | json_field rps); C_D_P50=$(echo "$CD" | json_field p50_ms); C_D_P99=$(echo "$CD" | json_field p99_ms)
-C_T_N=$(echo "$CT" | json_field requests)
-C_T_RPS=$(echo "$CT" | json_field rps); C_T_P50=$(echo "$CT" | json_field p50_ms); C_T_P99=$(echo "$CT" | json_field p99_ms)
-CD1=$("$REL/connect_bench" load "$ORIGIN" 1 "$SECS")
-CT1=$("$REL/connect_bench" load "$ORIGIN" 1 "$SECS" "$PROXY")
-L_CD50=$(echo "$CD1" | json_field p50_ms); L_CD99=$(echo "$CD1" | json_field p99_ms)
-L_CT50=$(echo "$CT1" | json_field p50_ms); L_CT99=$(echo "$CT1" | json_field p99_ms)
+# RSS idle and with TUNNELS idle CONNECT tunnels open: the gate, and smokescreen when it runs.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+hold_tunnels() { # pid proxy-addr → "rss_before_kb rss_with_tunnels_kb"
+  local before with idle_pid
+  before=$(rss_kb "$1")
+  rm -f "$WORK/hold" "$WORK/idle.out"; mkfifo "$WORK/hold"
+  "$REL/connect_bench" idle "$ORIGIN" "$TUNNELS" "$2" <"$WORK/hold" >"$WORK/idle.out" & idle_pid=$!
+  exec 9>"$WORK/hold"
+  for _ in $(seq 300); do [ -s "$WORK/idle.out" ] && break; sleep 0.1; done
+  sleep 1
+  with=$(rss_kb "$1")
+  exec 9>&-
+  wait "$idle_pid" 2>/dev/null || true
+  echo "$before $with"
+}
+read -r RSS_BEFORE RSS_IDLE < <(hold_tunnels "$GATE_PID" "$PROXY")
+SMOKE_RSS=""
+if [ -n "$SMOKE_PID" ]; then
+  for i in "${!ROWS[@]}"; do
+    case "${ROWS[$i]}" in smokescreen*)
+      IFS='|' read -r _ url _ _ _ <<<"${ROWS[$i]}"; addr=${url#http://}; addr=${addr%/}
+      SMOKE_RSS=$(hold_tunnels "$SMOKE_PID" "$addr") ;;
+    esac
+  done
+fi
 
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$GATE_PID/status"; }
-RSS_BEFORE=$(rss_kb)
-mkfifo "$WORK/hold"
-"$REL/connect_bench" idle "$ORIGIN" "$TUNNELS" "$PROXY" <"$WORK/hold" >"$WORK/idle.out" & IDLE_PID=$!; PIDS+=($IDLE_PID)
-exec 9>"$WORK/hold"
-for _ in $(seq 300); do [ -s "$WORK/idle.out" ] && break; sleep 0.1; done
-sleep 1
-RSS_IDLE=$(rss_kb)
-exec 9>&-
-wait "$IDLE_PID" 2>/dev/null || true
-
-REF_ROWS=""
-for i in "${!REFS[@]}"; do
-  REF_ROWS+="${REF_ROWS:+;}${REFS[$i]%%|*}|$(m "x${i}_rps")|$(m "x${i}50")|$(m "x${i}99")"
+# The tables: one per path and connection count, every proxy against the same direct run.
+table() { # prefix conns title
+  local p=$1 c=$2 i name d_rps d50 rps cpu
+  d_rps=$(m "${p}${c}_d_rps"); d50=$(m "${p}${c}_d_50")
+  printf '\n%s, %s conns\n' "$3" "$c"
+  printf '%-40s %9s %6s %8s %8s %8s %10s\n' proxy req/s ratio "p50 ms" "p99 ms" "+p50 ms" "CPU us/req"
+  printf '%-40s %9d %6s %8.3f %8.3f %8s %10s\n' "direct (no proxy)" "$d_rps" 1.00 "$d50" "$(m "${p}${c}_d_99")" - -
+  for i in "${!ROWS[@]}"; do
+    [ -n "${RUNS[${p}${c}_${i}_rps]:-}" ] || continue
+    name=${ROWS[$i]%%|*}; rps=$(m "${p}${c}_${i}_rps")
+    IFS='|' read -r _ _ _ pid _ <<<"${ROWS[$i]}"
+    cpu=-; [ -n "$pid" ] && [ "${REQS[${p}${c}_$i]}" -gt 0 ] && \
+      cpu=$(awk -v t="${TICKS[${p}${c}_$i]}" -v n="${REQS[${p}${c}_$i]}" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }')
+    awk -v name="$name" -v rps="$rps" -v d="$d_rps" -v p50="$(m "${p}${c}_${i}_50")" -v p99="$(m "${p}${c}_${i}_99")" \
+      -v d50="$d50" -v cpu="$cpu" 'BEGIN { printf "%-40s %9d %6.2f %8.3f %8.3f %8.3f %10s\n", name, rps, rps / d, p50, p99, p50 - d50, cpu }'
+  done
+}
+for c in "$CONNS" 1; do
+  table h "$c" "HTTP: absolute-form through forward proxies, origin-form through HAProxy and the relays"
 done
-
-awk -v d_rps="$D_RPS" -v d50="$D_P50" -v d99="$D_P99" -v f_rps="$F_RPS" -v f50="$F_P50" -v f99="$F_P99" \
-    -v cd_rps="$C_D_RPS" -v cd50="$C_D_P50" -v cd99="$C_D_P99" -v ct_rps="$C_T_RPS" -v ct50="$C_T_P50" -v ct99="$C_T_P99" \
-    -v r_rps="$R_RPS" -v r50="$R_P50" -v r99="$R_P99" \
-    -v ld50="$L_D50" -v ld99="$L_D99" -v lf50="$L_F50" -v lf99="$L_F99" \
-    -v lcd50="$L_CD50" -v lcd99="$L_CD99" -v lct50="$L_CT50" -v lct99="$L_CT99" \
-    -v refs="$REF_ROWS" -v rss0="$RSS_BEFORE" -v rss="$RSS_IDLE" -v tunnels="$TUNNELS" -v conns="$CONNS" \
-    -v f_cpu=$((F_TICKS * TICK_US)) -v c_cpu=$(((T3 - T2) * TICK_US)) -v secs="$SECS" -v f_reqs="$F_REQS" -v c_n="$C_T_N" 'BEGIN {
-  printf "%-34s %10s %9s %9s %7s %10s %10s\n", "path (" conns " conns)", "req/s", "p50 ms", "p99 ms", "ratio", "+p50 ms", "+p99 ms"
-  printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "wrk direct", d_rps, d50, d99, "1.00", "-", "-"
-  printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via forward proxy (absolute)", f_rps, f50, f99, f_rps/d_rps, f50-d50, f99-d99
-  printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "wrk via zero-logic relay (ceiling)", r_rps, r50, r99, r_rps/d_rps, r50-d50, r99-d99
-  if (refs != "") {
-    n = split(refs, ref, ";")
-    for (i = 1; i <= n; i++) {
-      split(ref[i], x, "|")
-      printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", x[1], x[2], x[3], x[4], x[2]/d_rps, x[3]-d50, x[4]-d99
-    }
-  }
-  printf "%-34s %10d %9.3f %9.3f %7s %10s %10s\n", "connect_bench direct", cd_rps, cd50, cd99, "1.00", "-", "-"
-  printf "%-34s %10d %9.3f %9.3f %7.2f %10.3f %10.3f\n", "connect_bench via CONNECT tunnel", ct_rps, ct50, ct99, ct_rps/cd_rps, ct50-cd50, ct99-cd99
-  printf "forward proxy / zero-logic relay: %.2f of the ceiling\n", f_rps/r_rps
-  printf "one connection, added latency: absolute-form +%.3f ms p50, +%.3f ms p99; CONNECT tunnel +%.3f ms p50, +%.3f ms p99\n", lf50-ld50, lf99-ld99, lct50-lcd50, lct99-lcd99
-  printf "gate CPU per relayed request: %.1f us absolute-form, %.1f us in a CONNECT tunnel\n", f_cpu/f_reqs, c_cpu/c_n
-  printf "gate RSS: %.1f MB before, %.1f MB with %d idle tunnels\n", rss0/1024, rss/1024, tunnels
-}'
+for c in "$CONNS" 1; do
+  table c "$c" "CONNECT: keep-alive HTTP/1.1 inside tunnels (HAProxy and the relay: straight to them)"
+done
+# The gate against each peer, same runs: req/s ratio and CPU per request ratio.
+peer_line() { # row-index-of-peer label
+  local out="" p c k rg rp cg cp
+  for p in h c; do
+    for c in "$CONNS" 1; do
+      [ -n "${RUNS[${p}${c}_$1_rps]:-}" ] || continue
+      k=${p}${c}; rg=$(m "${k}_0_rps"); rp=$(m "${k}_$1_rps")
+      cg=$(awk -v t="${TICKS[${k}_0]}" -v n="${REQS[${k}_0]}" 'BEGIN { print (n ? t / n : 0) }')
+      cp=$(awk -v t="${TICKS[${k}_$1]}" -v n="${REQS[${k}_$1]}" 'BEGIN { print (n ? t / n : 0) }')
+      out+=$(awk -v l="$([ $p = h ] && echo HTTP || echo CONNECT) $c" -v rg="$rg" -v rp="$rp" -v cg="$cg" -v cp="$cp" \
+        'BEGIN { printf "; %s: %.2fx req/s, %.2fx CPU/req", l, rg / rp, (cp ? cg / cp : 0) }')
+    done
+  done
+  echo "fleetgate / $2${out}"
+}
+echo
+for i in "${!ROWS[@]}"; do
+  [ "$i" = 0 ] && continue
+  name=${ROWS[$i]%%|*}
+  case "$name" in smokescreen*|HAProxy*|zero-logic*|"fleetgate baseline"*) peer_line "$i" "$name" ;; esac
+done
+printf 'gate RSS: %.1f MB idle, %.1f MB with %d idle tunnels\n' "$(echo "$RSS_BEFORE / 1024" | bc -l)" \
+  "$(echo "$RSS_IDLE / 1024" | bc -l)" "$TUNNELS"
+if [ -n "$SMOKE_RSS" ]; then
+  read -r a b <<<"$SMOKE_RSS"
+  printf 'smokescreen RSS: %.1f MB idle, %.1f MB with %d idle tunnels\n' "$(echo "$a / 1024" | bc -l)" \
+    "$(echo "$b / 1024" | bc -l)" "$TUNNELS"
+fi

@@ -54,7 +54,8 @@ async fn open(target: &str, proxy: Option<&String>) -> anyhow::Result<TcpStream>
         }
         head.push(byte[0]);
     }
-    if !head.starts_with(b"HTTP/1.1 200") {
+    // smokescreen answers a CONNECT in HTTP/1.0.
+    if !(head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.0 200")) {
         bail!("CONNECT refused: {}", String::from_utf8_lossy(&head));
     }
     Ok(s)

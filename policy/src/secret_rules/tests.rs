@@ -18,3 +18,85 @@ fn every_builtin_rule_compiles_and_ids_are_unique() {
         );
     }
 }
+
+#[test]
+fn a_rule_regex_is_compiled_only_once_a_text_names_its_keywords() {
+    let text = r#"
+[[rules]]
+id = "corp-token"
+regex = '''corp_live_[a-z0-9]{8}'''
+keywords = ["corp_live_"]
+
+[[rules]]
+id = "other-token"
+regex = '''other_[a-z0-9]{8}'''
+keywords = ["other_"]
+[rules.allowlist]
+regexes = ['''other_00000000''']
+"#;
+    let set = RuleSet::parse(text, "test").expect("the test rules must parse");
+    let compiled = |set: &RuleSet| -> Vec<String> {
+        set.rules
+            .iter()
+            .filter(|r| r.regex.is_compiled())
+            .map(|r| r.id.clone())
+            .collect()
+    };
+    assert!(
+        compiled(&set).is_empty(),
+        "loading must compile no rule for use"
+    );
+    let builtin = RuleSet::load(BUILTIN, "built-in", Check::Trusted)
+        .expect("the built-in rules must load unchecked");
+    assert!(
+        compiled(&builtin).is_empty(),
+        "loading the built-in set must compile no rule"
+    );
+    assert_eq!(set.find("https://example.com/?q=nothing"), None);
+    assert!(
+        compiled(&set).is_empty(),
+        "a text naming no keyword must compile no rule"
+    );
+    let hit = set
+        .find("https://example.com/?t=corp_live_abcdef12")
+        .expect("the corp token must be found");
+    assert_eq!(hit.rule, "corp-token");
+    assert_eq!(
+        compiled(&set),
+        vec!["corp-token"],
+        "only the rule whose keyword occurred must be compiled"
+    );
+    assert_eq!(
+        set.find("https://example.com/?t=other_00000000"),
+        None,
+        "the lazily compiled allowlist must still allow its match"
+    );
+    assert!(
+        set.find("https://example.com/?t=other_abcdef12").is_some(),
+        "the lazily compiled rule must still refuse a token outside its allowlist"
+    );
+}
+
+#[test]
+fn a_bad_regex_is_still_refused_at_load() {
+    for (text, what) in [
+        (
+            "[[rules]]\nid = \"bad\"\nregex = '''(unclosed'''\n",
+            "invalid regex",
+        ),
+        (
+            "[[rules]]\nid = \"bad\"\nregex = '''ok'''\n[rules.allowlist]\nregexes = ['''(unclosed''']\n",
+            "invalid allowlist regex",
+        ),
+        (
+            "[[rules]]\nid = \"bad\"\nregex = '''(a)b'''\nsecretGroup = 2\n",
+            "secretGroup 2",
+        ),
+    ] {
+        let err = RuleSet::parse(text, "test").expect_err("a bad rule must be refused at load");
+        assert!(
+            err.to_string().contains(what),
+            "the refusal must say {what:?}: {err}"
+        );
+    }
+}

@@ -87,9 +87,12 @@ pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
 /// Answer one CONNECT: a refusal (the connection stays open for another request), or `200`
 /// and the tunnel. The decision line is written once the tunnel's first bytes are judged, so
 /// it carries the ClientHello's server name and the verdict on what the tunnel carries.
-pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: &Head) -> Flow {
+pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: Head) -> Flow {
     let started = Instant::now();
-    let raw = head.target();
+    // The head shares the connection's read buffer; an idle tunnel keeps neither.
+    let raw = head.target().to_owned();
+    drop(head);
+    let raw = raw.as_str();
     let mut label = crate::gates::secret_url::redact_secrets(raw).into_owned();
     let opened = open(proxy, raw, &mut label).await;
     let line = Line {
@@ -187,6 +190,10 @@ async fn establish(
         .stream
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
         .await;
+    if conn.buf.is_empty() {
+        // Release the read buffer while the tunnel waits for its first bytes.
+        conn.buf = bytes::BytesMut::new();
+    }
     if established.is_err() {
         line.write(proxy, None, None);
         return Flow::Close;

@@ -385,7 +385,7 @@ async fn serve_client(proxy: &ForwardProxy, mut conn: ClientConn) {
         };
         // A captured connection never tunnels: its CONNECT is an origin-form mistake.
         let flow = if head.method() == "CONNECT" && conn.original.is_none() {
-            super::connect::handle(proxy, &mut conn, &head).await
+            super::connect::handle(proxy, &mut conn, head).await
         } else {
             super::http::handle(proxy, &mut conn, &head).await
         };

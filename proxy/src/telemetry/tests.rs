@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn queued(lines: &[&str], capacity: usize) -> (Receiver<Line>, u64) {
-    let (tx, rx) = mpsc::sync_channel(capacity);
+fn queued(lines: &[&str], capacity: usize) -> (LogReceiver, u64) {
+    let (tx, rx) = log_queue(capacity);
     let mut writer = QueueWriter { tx };
     let before = dropped_lines();
     for line in lines {
@@ -16,14 +16,12 @@ fn queued(lines: &[&str], capacity: usize) -> (Receiver<Line>, u64) {
 
 #[test]
 fn queued_lines_are_written_in_order_and_the_writer_stops_on_request() {
-    let (tx, rx) = mpsc::sync_channel(8);
+    let (tx, rx) = log_queue(8);
     for line in ["a\n", "b\n"] {
-        tx.send(Line::Bytes(line.as_bytes().to_vec()))
-            .expect("the queue must take the line");
+        tx.try_send(Line::Bytes(line.as_bytes().to_vec()));
     }
-    tx.send(Line::Stop).expect("the queue must take the stop");
-    tx.send(Line::Bytes(b"after stop\n".to_vec()))
-        .expect("the queue must take the line");
+    tx.try_send(Line::Stop);
+    tx.try_send(Line::Bytes(b"after stop\n".to_vec()));
     let mut out = Vec::new();
     write_lines(&rx, &mut out);
     // Other tests may count drops concurrently; their report line is not under test here.
@@ -55,10 +53,9 @@ fn a_full_queue_drops_new_lines_and_counts_them_without_blocking() {
 
 #[test]
 fn the_writer_reports_drops_in_its_next_line() {
-    let (tx, rx) = mpsc::sync_channel(4);
+    let (tx, rx) = log_queue(4);
     DROPPED.fetch_add(1, Ordering::Relaxed);
-    tx.send(Line::Bytes(b"x\n".to_vec()))
-        .expect("the queue must take the line");
+    tx.try_send(Line::Bytes(b"x\n".to_vec()));
     drop(tx);
     let mut out = Vec::new();
     write_lines(&rx, &mut out);
@@ -72,6 +69,20 @@ fn the_writer_reports_drops_in_its_next_line() {
     assert!(
         json["dropped_total"].as_u64().unwrap_or(0) >= 1,
         "the report must carry the drop count: {report}"
+    );
+}
+
+#[test]
+fn lines_taken_by_the_writer_make_room_for_new_ones() {
+    let (rx, _) = queued(&["one\n"], 1);
+    assert!(
+        matches!(rx.try_recv(), Ok(Line::Bytes(b)) if b == b"one\n"),
+        "the writer must take the queued line"
+    );
+    assert_eq!(
+        rx.waiting.load(Ordering::Acquire),
+        0,
+        "a taken line must leave the count"
     );
 }
 

@@ -5,7 +5,7 @@
 //! and [`MAX_SNIFF_BYTES`]; it runs once per tunnel, so the byte relay after it does no
 //! per-byte work.
 
-use tokio::io::AsyncReadExt;
+use bytes::BufMut;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -14,6 +14,9 @@ use crate::relay::capture::Refusal;
 use crate::relay::sniff::{
     self, MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, protocol_of,
 };
+
+/// Most bytes one read of a tunnel's first message takes.
+const READ_BYTES: usize = 4096;
 
 /// What a tunnel carries.
 #[derive(Debug)]
@@ -42,7 +45,6 @@ pub(super) async fn judge(
     deadline: Instant,
     raw_allowed: bool,
 ) -> Result<Carried, Refused> {
-    let mut chunk = [0u8; 4096];
     loop {
         match sniff::sniff(&conn.buf) {
             Ok(Progress::Done(s)) if s.protocol == Protocol::Tls => return Ok(Carried::Tls(s)),
@@ -55,17 +57,19 @@ pub(super) async fn judge(
         // the read.
         let room = MAX_SNIFF_BYTES
             .saturating_sub(conn.buf.len())
-            .min(chunk.len());
+            .min(READ_BYTES);
         let protocol = protocol_of(&conn.buf);
         if room == 0 {
             let too_large = SniffError::TooLarge(protocol.unwrap_or(Protocol::Http));
             return Err((protocol, Refusal::Sniff(too_large)));
         }
-        let read = tokio::time::timeout_at(deadline, conn.stream.read(&mut chunk[..room]));
+        // Readiness first, the buffer after: a tunnel whose client has not spoken yet holds
+        // no read buffer (a thousand idle tunnels would hold a thousand).
+        let readable = tokio::time::timeout_at(deadline, conn.stream.readable());
         tokio::select! {
-            read = read => match read {
-                Ok(Ok(n)) if n > 0 => conn.buf.extend_from_slice(&chunk[..n]),
-                Ok(_) if conn.buf.is_empty() => return Ok(Carried::Nothing),
+            ready = readable => match ready {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) if conn.buf.is_empty() => return Ok(Carried::Nothing),
                 // The deadline, or a client that left inside its first message.
                 _ => return Err((protocol, Refusal::SniffTimeout)),
             },
@@ -76,6 +80,13 @@ pub(super) async fn judge(
                     Err(_) => Ok(Carried::Nothing),
                 };
             }
+        }
+        conn.buf.reserve(room);
+        match conn.stream.try_read_buf(&mut (&mut conn.buf).limit(room)) {
+            Ok(n) if n > 0 => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            _ if conn.buf.is_empty() => return Ok(Carried::Nothing),
+            _ => return Err((protocol, Refusal::SniffTimeout)),
         }
     }
 }
