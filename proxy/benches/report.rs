@@ -601,8 +601,14 @@ fn realistic(sessions: usize) -> Result<()> {
         whole.0.to_string(),
         ratio(&whole.0)
     );
-    println!("  covered span read (full report)             {:>17}", full.0.to_string());
-    println!("  first report through the cache              {:>17}", first.0.to_string());
+    println!(
+        "  covered span read (full report)             {:>17}",
+        full.0.to_string()
+    );
+    println!(
+        "  first report through the cache              {:>17}",
+        first.0.to_string()
+    );
     println!(
         "  plain Python reference                      {:>17}  {:>6.1}x",
         py.to_string(),

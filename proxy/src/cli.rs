@@ -15,8 +15,8 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::metrics::ProxyMetrics;
 use crate::gates::DenyReason;
+use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
 use crate::policy::Policy;
 use crate::runtime::Runtime;

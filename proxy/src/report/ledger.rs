@@ -13,9 +13,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::sqlite::{DbError, column_or, columns, open_read_only, str_at, text_at};
-use super::time::{
-    DAY_SECONDS, format_date, format_local, offset_seconds, parse_iso, stamp_shape,
-};
+use super::time::{DAY_SECONDS, format_date, format_local, offset_seconds, parse_iso, stamp_shape};
 
 /// Terminal rows Hermes keeps before pruning the oldest.
 pub const MAX_TERMINAL_EXECUTIONS: u64 = 1000;
@@ -373,8 +371,7 @@ impl LedgerSnapshot {
         for job in jobs {
             let rows = stmt.query(rusqlite::params![job, before]);
             let found = collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))?;
-            let (Some(shape), Some(last)) = (shape.filter(ClaimShape::mixed), found.first())
-            else {
+            let (Some(shape), Some(last)) = (shape.filter(ClaimShape::mixed), found.first()) else {
                 out.extend(found);
                 continue;
             };

@@ -298,15 +298,40 @@ fn http_url() -> impl Strategy<Value = String> {
 /// `quote` escapes, escapes, whitespace and non-ASCII.
 fn request_form_candidate() -> impl Strategy<Value = String> {
     let scheme = prop::sample::select(vec![
-        "http://", "https://", "HTTP://", "http:/", "ftp://", "http:///", "https:// ",
+        "http://",
+        "https://",
+        "HTTP://",
+        "http:/",
+        "ftp://",
+        "http:///",
+        "https:// ",
     ]);
     let host = prop::sample::select(vec![
-        "", "x", "Example.COM", "a.b.", "u:p@h", "h:80", "h:x", "[::1]", "[::1", "köln.de",
-        "?", "#", "/", "%41", "a..b",
+        "",
+        "x",
+        "Example.COM",
+        "a.b.",
+        "u:p@h",
+        "h:80",
+        "h:x",
+        "[::1]",
+        "[::1",
+        "köln.de",
+        "?",
+        "#",
+        "/",
+        "%41",
+        "a..b",
     ]);
     let part = "[éa-zA-Z0-9_.~/%:@!$&'()*+,;=?#\\ \"<>`{}|^\\[\\]\t-]{0,12}";
-    (scheme, host, part, prop::option::of(part), prop::option::of(part)).prop_map(
-        |(scheme, host, path, query, fragment)| {
+    (
+        scheme,
+        host,
+        part,
+        prop::option::of(part),
+        prop::option::of(part),
+    )
+        .prop_map(|(scheme, host, path, query, fragment)| {
             let mut url = format!("{scheme}{host}{path}");
             if let Some(q) = query {
                 url.push('?');
@@ -317,14 +342,16 @@ fn request_form_candidate() -> impl Strategy<Value = String> {
                 url.push_str(&f);
             }
             url
-        },
-    )
+        })
 }
 
 #[test]
 fn the_request_form_shortcut_takes_plain_urls_and_leaves_the_rest_to_every_step() {
     let cases = [
-        ("https://93.184.1.1/articles/1/index.html?q=rust+proxy&page=1", true),
+        (
+            "https://93.184.1.1/articles/1/index.html?q=rust+proxy&page=1",
+            true,
+        ),
         ("http://example.com", true),
         ("https://x.com/a?b=c?d&e=f'g#frag?x", true),
         ("https://x.com/%zz%41", true),
