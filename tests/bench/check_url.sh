@@ -3,7 +3,8 @@
 # a batch of 4,000 IP-literal URLs (the gate-decision bench's corpus shapes: public and
 # private literals, secrets, query names, metadata, IPv6, escapes; no DNS query) and a batch
 # of one URL, each binary. Per URL = (batch of 4,000 - batch of 1) / 3,999, so process start
-# and policy load are left out.
+# and policy load are left out (`xargs -s` keeps the batch in one process: its default
+# command-line size would split 4,000 URLs over two).
 # Usage: BASELINE_BIN=/path/to/before/fleetgate-proxy tests/bench/check_url.sh
 #   (env: RUNS=10; without BASELINE_BIN only this tree's binary is measured)
 set -euo pipefail
@@ -39,13 +40,13 @@ open(sys.argv[1], "w").write("\n".join(urls) + "\n")
 PY
 # The outputs must be identical across binaries (hyperfine discards them).
 for bin in "${BINS[@]}"; do
-  xargs -a "$WORK/urls.txt" -d '\n' "$WORK/$bin" check-url > "$WORK/$bin.out" || true
+  xargs -s 1900000 -a "$WORK/urls.txt" -d '\n' "$WORK/$bin" check-url > "$WORK/$bin.out" || true
 done
 if [ ${#BINS[@]} = 2 ]; then cmp "$WORK/before.out" "$WORK/after.out"; echo "outputs identical ($(wc -l < "$WORK/after.out") lines)"; fi
 
 cmds=()
 for bin in "${BINS[@]}"; do
-  cmds+=("xargs -a $WORK/urls.txt -d '\n' $WORK/$bin check-url" "$WORK/$bin check-url https://93.184.1.1/")
+  cmds+=("xargs -s 1900000 -a $WORK/urls.txt -d '\n' $WORK/$bin check-url" "$WORK/$bin check-url https://93.184.1.1/")
 done
 hyperfine -N -i -w 2 -r "$RUNS" --export-json "$WORK/h.json" "${cmds[@]}" 2>/dev/null | grep -E "Time|±" || true
 python3 - "$WORK/h.json" "${BINS[@]}" <<'PY'
