@@ -5,6 +5,13 @@
 //! Python comes from `FLEETGATE_VENV`, else `python3` on the PATH; without either only the
 //! Rust figures are printed. Both sides must agree on every job's runs, turns, empty runs,
 //! tokens and cost, or the bench fails. The bar: under 1 s at 100k rows.
+//!
+//! `cargo bench -p fleetgate-proxy --bench report -- realistic [SESSIONS]` measures the home
+//! Hermes leaves on disk instead (`tests/bench/make_report_home.py`, built with Hermes' own
+//! modules from `FLEETGATE_VENV`; 1M sessions by default, kept in `FLEETGATE_REPORT_HOME`
+//! when set): its ledger pruned to 1,000 rows, a system prompt per session. The report that
+//! reads only the ledger's covered span is timed against the one reading the whole window
+//! and against the Python reference; all three must agree.
 #![allow(clippy::print_stdout)] // printing the figures is this binary's job
 
 use std::path::{Path, PathBuf};
@@ -24,11 +31,22 @@ const WINDOW: f64 = 7.0 * time::DAY_SECONDS;
 const JOBS: usize = 50;
 
 fn main() -> Result<()> {
-    let sizes: Vec<usize> = match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+    let sizes: Vec<usize> = match std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-') && a != "realistic")
+    {
         Some(list) => list.split(',').map(str::parse).collect::<Result<_, _>>()?,
         None => vec![10_000, 100_000, 1_000_000],
     };
     // The steady state is measured on the largest home asked for.
+    if std::env::args().skip(1).any(|a| a == "realistic") {
+        let sessions = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with('-') && a != "realistic")
+            .find_map(|a| a.parse().ok())
+            .unwrap_or(1_000_000);
+        return realistic(sessions);
+    }
     let steady_sizes: Vec<usize> = sizes.iter().max().copied().into_iter().collect();
     // Profiling: `FLEETGATE_REPORT_HOME=DIR` keeps the generated home in DIR (made once) and
     // runs only the Rust report, five times, so a profiler sees nothing else.
@@ -529,3 +547,119 @@ const STATE_DDL: &str = "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT
   CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
   CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
   CREATE INDEX idx_session_model_usage_session ON session_model_usage(session_id);";
+
+/// The report on a home as Hermes leaves it (see the module docs).
+fn realistic(sessions: usize) -> Result<()> {
+    let Some(venv) = std::env::var_os("FLEETGATE_VENV").map(PathBuf::from) else {
+        println!("realistic home skipped: FLEETGATE_VENV not set (tests/run venv prints it)");
+        return Ok(());
+    };
+    let python = venv.join("bin").join("python");
+    let scratch = tempfile::tempdir()?;
+    let home = std::env::var_os("FLEETGATE_REPORT_HOME")
+        .map_or_else(|| scratch.path().join("home"), PathBuf::from);
+    if !home.join("state.db").exists() {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bench/make_report_home.py");
+        let output = Command::new(&python)
+            .arg(&script)
+            .arg(&home)
+            .arg(sessions.to_string())
+            .arg(NOW.to_string())
+            .output()
+            .context("failed to start the home builder")?;
+        if !output.status.success() {
+            bail!(
+                "the home builder failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+    let state_bytes = std::fs::metadata(home.join("state.db"))?.len();
+    // Warm the page cache as a gate that reports every minute finds it.
+    let covered = cron_cost(&options(&home));
+    if !covered.errors.is_empty() {
+        bail!("the report failed to read the home: {:?}", covered.errors);
+    }
+    let whole = best_of(3, || whole_window_cost(&home))?;
+    let full = best_of(3, || Ok(cron_cost(&options(&home)).cost))?;
+    let first = best_of(3, || Ok(CostCache::new().cron_cost(&options(&home)).cost))?;
+    if whole.1 != full.1 || first.1 != full.1 {
+        bail!("the covered-span report differs from the whole-window one");
+    }
+    let py = time_python(&python, &home, &covered)?;
+    let coverage = full.1.sources.executions_coverage_from.clone();
+    println!(
+        "home as Hermes leaves it: {sessions} sessions asked, state.db {:.1} GB, ledger covered from {}",
+        state_bytes as f64 / 1e9,
+        coverage.as_deref().unwrap_or("the window start")
+    );
+    println!("wall time (CPU time): best of 3; python excludes start-up");
+    let ratio = |t: &Timing| t.wall.as_secs_f64() / full.0.wall.as_secs_f64();
+    println!(
+        "  whole window read (the report before #34)  {:>17}  {:>6.1}x",
+        whole.0.to_string(),
+        ratio(&whole.0)
+    );
+    println!(
+        "  covered span read (full report)             {:>17}",
+        full.0.to_string()
+    );
+    println!(
+        "  first report through the cache              {:>17}",
+        first.0.to_string()
+    );
+    println!(
+        "  plain Python reference                      {:>17}  {:>6.1}x",
+        py.to_string(),
+        ratio(&py)
+    );
+    println!("  figures: identical in all four");
+    Ok(())
+}
+
+/// The cost object as the report computed it before it read only the covered span: every
+/// session of the window, the auxiliary usage table scanned.
+fn whole_window_cost(home: &Path) -> Result<fleetgate_proxy::report::CostSection> {
+    use fleetgate_proxy::report::{cost, jobs, ledger, turns};
+    let since = NOW - WINDOW;
+    let busy = Duration::from_secs(5);
+    let jobs = jobs::load_jobs(home)?;
+    let turns = turns::read_turns(&home.join("state.db"), since, NOW, busy)?;
+    let ledger = ledger::read_ledger(
+        &home.join("cron/executions.db"),
+        since,
+        &turns::job_ids(&turns),
+        busy,
+    )?;
+    Ok(cost::compute(&cost::CostInputs {
+        jobs: &jobs,
+        ledger: Some(&ledger),
+        turns: Some(&turns),
+        since,
+        until: NOW,
+        days: 7,
+    }))
+}
+
+/// The best of `rounds` timed calls, with the last result.
+fn best_of<T>(rounds: usize, mut f: impl FnMut() -> Result<T>) -> Result<(Timing, T)> {
+    let mut best: Option<Timing> = None;
+    let mut last = None;
+    for _ in 0..rounds {
+        let (started, cpu) = (Instant::now(), process_cpu());
+        let value = f()?;
+        let timing = Timing {
+            wall: started.elapsed(),
+            cpu: process_cpu().saturating_sub(cpu),
+        };
+        if best.is_none_or(|b| timing.wall < b.wall) {
+            best = Some(timing);
+        }
+        last = Some(value);
+    }
+    match (best, last) {
+        (Some(best), Some(last)) => Ok((best, last)),
+        _ => bail!("no round ran"),
+    }
+}

@@ -12,10 +12,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
-use crate::pipeline::{ExtractOutcome, Pipeline};
+use crate::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
 use crate::policy::Policy;
 use crate::runtime::Runtime;
 use crate::telemetry;
@@ -175,28 +177,57 @@ async fn check_url(path: Option<&Path>, urls: &[String]) -> ExitCode {
     };
     let pipeline = Pipeline::new(&runtime, &metrics);
     let mut any_denied = false;
-    let mut out = std::io::stdout().lock();
+    // One buffer for the whole batch: stdout is line-buffered, so writing it line by line
+    // costs one write(2) per URL, more than the decision itself.
+    let mut out = std::io::BufWriter::with_capacity(CHECK_URL_BUFFER, std::io::stdout().lock());
     for url in urls {
         let check = pipeline.check_url(url).await;
-        let line = match &check.refusal {
-            None => {
-                json!({"url": url, "verdict": "allow", "scope": null, "code": null, "message": null,
-                           "addresses": check.addresses})
-            }
-            Some(r) => {
-                any_denied = true;
-                let scope = if r.ends_call() { "call" } else { "item" };
-                json!({"url": url, "verdict": "deny", "scope": scope, "code": r.code(),
-                       "message": r.message(), "addresses": check.addresses})
-            }
-        };
-        let _ = writeln!(out, "{line}");
+        any_denied |= check.refusal.is_some();
+        if write_check_line(&mut out, &check).is_err() {
+            // stdout is gone (a closed pipe): nobody reads the rest.
+            break;
+        }
     }
+    let _ = out.flush();
     if any_denied {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Bytes of `check-url` output gathered before one write to stdout.
+const CHECK_URL_BUFFER: usize = 64 * 1024;
+
+/// One `check-url` output line: `{"url","verdict","scope","code","message","addresses"}`.
+#[derive(Serialize)]
+struct CheckLine<'a> {
+    url: &'a str,
+    verdict: &'static str,
+    scope: Option<&'static str>,
+    code: Option<&'static str>,
+    message: Option<String>,
+    addresses: &'a [std::net::IpAddr],
+}
+
+impl<'a> CheckLine<'a> {
+    fn of(check: &'a UrlCheck) -> Self {
+        let refusal = check.refusal.as_ref();
+        Self {
+            url: &check.url,
+            verdict: if refusal.is_some() { "deny" } else { "allow" },
+            scope: refusal.map(|r| if r.ends_call() { "call" } else { "item" }),
+            code: refusal.map(DenyReason::code),
+            message: refusal.map(DenyReason::message),
+            addresses: &check.addresses,
+        }
+    }
+}
+
+/// Write `check` as one JSON line (serialised straight into the buffer, no `Value` tree).
+fn write_check_line(out: &mut impl Write, check: &UrlCheck) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &CheckLine::of(check))?;
+    out.write_all(b"\n")
 }
 
 async fn extract(path: Option<&Path>, char_limit: Option<u64>, urls: &[String]) -> ExitCode {
@@ -224,3 +255,6 @@ async fn extract(path: Option<&Path>, char_limit: Option<u64>, urls: &[String]) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -185,17 +185,28 @@ impl FullRead {
     }
 }
 
-/// Read the jobs, the ledger and the turns of the window `[since, until]`.
+/// Read the jobs, the ledger and the turns of the window `[since, until]` that the report
+/// counts: when Hermes has pruned its ledger inside the window, only the turns from the
+/// ledger's coverage on (no run before it is counted, see [`cost`]).
 pub(crate) fn read_full(opts: &ReportOptions, since: f64, until: f64) -> FullRead {
     let mut read = FullRead::jobs(opts);
     let errors = &mut read.errors;
     let ledger_path = opts.hermes_home.join("cron").join("executions.db");
     let state_path = opts.hermes_home.join("state.db");
     let busy = opts.busy_timeout;
+    let ledger = ledger::LedgerSnapshot::open(&ledger_path, busy);
+    // On a busy fleet Hermes' 1,000 terminal rows span minutes of the window: the sessions
+    // before them (most of `state.db`) belong to no counted run and are not read. A probe
+    // that fails leaves the whole window to read; the ledger read reports the error.
+    let covered = ledger
+        .as_ref()
+        .ok()
+        .and_then(|snapshot| snapshot.coverage_from(since).ok().flatten());
+    let range = turns::TurnRange::covered(since, until, covered);
     // The two databases are independent files: read them side by side.
     let (ledger, turns) = std::thread::scope(|scope| {
-        let ledger = scope.spawn(|| {
-            let snapshot = ledger::LedgerSnapshot::open(&ledger_path, busy)?;
+        let ledger = scope.spawn(move || {
+            let snapshot = ledger?;
             let ledger = snapshot.window(since)?;
             Ok((ledger, snapshot))
         });
@@ -204,7 +215,7 @@ pub(crate) fn read_full(opts: &ReportOptions, since: f64, until: f64) -> FullRea
                 >= turns::PARALLEL_PROBES_FILE_BYTES)
                 .then(|| snapshot.helper(busy))
                 .flatten();
-            let turns = snapshot.turns(turns::TurnRange::window(since, until), helper)?;
+            let turns = snapshot.turns(range, helper)?;
             Ok((turns, snapshot))
         });
         (ledger.join(), turns)

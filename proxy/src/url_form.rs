@@ -28,6 +28,15 @@ mod tests;
 /// reassemble with `urlunsplit` (an empty `?` or `#` disappears, the scheme is lowercased).
 pub fn normalize_url_for_request(raw: &str) -> String {
     let stripped = py_strip(raw);
+    // Most URLs agents fetch are already in this form: skip the split, quote and rebuild.
+    if is_request_form(stripped) {
+        return stripped.to_string();
+    }
+    normalize_in_full(stripped)
+}
+
+/// Every step of [`normalize_url_for_request`] on a stripped URL.
+fn normalize_in_full(stripped: &str) -> String {
     if stripped.is_empty() {
         return String::new();
     }
@@ -47,6 +56,44 @@ pub fn normalize_url_for_request(raw: &str) -> String {
     quote::quote_into(&mut fragment, parts.fragment(), quote::QUERY_SAFE);
     let scheme = parts.scheme().to_ascii_lowercase();
     urlunsplit(&scheme, &netloc, &path, &query, &fragment)
+}
+
+/// Whether `url` is its own normalised form, so that no step of
+/// [`normalize_url_for_request`] changes it: a lowercase `http://` or `https://` scheme
+/// followed by a host (no whitespace to repair, nothing for `urlunsplit` to re-prefix), only
+/// bytes `quote` keeps in every part (so ASCII: the host needs no IDNA), brackets only in the
+/// netloc (an IPv6 literal; one Python's split refuses leaves the URL unchanged too), at most
+/// one `#`, and no empty query or fragment (`urlunsplit` drops an empty one).
+fn is_request_form(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let bytes = rest.as_bytes();
+    if matches!(bytes.first(), None | Some(b'/' | b'?' | b'#')) {
+        return false;
+    }
+    let (mut query, mut fragment) = (None, None);
+    let mut netloc = true;
+    for (i, &b) in bytes.iter().enumerate() {
+        netloc &= !matches!(b, b'/' | b'?' | b'#');
+        match b {
+            b'[' | b']' if netloc => {}
+            b'#' if fragment.is_some() => return false,
+            b'#' => fragment = Some(i),
+            b'?' if query.is_none() && fragment.is_none() => query = Some(i),
+            b'?' => {}
+            _ if b.is_ascii_alphanumeric() || b"_.-~".contains(&b) => {}
+            _ if quote::PATH_SAFE.contains(&b) => {}
+            _ => return false,
+        }
+    }
+    let end_of_query = fragment.unwrap_or(bytes.len());
+    let empty_query = query.is_some_and(|q| q + 1 == end_of_query);
+    let empty_fragment = fragment.is_some_and(|f| f + 1 == bytes.len());
+    !empty_query && !empty_fragment
 }
 
 /// Hermes' host step: the lowercased host name's IDNA form replaces its first occurrence in the

@@ -24,8 +24,10 @@
 //! does not start there). Each report checks what it can afford to: both files are the same
 //! (device, inode, schema cookie, so a replaced home, a migration or a VACUUM is seen), the
 //! newest row of each table read last time is still there, no new execution or session
-//! lands below `c1`, the claim texts keep one shape (so text order is time order), and on a
-//! ledger Hermes prunes (under 50,000 terminal rows) that no settled row in use was deleted.
+//! lands below `c1`, the claim texts stay regular timestamps with one separator (text ranges
+//! are widened by the spread of their UTC offsets, two after a daylight-saving change, and
+//! filtered by instant), and on a ledger Hermes prunes (under 50,000 terminal rows) that no
+//! settled row in use was deleted.
 //! Any doubt recomputes the report in full and rebuilds the cache. A full recompute also
 //! runs every six hours whatever happens; the incremental figures are then compared with
 //! it and a difference is counted ([`Counters::mismatches`]) and logged.
@@ -41,8 +43,8 @@ use super::cost::{
     CostSection, RunRecord, Totals, Window, group_executions_of, group_turns, job_runs,
 };
 use super::jobs::CronJob;
-use super::ledger::{Execution, LedgerSnapshot, coverage_from};
-use super::time::{format_local, parse_iso};
+use super::ledger::{ClaimShape, ClaimTexts, Execution, LedgerSnapshot, coverage_from};
+use super::time::parse_iso;
 use super::turns::{AgentTurn, AuxRead, StateSnapshot, TurnRange, job_ids};
 use super::{CronCostReport, FullRead, ReportOptions, read_full};
 
@@ -91,8 +93,8 @@ struct Cached {
     days: u32,
     ledger_file: FileId,
     state_file: FileId,
-    /// The one shape of every claim text: separator, offset seconds.
-    shape: (u8, i64),
+    /// How every claim text read so far is written; `None` before the first one.
+    shape: Option<ClaimShape>,
     ledger_newest: Option<(i64, String)>,
     sessions_newest: Option<(i64, String)>,
     /// Terminal rows at the last count.
@@ -190,6 +192,8 @@ impl CostCache {
             .as_mut()
             .filter(|c| c.home == opts.hermes_home && c.days == opts.days);
         let mut check = None;
+        // Offsets seen before outlive a rebuild: a full read does not read every old row.
+        let mut seen_shape = None;
         if let Some(cached) = mine {
             let due = until - cached.verified_at >= VERIFY_EVERY_SECONDS;
             match incremental(cached, opts, since, until) {
@@ -200,9 +204,10 @@ impl CostCache {
                 Ok(report) => check = Some(report),
                 Err(Stale(why)) => tracing::debug!(reason = why, "report cache stale"),
             }
+            seen_shape = cached.shape;
         }
         let read = read_full(opts, since, until);
-        let (report, cached) = match build(&read, opts, since, until) {
+        let (report, cached) = match build(&read, opts, since, until, seen_shape) {
             Some((cached, cost)) => (read.finish(cost), Some(cached)),
             None => (read.report(opts, since, until), None),
         };
@@ -228,13 +233,23 @@ fn build(
     opts: &ReportOptions,
     since: f64,
     until: f64,
+    seen_shape: Option<ClaimShape>,
 ) -> Option<(Cached, CostSection)> {
     let (ledger, turns) = (read.ledger.as_ref()?, read.turns.as_deref()?);
     let (lsnap, ssnap) = (
         read.ledger_snapshot.as_ref()?,
         read.state_snapshot.as_ref()?,
     );
-    let shape = lsnap.shapes().uniform()?;
+    // Claim texts are compared as text: every one read must be a regular timestamp. An
+    // empty ledger has no shape yet; its first rows give it one.
+    let shape = match lsnap.shapes().claims() {
+        ClaimTexts::Irregular => return None,
+        ClaimTexts::None => seen_shape,
+        ClaimTexts::Shaped(shape) => match seen_shape {
+            Some(seen) => Some(shape.merge(seen)?),
+            None => Some(shape),
+        },
+    };
     // Without end times nothing ever settles: every report would read the whole window.
     if !ssnap.dated() {
         return None;
@@ -492,6 +507,7 @@ fn incremental(
     }
     let c1_time = bucket_start(cached.c1);
     check_new_rows(cached, &lsnap, &ssnap, c1_time)?;
+    let shape = text_shape(cached.shape);
 
     // Coverage, as a full read computes it.
     let small = cached.terminal_rows < SMALL_LEDGER_ROWS;
@@ -521,9 +537,9 @@ fn incremental(
     let read = FullRead::jobs(opts);
     let jobs = read.jobs.as_slice();
 
-    // The tail: everything anchored from c1 on, read on every report.
-    let (sep, offset) = cached.shape;
-    let c1_text = format_local(c1_time as i64, offset, sep);
+    // The tail: everything anchored from c1 on, read on every report (with mixed offsets,
+    // a few rows claimed just before c1 too: they only serve as owners of turns).
+    let c1_text = shape.from_text(c1_time as i64);
     let mut executions = lsnap.rows(&c1_text, None, true).map_err(db)?;
     let range = TurnRange {
         lo: c1_time,
@@ -532,7 +548,11 @@ fn incremental(
         aux: AuxRead::Probe,
     };
     let turns = ssnap.turns(range, None).map_err(db)?;
-    executions.extend(lsnap.priors(&job_ids(&turns), &c1_text).map_err(db)?);
+    executions.extend(
+        lsnap
+            .priors(&job_ids(&turns), &c1_text, cached.shape)
+            .map_err(db)?,
+    );
     let runs = runs_from(cached, &executions, &turns, until, jobs);
     fold(cached, &runs, &executions, &turns, until);
 
@@ -556,7 +576,7 @@ fn incremental(
         let Some(bucket) = cached.buckets.get(&h) else {
             return Err(Stale("a head bucket is not cached"));
         };
-        let records = read_bucket(&lsnap, &ssnap, cached.shape, h, bucket, jobs)?;
+        let records = read_bucket(&lsnap, &ssnap, shape, h, bucket, jobs)?;
         cached.heads.insert(h, records);
     }
     let heads = &cached.heads;
@@ -591,6 +611,13 @@ fn incremental(
         }
         totals.push((id, sum));
     }
+    // An older row read through a prior can carry an offset not seen before: the text
+    // bounds used may have been too narrow. Keep the wider shape and read again in full.
+    if let Some(wider) = widened(cached.shape, &lsnap)? {
+        cached.shape = Some(wider);
+        cached.heads.clear();
+        return Err(Stale("an older claim text has another offset"));
+    }
     let cost = window.section(jobs, &totals);
     cached.ledger_newest = newest(lsnap.conn(), "executions").map_err(db)?;
     cached.sessions_newest = newest(ssnap.conn(), "sessions").map_err(db)?;
@@ -598,9 +625,10 @@ fn incremental(
 }
 
 /// The newest rows read last time are still there, and nothing inserted since lands in
-/// the settled past or writes its claim in another shape.
+/// the settled past or writes its claim irregularly; the offsets of new claim texts join
+/// the shape (a daylight-saving change, or the first rows of an empty ledger).
 fn check_new_rows(
-    cached: &Cached,
+    cached: &mut Cached,
     lsnap: &LedgerSnapshot,
     ssnap: &StateSnapshot,
     c1_time: f64,
@@ -621,8 +649,20 @@ fn check_new_rows(
             return Err(Stale("a new execution is claimed in the settled past"));
         }
     }
-    if !shapes.0.is_empty() && shapes.uniform() != Some(cached.shape) {
-        return Err(Stale("a new claim text has another shape"));
+    let shape = match (shapes.claims(), cached.shape) {
+        (ClaimTexts::None, shape) => shape,
+        (ClaimTexts::Irregular, _) => return Err(Stale("a new claim text is irregular")),
+        (ClaimTexts::Shaped(new), None) => Some(new),
+        (ClaimTexts::Shaped(new), Some(seen)) => Some(
+            seen.merge(new)
+                .ok_or(Stale("a new claim text has another separator"))?,
+        ),
+    };
+    if shape != cached.shape {
+        // New rows are claimed from c1 on: nothing read below it (the heads) missed them,
+        // but heads are read again with the wider bounds all the same.
+        cached.shape = shape;
+        cached.heads.clear();
     }
     let below: i64 = ssnap
         .conn()
@@ -639,6 +679,33 @@ fn check_new_rows(
     Ok(())
 }
 
+/// The shape text bounds are written in: the claim texts' own, or any before the first.
+fn text_shape(shape: Option<ClaimShape>) -> ClaimShape {
+    // Without a claim text read there is no row a bound could misplace.
+    shape.unwrap_or(ClaimShape {
+        sep: b'T',
+        min_offset: 0,
+        max_offset: 0,
+    })
+}
+
+/// The shape of every claim text this snapshot read, when it is wider than `shape`.
+fn widened(shape: Option<ClaimShape>, lsnap: &LedgerSnapshot) -> Result<Option<ClaimShape>, Stale> {
+    match lsnap.shapes().claims() {
+        ClaimTexts::None => Ok(None),
+        ClaimTexts::Irregular => Err(Stale("a claim text read is irregular")),
+        ClaimTexts::Shaped(read) => {
+            let merged = match shape {
+                Some(shape) => shape
+                    .merge(read)
+                    .ok_or(Stale("a claim text read has another separator"))?,
+                None => read,
+            };
+            Ok((Some(merged) != shape).then_some(merged))
+        }
+    }
+}
+
 /// The settled buckets after the head still hold every terminal row they counted.
 fn check_deletions(cached: &Cached, lsnap: &LedgerSnapshot, head: i64) -> Result<(), Stale> {
     if head + 1 >= cached.c1 {
@@ -649,13 +716,11 @@ fn check_deletions(cached: &Cached, lsnap: &LedgerSnapshot, head: i64) -> Result
         .range(head + 1..cached.c1)
         .map(|(_, b)| b.exec_rows)
         .sum();
-    let (sep, offset) = cached.shape;
-    let lo = format_local(bucket_start(head + 1) as i64, offset, sep);
-    let hi = format_local(bucket_start(cached.c1) as i64, offset, sep);
     let found = lsnap
-        .count(
-            "status IN ('completed','failed','unknown') AND claimed_at >= ?1 AND claimed_at < ?2",
-            &[&lo, &hi],
+        .terminal_between(
+            bucket_start(head + 1) as i64,
+            bucket_start(cached.c1) as i64,
+            text_shape(cached.shape),
         )
         .map_err(|_| Stale("a query failed"))?;
     if found == expected {
@@ -669,14 +734,14 @@ fn check_deletions(cached: &Cached, lsnap: &LedgerSnapshot, head: i64) -> Result
 fn read_bucket(
     lsnap: &LedgerSnapshot,
     ssnap: &StateSnapshot,
-    (sep, offset): (u8, i64),
+    shape: ClaimShape,
     k: i64,
     bucket: &Bucket,
     jobs: &[CronJob],
 ) -> Result<Vec<(String, RunRecord)>, Stale> {
     let (b0, b1) = (bucket_start(k), bucket_start(k + 1));
-    let lo = format_local(b0 as i64, offset, sep);
-    let hi = format_local(bucket.turn_hi.floor() as i64 + 1, offset, sep);
+    let lo = shape.from_text(b0 as i64);
+    let hi = shape.before_text(bucket.turn_hi.floor() as i64 + 1);
     let mut executions = lsnap.rows(&lo, Some(&hi), true).map_err(db)?;
     let range = TurnRange {
         lo: b0,
@@ -685,7 +750,11 @@ fn read_bucket(
         aux: AuxRead::Probe,
     };
     let turns = ssnap.turns(range, None).map_err(db)?;
-    executions.extend(lsnap.priors(&job_ids(&turns), &lo).map_err(db)?);
+    executions.extend(
+        lsnap
+            .priors(&job_ids(&turns), &lo, Some(shape))
+            .map_err(db)?,
+    );
     let runs = runs_between(b0, b1, &executions, &turns, jobs);
     let mut records = Vec::new();
     for (id, list) in runs {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::sqlite::{DbError, column_or, columns, open_read_only, str_at, text_at};
-use super::time::{DAY_SECONDS, format_date, offset_seconds, parse_iso, stamp_shape};
+use super::time::{DAY_SECONDS, format_date, format_local, offset_seconds, parse_iso, stamp_shape};
 
 /// Terminal rows Hermes keeps before pruning the oldest.
 pub const MAX_TERMINAL_EXECUTIONS: u64 = 1000;
@@ -143,6 +143,31 @@ impl std::fmt::Debug for LedgerSnapshot {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Shapes(pub Vec<(u8, String)>);
 
+/// What the claim texts read have in common.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimTexts {
+    /// No claim text was read.
+    None,
+    /// Every text has one separator and a regular offset.
+    Shaped(ClaimShape),
+    /// A text is not a full timestamp, or two separators are mixed: text order says nothing.
+    Irregular,
+}
+
+/// How claim texts are written: one date/time separator, UTC offsets between two bounds
+/// (two after a daylight-saving change). Texts of one offset sort like their instants;
+/// across offsets a text is off by at most the spread, so a range of instants is read
+/// through the text index widened by it and then filtered by instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimShape {
+    /// The date/time separator (`T` or a space).
+    pub sep: u8,
+    /// The smallest offset seen, seconds east of UTC.
+    pub min_offset: i64,
+    /// The largest offset seen.
+    pub max_offset: i64,
+}
+
 impl Shapes {
     /// Record the shape of `text`.
     pub fn note(&mut self, text: &str) {
@@ -156,12 +181,54 @@ impl Shapes {
         }
     }
 
-    /// The one regular shape every text had, as (separator, offset seconds).
-    pub fn uniform(&self) -> Option<(u8, i64)> {
-        match self.0.as_slice() {
-            [(sep, offset)] if *sep != 0 => Some((*sep, offset_seconds(offset)?)),
-            _ => None,
+    /// What every text recorded has in common.
+    pub fn claims(&self) -> ClaimTexts {
+        let mut found = ClaimTexts::None;
+        for (sep, offset) in &self.0 {
+            let Some(offset) = offset_seconds(offset).filter(|_| *sep != 0) else {
+                return ClaimTexts::Irregular;
+            };
+            let one = ClaimShape {
+                sep: *sep,
+                min_offset: offset,
+                max_offset: offset,
+            };
+            found = match found {
+                ClaimTexts::None => ClaimTexts::Shaped(one),
+                ClaimTexts::Shaped(seen) => match seen.merge(one) {
+                    Some(merged) => ClaimTexts::Shaped(merged),
+                    None => return ClaimTexts::Irregular,
+                },
+                ClaimTexts::Irregular => return ClaimTexts::Irregular,
+            };
         }
+        found
+    }
+}
+
+impl ClaimShape {
+    /// The shape texts of both have; `None` when their separators differ.
+    pub fn merge(self, other: Self) -> Option<Self> {
+        (self.sep == other.sep).then(|| Self {
+            sep: self.sep,
+            min_offset: self.min_offset.min(other.min_offset),
+            max_offset: self.max_offset.max(other.max_offset),
+        })
+    }
+
+    /// A text at or below the claim text of every instant from `unix` on.
+    pub fn from_text(&self, unix: i64) -> String {
+        format_local(unix, self.min_offset, self.sep)
+    }
+
+    /// A text above the claim text of every instant before `unix`.
+    pub fn before_text(&self, unix: i64) -> String {
+        format_local(unix, self.max_offset, self.sep)
+    }
+
+    /// Whether texts of different offsets are mixed (text order is then not time order).
+    pub fn mixed(&self) -> bool {
+        self.min_offset != self.max_offset
     }
 }
 
@@ -221,12 +288,31 @@ impl LedgerSnapshot {
         })
     }
 
+    /// [`Ledger::coverage_from`] without reading the rows: the oldest terminal claim (one
+    /// index probe per status) and whether Hermes' limit of terminal rows is reached.
+    pub fn coverage_from(&self, since: f64) -> Result<Option<f64>, DbError> {
+        let Some(oldest) = self.oldest_terminal()? else {
+            return Ok(None);
+        };
+        // Counting stops at the limit: only whether it is reached matters here.
+        let reached = self.count(
+            "rowid IN (SELECT rowid FROM executions \
+             WHERE status IN ('completed','failed','unknown') LIMIT ?1)",
+            &[&(MAX_TERMINAL_EXECUTIONS as i64)],
+        )?;
+        Ok(coverage_from(reached, parse_iso(&oldest), since))
+    }
+
     /// Add, for each job of `jobs`, its last attempt claimed before the rows read.
     pub fn add_priors(&self, ledger: &mut Ledger, jobs: &[&str]) -> Result<(), DbError> {
         let Some(floor) = self.floor.borrow().clone() else {
             return Ok(());
         };
-        let priors = self.priors(jobs, &floor)?;
+        let shape = match self.shapes().claims() {
+            ClaimTexts::Shaped(shape) => Some(shape),
+            ClaimTexts::None | ClaimTexts::Irregular => None,
+        };
+        let priors = self.priors(jobs, &floor, shape)?;
         ledger.executions.extend(priors);
         Ok(())
     }
@@ -259,20 +345,72 @@ impl LedgerSnapshot {
         collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))
     }
 
-    /// For each job of `jobs`, its last attempt claimed (as text) before `before`.
-    pub fn priors(&self, jobs: &[&str], before: &str) -> Result<Vec<Execution>, DbError> {
+    /// For each job of `jobs`, its last attempt claimed (as text) before `before`, the
+    /// latest instant when the texts mix offsets (`shape`).
+    ///
+    /// The last text `r` is not always the latest instant then, but the latest one is no
+    /// earlier than `r`'s, so its text is at least `r`'s instant written with the smallest
+    /// offset: the rows from there to `before` are read and the latest taken.
+    pub fn priors(
+        &self,
+        jobs: &[&str],
+        before: &str,
+        shape: Option<ClaimShape>,
+    ) -> Result<Vec<Execution>, DbError> {
         let sql = format!(
             "{} WHERE e.job_id = ?1 AND e.claimed_at < ?2 \
              ORDER BY e.claimed_at DESC, e.rowid DESC LIMIT 1",
+            self.select()
+        );
+        let near = format!(
+            "{} WHERE e.job_id = ?1 AND e.claimed_at >= ?2 AND e.claimed_at < ?3",
             self.select()
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for job in jobs {
             let rows = stmt.query(rusqlite::params![job, before]);
-            out.extend(collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))?);
+            let found = collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))?;
+            let (Some(shape), Some(last)) = (shape.filter(ClaimShape::mixed), found.first()) else {
+                out.extend(found);
+                continue;
+            };
+            let from = shape.from_text(last.claimed_at.floor() as i64);
+            let mut near = self.conn.prepare_cached(&near).map_err(|e| self.err(e))?;
+            let rows = near.query(rusqlite::params![job, from, before]);
+            let candidates =
+                collect(rows, &mut self.shapes.borrow_mut()).map_err(|e| self.err(e))?;
+            let latest = candidates.into_iter().max_by(|a, b| {
+                a.claimed_at
+                    .total_cmp(&b.claimed_at)
+                    .then(a.seq.cmp(&b.seq))
+            });
+            out.extend(latest);
         }
         Ok(out)
+    }
+
+    /// Terminal rows claimed in the instants `[lo, hi)`, their texts written as `shape`.
+    pub fn terminal_between(&self, lo: i64, hi: i64, shape: ClaimShape) -> Result<u64, DbError> {
+        let (lo_text, hi_text) = (shape.from_text(lo), shape.before_text(hi));
+        let condition =
+            "status IN ('completed','failed','unknown') AND claimed_at >= ?1 AND claimed_at < ?2";
+        if !shape.mixed() {
+            return self.count(condition, &[&lo_text, &hi_text]);
+        }
+        // Mixed offsets: the text range holds a little more; count by instant.
+        let sql = format!("SELECT claimed_at FROM executions WHERE {condition}");
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let mut rows = stmt
+            .query(rusqlite::params![lo_text, hi_text])
+            .map_err(|e| self.err(e))?;
+        let mut found = 0;
+        while let Some(row) = rows.next().map_err(|e| self.err(e))? {
+            let claimed = str_at(row, 0).map_err(|e| self.err(e))?;
+            let at = claimed.and_then(parse_iso);
+            found += u64::from(at.is_some_and(|t| t >= lo as f64 && t < hi as f64));
+        }
+        Ok(found)
     }
 
     /// The claim text of the oldest terminal row, one index probe per terminal status.

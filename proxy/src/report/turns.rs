@@ -102,6 +102,20 @@ impl TurnRange {
             aux: AuxRead::Scan,
         }
     }
+
+    /// What a full report reads: the window, from `covered` on when a pruned ledger is
+    /// complete only from there. Such a span holds about a thousand runs: their auxiliary
+    /// rows are probed per session instead of scanning the whole table.
+    pub fn covered(since: f64, until: f64, covered: Option<f64>) -> Self {
+        match covered {
+            Some(from) if from > since => Self {
+                lo: from,
+                aux: AuxRead::Probe,
+                ..Self::window(since, until)
+            },
+            _ => Self::window(since, until),
+        }
+    }
 }
 
 /// The job id of a cron session id `cron_<job_id>_<8 digits>_<6 digits>`, parsed from the right.

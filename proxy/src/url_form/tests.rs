@@ -293,6 +293,103 @@ fn http_url() -> impl Strategy<Value = String> {
         })
 }
 
+/// URLs over every byte class a normalising step treats apart: scheme case, hosts with and
+/// without IDNA, ports, userinfo, brackets, `?` and `#` in any place, empty parts, bytes
+/// `quote` escapes, escapes, whitespace and non-ASCII.
+fn request_form_candidate() -> impl Strategy<Value = String> {
+    let scheme = prop::sample::select(vec![
+        "http://",
+        "https://",
+        "HTTP://",
+        "http:/",
+        "ftp://",
+        "http:///",
+        "https:// ",
+    ]);
+    let host = prop::sample::select(vec![
+        "",
+        "x",
+        "Example.COM",
+        "a.b.",
+        "u:p@h",
+        "h:80",
+        "h:x",
+        "[::1]",
+        "[::1",
+        "köln.de",
+        "?",
+        "#",
+        "/",
+        "%41",
+        "a..b",
+    ]);
+    let part = "[éa-zA-Z0-9_.~/%:@!$&'()*+,;=?#\\ \"<>`{}|^\\[\\]\t-]{0,12}";
+    (
+        scheme,
+        host,
+        part,
+        prop::option::of(part),
+        prop::option::of(part),
+    )
+        .prop_map(|(scheme, host, path, query, fragment)| {
+            let mut url = format!("{scheme}{host}{path}");
+            if let Some(q) = query {
+                url.push('?');
+                url.push_str(&q);
+            }
+            if let Some(f) = fragment {
+                url.push('#');
+                url.push_str(&f);
+            }
+            url
+        })
+}
+
+#[test]
+fn the_request_form_shortcut_takes_plain_urls_and_leaves_the_rest_to_every_step() {
+    let cases = [
+        (
+            "https://93.184.1.1/articles/1/index.html?q=rust+proxy&page=1",
+            true,
+        ),
+        ("http://example.com", true),
+        ("https://x.com/a?b=c?d&e=f'g#frag?x", true),
+        ("https://x.com/%zz%41", true),
+        ("HTTPS://x.com/", false),
+        ("https://x.com/?", false),
+        ("https://x.com/#", false),
+        ("https://x.com/?#f", false),
+        ("https://x.com/a#b#c", false),
+        ("https://x.com/a b", false),
+        ("https://köln.de/", false),
+        ("http://[::1]:8080/dns-query?name=x", true),
+        ("http://[::1/", true),
+        ("http://x/[a]", false),
+        ("http://x?[a]", false),
+        ("http:///x", false),
+        ("ftp://x.com/", false),
+    ];
+    for (url, shortcut) in cases {
+        assert_eq!(is_request_form(url), shortcut, "{url:?}");
+        assert_eq!(
+            normalize_url_for_request(url),
+            normalize_in_full(url),
+            "{url:?} must normalise as every step does"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+    #[test]
+    fn a_url_the_shortcut_takes_is_its_own_normal_form(url in request_form_candidate()) {
+        if is_request_form(&url) {
+            prop_assert_eq!(normalize_in_full(&url), url.clone(), "{:?} must not change", url);
+        }
+    }
+}
+
 proptest! {
     #[test]
     fn normalization_is_idempotent_on_http_urls(url in http_url()) {

@@ -319,11 +319,30 @@ fn stamp(unix: f64) -> String {
     )
 }
 
-/// A claim text as Hermes writes it, in its timezone (+02:00 here).
-fn claim_text(unix: f64) -> String {
-    let local = time::format_local(unix.floor() as i64, 7200, b'T');
+/// A claim text as Hermes writes it, in its timezone: +02:00, or +01:00 from `fall_back`
+/// on (the end of summer time: an hour of local times comes twice).
+fn claim_text(unix: f64, fall_back: Option<f64>) -> String {
+    let offset = if fall_back.is_some_and(|at| unix >= at) {
+        3600
+    } else {
+        7200
+    };
+    let local = time::format_local(unix.floor() as i64, offset, b'T');
     let micros = ((unix - unix.floor()) * 1e6).round() as u32;
-    format!("{local}.{micros:06}+02:00")
+    format!("{local}.{micros:06}+{:02}:00", offset / 3600)
+}
+
+/// How a simulated home is set up.
+#[derive(Clone, Copy, Debug, Default)]
+struct Setup {
+    /// state.db as an older Hermes wrote it.
+    old_schema: bool,
+    /// Hermes prunes the ledger to its newest 1,000 terminal rows.
+    prune: bool,
+    /// Claims from this instant on are written at +01:00 instead of +02:00.
+    fall_back: Option<f64>,
+    /// No job fires before this instant (the ledger is empty until then).
+    first_fire: Option<f64>,
 }
 
 /// A Hermes home being written.
@@ -333,6 +352,7 @@ struct Home {
     state: Connection,
     old_schema: bool,
     prune: bool,
+    fall_back: Option<f64>,
 }
 
 impl Home {
@@ -378,7 +398,12 @@ impl Home {
             state,
             old_schema,
             prune,
+            fall_back: None,
         }
+    }
+
+    fn claim_text(&self, unix: f64) -> String {
+        claim_text(unix, self.fall_back)
     }
 
     fn apply(&self, at: f64, event: &Event) {
@@ -387,17 +412,17 @@ impl Home {
             Event::Claim { exec, job } => l.execute(
                 "INSERT INTO executions (id, job_id, source, process_id, pid, status, claimed_at)
                  VALUES (?1, ?2, 'builtin', 'p', 1, 'claimed', ?3)",
-                params![exec, job, claim_text(at)],
+                params![exec, job, self.claim_text(at)],
             ),
             Event::Running { exec } => l.execute(
                 "UPDATE executions SET status = 'running', started_at = ?2 WHERE id = ?1",
-                params![exec, claim_text(at)],
+                params![exec, self.claim_text(at)],
             ),
             Event::Finish { exec, status, error } => {
                 let n = l.execute(
                     "UPDATE executions SET status = ?2, finished_at = ?3, error = ?4
                      WHERE id = ?1 AND status IN ('claimed', 'running')",
-                    params![exec, status, claim_text(at), error],
+                    params![exec, status, self.claim_text(at), error],
                 );
                 if self.prune {
                     // Hermes keeps the newest 1,000 terminal rows (newer order).
@@ -492,13 +517,35 @@ fn simulate(
     prune: bool,
     hours: f64,
     step: f64,
+    between: impl FnMut(&mut Home, f64, usize),
+) -> Counters {
+    let setup = Setup {
+        old_schema,
+        prune,
+        ..Setup::default()
+    };
+    simulate_home(dir, setup, hours, step, between)
+}
+
+/// [`simulate`] with every part of the setup.
+fn simulate_home(
+    dir: &Path,
+    setup: Setup,
+    hours: f64,
+    step: f64,
     mut between: impl FnMut(&mut Home, f64, usize),
 ) -> Counters {
-    let mut all = jobs();
-    all.push(gone_job());
+    let delay = |mut job: SimJob| {
+        job.first = job.first.max(setup.first_fire.unwrap_or(f64::MIN));
+        job
+    };
+    let listed: Vec<SimJob> = jobs().into_iter().map(delay).collect();
+    let mut all = listed.clone();
+    all.push(delay(gone_job()));
     let end = START + 7.0 * DAY + hours * 3600.0;
     let events = schedule(&all, START, end, 0x9e37_79b9_7f4a_7c15);
-    let mut home = Home::create(dir, &jobs(), old_schema, prune);
+    let mut home = Home::create(dir, &listed, setup.old_schema, setup.prune);
+    home.fall_back = setup.fall_back;
     let cache = CostCache::new();
     let mut next = 0;
     let mut now = START + 7.0 * DAY;
@@ -640,4 +687,107 @@ fn a_cache_for_one_home_does_not_answer_for_another() {
         );
     }
     assert_eq!(cache.counters().full, 2);
+}
+
+#[test]
+fn a_daylight_saving_change_inside_the_window_keeps_the_cache() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Summer time ended two hours before the first report: the window holds claims at
+    // +02:00 and +01:00, and the hour after the change repeats local times.
+    let setup = Setup {
+        fall_back: Some(START + 7.0 * DAY - 2.0 * 3600.0),
+        ..Setup::default()
+    };
+    let counters = simulate_home(dir.path(), setup, 6.0, 600.0, |_, _, _| {});
+    assert!(counters.incremental >= 30, "{counters:?}");
+    assert!(counters.full <= 2, "{counters:?}");
+    assert_eq!(counters.mismatches, 0, "{counters:?}");
+}
+
+#[test]
+fn a_daylight_saving_change_between_reports_keeps_the_cache() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Summer time ends an hour after the first report: new claims change offset under the
+    // cache. (Unpruned: on a pruned ledger, pruning alone already sends some reports back to
+    // a full recompute; the pruned case with mixed offsets is the figures test below.)
+    let setup = Setup {
+        fall_back: Some(START + 7.0 * DAY + 3600.0),
+        ..Setup::default()
+    };
+    let counters = simulate_home(dir.path(), setup, 6.0, 600.0, |_, _, _| {});
+    assert!(counters.incremental >= 30, "{counters:?}");
+    assert!(counters.full <= 2, "{counters:?}");
+    assert_eq!(counters.mismatches, 0, "{counters:?}");
+}
+
+#[test]
+fn an_empty_ledger_keeps_the_cache_until_its_first_rows_and_after() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // A new home: the jobs exist, none has fired yet; the first fires two hours in.
+    let setup = Setup {
+        first_fire: Some(START + 7.0 * DAY + 2.0 * 3600.0),
+        ..Setup::default()
+    };
+    let counters = simulate_home(dir.path(), setup, 5.0, 600.0, |home, _, report| {
+        if report == 0 {
+            let rows: i64 = home
+                .ledger
+                .query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
+                .expect("count");
+            assert_eq!(rows, 0, "the ledger must start empty");
+        }
+    });
+    assert_eq!(counters.full, 1, "{counters:?}");
+    assert!(counters.incremental >= 29, "{counters:?}");
+}
+
+#[test]
+fn a_pruned_ledger_reads_only_its_covered_span_with_the_whole_window_figures() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let setup = Setup {
+        prune: true,
+        fall_back: Some(START + 7.0 * DAY - 2.0 * 3600.0),
+        ..Setup::default()
+    };
+    let mut checked = 0;
+    simulate_home(dir.path(), setup, 2.0, 1800.0, |home, now, _| {
+        let opts = home.options(now);
+        let since = now - 7.0 * DAY;
+        // The report as it was computed before it read only the covered span: every turn
+        // of the window and the whole ledger near it.
+        let turns = super::super::turns::read_turns(
+            &home.dir.join("state.db"),
+            since,
+            now,
+            opts.busy_timeout,
+        )
+        .expect("state.db must read");
+        let ledger = super::super::ledger::read_ledger(
+            &home.dir.join("cron/executions.db"),
+            since,
+            &job_ids(&turns),
+            opts.busy_timeout,
+        )
+        .expect("the ledger must read");
+        assert!(
+            ledger.coverage_from(since).is_some(),
+            "the pruned ledger must cover only part of the window"
+        );
+        let read = FullRead::jobs(&opts);
+        let whole = super::super::cost::compute(&super::super::cost::CostInputs {
+            jobs: &read.jobs,
+            ledger: Some(&ledger),
+            turns: Some(&turns),
+            since,
+            until: now,
+            days: opts.days,
+        });
+        assert_eq!(
+            cron_cost(&opts).cost,
+            whole,
+            "reading the covered span must give the whole window's figures"
+        );
+        checked += 1;
+    });
+    assert_eq!(checked, 5);
 }

@@ -1,0 +1,52 @@
+use super::*;
+
+/// The line as `check-url` rendered it through a `serde_json::Value` before the output was
+/// buffered: the reference the streamed line must match byte for byte.
+fn value_line(check: &UrlCheck) -> String {
+    let value = match &check.refusal {
+        None => json!({"url": check.url, "verdict": "allow", "scope": null, "code": null,
+                       "message": null, "addresses": check.addresses}),
+        Some(r) => {
+            let scope = if r.ends_call() { "call" } else { "item" };
+            json!({"url": check.url, "verdict": "deny", "scope": scope, "code": r.code(),
+                   "message": r.message(), "addresses": check.addresses})
+        }
+    };
+    format!("{value}\n")
+}
+
+#[test]
+fn check_url_lines_are_the_json_objects_check_url_has_always_printed() {
+    let cases = [
+        UrlCheck {
+            url: "https://93.184.1.1/a?q=\"quoted\"\u{e9}".into(),
+            refusal: None,
+            addresses: vec!["93.184.1.1".parse().expect("an address")],
+        },
+        UrlCheck {
+            url: "http://10.0.0.1/".into(),
+            refusal: Some(DenyReason::PrivateAddress {
+                addr: "10.0.0.1".parse().expect("an address"),
+                class: "private",
+            }),
+            addresses: Vec::new(),
+        },
+        UrlCheck {
+            url: "https://x.example/?token=abc".into(),
+            refusal: Some(DenyReason::SensitiveQueryParam {
+                key: "token".into(),
+            }),
+            addresses: Vec::new(),
+        },
+    ];
+    for check in &cases {
+        let mut out = Vec::new();
+        write_check_line(&mut out, check).expect("writing to memory must succeed");
+        assert_eq!(
+            String::from_utf8(out).expect("the line must be UTF-8"),
+            value_line(check),
+            "the line of {} must not change",
+            check.url
+        );
+    }
+}
