@@ -78,12 +78,25 @@ async fn both_replicas_ride_out_an_api_server_outage_and_an_etcd_restart_and_onl
     let replicas = [("replica-a", &a), ("replica-b", &b)];
     let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    // The replica that leads now: the Lease names it with a renewal that has not run out,
+    // and it alone says it leads (`fleetgate_controller_leader`). Right after an outage the
+    // Lease may still name a holder whose renewal ran out while another takes it over.
     let holder = || async {
         let lease = leases.get_opt("fleetgate-controller").await.ok()??;
-        lease
-            .spec?
-            .holder_identity
-            .filter(|h| h.starts_with("replica-"))
+        let spec = lease.spec?;
+        let renewed = spec.renew_time?.0;
+        let duration = i64::from(spec.lease_duration_seconds?);
+        let now = k8s_openapi::jiff::Timestamp::now();
+        if now.as_second() - renewed.as_second() >= duration {
+            return None;
+        }
+        let name = spec.holder_identity?;
+        let leading: Vec<&str> = replicas
+            .iter()
+            .filter(|(_, r)| r.metric("fleetgate_controller_leader", "") == Some(1.0))
+            .map(|(n, _)| *n)
+            .collect();
+        (leading == [name.as_str()]).then_some(name)
     };
     let versions = record_versions(cms.clone());
     for (name, r) in &replicas {
