@@ -11,8 +11,8 @@
 # keeps two builds of the same key from racing. Go's own caches ($HOME's GOCACHE and
 # GOMODCACHE) are used as they are.
 #
-# A cold build (module downloads aside) took 39 min wall, 19 min of CPU, on a 2-core machine
-# shared with other builds; with the binaries cached it returns at once.
+# A cold build took 24-39 min wall (module downloads included), 19 min of CPU, on a 2-core
+# machine shared with other builds; with the binaries cached it returns at once.
 #
 # Usage: build.sh            build if missing, then print the bin folder (last line of stdout)
 #        build.sh --dir      print the bin folder without building (it may not exist)
