@@ -485,47 +485,43 @@ impl ControlPlane {
 
     /// Poll `/readyz` until it answers `ok`, failing early when a process exits.
     fn wait_ready(&mut self) -> anyhow::Result<()> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let kubeconfig = self.kubeconfig.clone();
-        let started = std::time::SystemTime::now();
-        loop {
-            self.check_alive()?;
-            let answer = runtime.block_on(async {
-                let client = client_for(&kubeconfig).await?;
-                let req = http::Request::get("/readyz").body(Vec::new())?;
-                anyhow::Ok(client.request_text(req).await?)
-            });
-            match answer {
-                Ok(text) if text.trim() == "ok" => return Ok(()),
-                _ if started.elapsed().unwrap_or_default() > READY_TIMEOUT => bail!(
-                    "the API server was not ready within {READY_TIMEOUT:?} ({answer:?}):\n{}",
-                    self.logs_tail(40)
-                ),
-                _ => std::thread::sleep(Duration::from_millis(200)),
-            }
-        }
+        self.wait_until("the API server was not ready", |kubeconfig| async move {
+            let client = client_for(&kubeconfig).await?;
+            let req = http::Request::get("/readyz").body(Vec::new())?;
+            Ok(client.request_text(req).await?.trim() == "ok")
+        })
     }
 
     fn wait_for_default_service_account(&mut self) -> anyhow::Result<()> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let kubeconfig = self.kubeconfig.clone();
-        let started = std::time::SystemTime::now();
-        loop {
-            self.check_alive()?;
-            let found = runtime.block_on(async {
+        self.wait_until(
+            "kube-controller-manager did not create default/default",
+            |kubeconfig| async move {
                 let client = client_for(&kubeconfig).await?;
                 let sas: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
                     kube::Api::namespaced(client, "default");
-                anyhow::Ok(sas.get_opt("default").await?.is_some())
-            });
-            match found {
+                Ok(sas.get_opt("default").await?.is_some())
+            },
+        )
+    }
+
+    /// Run `check` (given the admin kubeconfig) every 200 ms until it answers `true`, failing
+    /// with `failure` and the components' logs after [`READY_TIMEOUT`], or as soon as a
+    /// process exits.
+    fn wait_until<F>(&mut self, failure: &str, check: impl Fn(PathBuf) -> F) -> anyhow::Result<()>
+    where
+        F: std::future::Future<Output = anyhow::Result<bool>>,
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let started = std::time::SystemTime::now();
+        loop {
+            self.check_alive()?;
+            let answer = runtime.block_on(check(self.kubeconfig.clone()));
+            match answer {
                 Ok(true) => return Ok(()),
                 _ if started.elapsed().unwrap_or_default() > READY_TIMEOUT => bail!(
-                    "kube-controller-manager did not create default/default within {READY_TIMEOUT:?} ({found:?}):\n{}",
+                    "{failure} within {READY_TIMEOUT:?} ({answer:?}):\n{}",
                     self.logs_tail(40)
                 ),
                 _ => std::thread::sleep(Duration::from_millis(200)),

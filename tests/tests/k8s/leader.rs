@@ -7,26 +7,12 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use serde_json::json;
 
 use crate::replica::start_as_installed;
-use crate::support::{self, ensure_crds, eventually, kubectl};
+use crate::support::{self, char_limit_policy, ensure_crds, eventually, kubectl};
 
 fn holder(lease: &Lease) -> Option<String> {
     lease.spec.as_ref()?.holder_identity.clone()
-}
-
-fn policy(char_limit: u32) -> String {
-    json!({
-        "apiVersion": "fleetgate.dev/v1alpha1",
-        "kind": "FleetPolicy",
-        "metadata": { "name": "fleet" },
-        "spec": {
-            "selector": { "matchLabels": { "app": "hermes" } },
-            "web": { "charLimit": char_limit },
-        },
-    })
-    .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -52,7 +38,7 @@ async fn a_killed_leader_hands_the_lease_to_the_other_replica_which_then_reconci
             Some(&text),
         )
     };
-    apply(policy(2001));
+    apply(char_limit_policy(2001).to_string());
     let rendered = eventually(Duration::from_secs(60), "the first render", || async {
         cms.get_opt("fleet-managed").await.ok()?
     })
@@ -68,7 +54,7 @@ async fn a_killed_leader_hands_the_lease_to_the_other_replica_which_then_reconci
     })
     .await;
     let took_over = killed.elapsed();
-    apply(policy(2002));
+    apply(char_limit_policy(2002).to_string());
     eventually(
         Duration::from_secs(60),
         "the new leader's render",

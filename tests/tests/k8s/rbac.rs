@@ -13,20 +13,14 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 
 use crate::replica::start_as_installed;
-use crate::support::{self, Grant, audit_used, ensure_crds, eventually, granted, kubectl};
+use crate::support::{
+    self, Grant, audit_used, char_limit_policy, ensure_crds, eventually, granted, kubectl,
+};
 
 /// The FleetPolicy with `web.charLimit`; `invalid` adds what the schema accepts and the
 /// controller's validation refuses (an allowed CIDR inside the metadata range).
 fn policy(char_limit: u64, invalid: bool) -> String {
-    let mut fp = json!({
-        "apiVersion": "fleetgate.dev/v1alpha1",
-        "kind": "FleetPolicy",
-        "metadata": { "name": "fleet" },
-        "spec": {
-            "selector": { "matchLabels": { "app": "hermes" } },
-            "web": { "charLimit": char_limit },
-        },
-    });
+    let mut fp = char_limit_policy(char_limit);
     if invalid {
         fp["spec"]["egress"] = json!({ "allowCIDRs": ["169.254.0.0/16"] });
     }

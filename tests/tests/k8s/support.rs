@@ -176,6 +176,20 @@ pub async fn namespace(client: &kube::Client, prefix: &str) -> String {
         .unwrap_or_else(|e| panic!("namespace {prefix}: {e:#}"))
 }
 
+/// FleetPolicy `fleet` selecting `app: hermes` with `web.charLimit` set: the edit the cases
+/// make (each value renders a different ConfigMap).
+pub fn char_limit_policy(char_limit: u64) -> Value {
+    serde_json::json!({
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "FleetPolicy",
+        "metadata": { "name": "fleet" },
+        "spec": {
+            "selector": { "matchLabels": { "app": "hermes" } },
+            "web": { "charLimit": char_limit },
+        },
+    })
+}
+
 /// An admin client for the current runtime.
 pub async fn client() -> kube::Client {
     plane()

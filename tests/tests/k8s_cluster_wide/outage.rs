@@ -13,26 +13,12 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use serde_json::json;
 
 use crate::replica::{ControllerProcess, start_as_installed};
-use crate::support::{self, ensure_crds, eventually, kubectl};
+use crate::support::{self, char_limit_policy, ensure_crds, eventually, kubectl};
 
 /// How long the API server stays down.
 const OUTAGE: Duration = Duration::from_secs(30);
-
-fn policy(char_limit: u32) -> String {
-    json!({
-        "apiVersion": "fleetgate.dev/v1alpha1",
-        "kind": "FleetPolicy",
-        "metadata": { "name": "fleet" },
-        "spec": {
-            "selector": { "matchLabels": { "app": "hermes" } },
-            "web": { "charLimit": char_limit },
-        },
-    })
-    .to_string()
-}
 
 /// ConfigMap writes each replica counted.
 fn config_map_writes(replicas: &[(&str, &ControllerProcess)]) -> Vec<f64> {
@@ -112,7 +98,7 @@ async fn both_replicas_ride_out_an_api_server_outage_and_an_etcd_restart_and_onl
     }
 
     // One edit: rendered once, by the holder, and by nobody else.
-    let edit = |char_limit: u32, phase: &'static str| {
+    let edit = |char_limit: u64, phase: &'static str| {
         let cms = cms.clone();
         let ns = ns.clone();
         async move {
@@ -120,7 +106,7 @@ async fn both_replicas_ride_out_an_api_server_outage_and_an_etcd_restart_and_onl
             let before = config_map_writes(&replicas);
             kubectl(
                 &["-n", &ns, "apply", "--server-side", "-f", "-"],
-                Some(&policy(char_limit)),
+                Some(&char_limit_policy(char_limit).to_string()),
             );
             let applied = tokio::time::Instant::now();
             eventually(Duration::from_secs(90), phase, || async {
