@@ -34,13 +34,6 @@ fn condition<'a>(fp: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == kind)
 }
 
-/// Lines of the controller's log that show the API server refusing it.
-fn refusals(log: &str) -> Vec<&str> {
-    log.lines()
-        .filter(|l| l.contains("forbidden") || l.contains("Forbidden"))
-        .collect()
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     #[allow(
         clippy::cast_possible_truncation,
@@ -194,8 +187,7 @@ async fn the_controller_as_its_service_account_reconciles_edits_and_lets_gc_clea
     })
     .await;
 
-    let log = controller.log();
-    let refused = refusals(&log);
+    let refused = controller.refusals();
     assert!(
         refused.is_empty(),
         "the API server must never refuse the controller as installed (RBAC): {refused:#?}"

@@ -109,20 +109,17 @@ async fn the_fleet_policy_status_shows_what_the_gates_of_its_pods_serve() {
     let ns = support::namespace(&client, "fleet").await;
     support::install_chart(&ns, &[]);
     let controller = start_as_installed(&ns, "controller-0");
-    kubectl(
-        &["-n", &ns, "apply", "--server-side", "-f", "-"],
-        Some(
-            &json!({
-                "apiVersion": "fleetgate.dev/v1alpha1",
-                "kind": "FleetPolicy",
-                "metadata": { "name": "fleet" },
-                "spec": {
-                    "selector": { "matchLabels": { "app": "hermes" } },
-                    "managed": { "agent": { "reasoning_effort": "high" } },
-                },
-            })
-            .to_string(),
-        ),
+    support::apply(
+        &ns,
+        &json!({
+            "apiVersion": "fleetgate.dev/v1alpha1",
+            "kind": "FleetPolicy",
+            "metadata": { "name": "fleet" },
+            "spec": {
+                "selector": { "matchLabels": { "app": "hermes" } },
+                "managed": { "agent": { "reasoning_effort": "high" } },
+            },
+        }),
     );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let cm = eventually(Duration::from_secs(60), "the managed ConfigMap", || async {

@@ -69,11 +69,7 @@ async fn a_killed_leader_hands_the_lease_to_the_other_replica_which_then_reconci
         killed.elapsed()
     );
     let survivor = replicas[1 - index].as_ref().expect("the other replica");
-    let log = survivor.log();
-    let refused: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("forbidden") || l.contains("Forbidden"))
-        .collect();
+    let refused = survivor.refusals();
     assert!(
         refused.is_empty(),
         "the API server must never refuse a replica as installed (RBAC): {refused:#?}"

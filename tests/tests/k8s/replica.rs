@@ -23,6 +23,15 @@ pub struct ControllerProcess {
 }
 
 impl ControllerProcess {
+    /// Lines of its log that show the API server refusing it (RBAC).
+    pub fn refusals(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|l| l.contains("forbidden") || l.contains("Forbidden"))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Whether the process still runs (not exited, not a zombie).
     pub fn running(&self) -> bool {
         std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))

@@ -190,6 +190,14 @@ pub fn char_limit_policy(char_limit: u64) -> Value {
     })
 }
 
+/// `kubectl -n <ns> apply --server-side` of one object, as a user edits; stdout.
+pub fn apply(ns: &str, object: &Value) -> String {
+    kubectl(
+        &["-n", ns, "apply", "--server-side", "-f", "-"],
+        Some(&object.to_string()),
+    )
+}
+
 /// An admin client for the current runtime.
 pub async fn client() -> kube::Client {
     plane()

@@ -60,20 +60,17 @@ async fn a_cluster_baseline_raises_a_namespace_and_a_conflict_keeps_its_last_goo
     );
     support::install_chart(&ns, &["--set", "clusterBaseline.enabled=true"]);
     let controller = start_as_installed(&ns, "controller-0");
-    kubectl(
-        &["-n", &ns, "apply", "--server-side", "-f", "-"],
-        Some(
-            &json!({
-                "apiVersion": "fleetgate.dev/v1alpha1",
-                "kind": "FleetPolicy",
-                "metadata": { "name": "fleet" },
-                "spec": {
-                    "selector": { "matchLabels": { "app": "hermes" } },
-                    "egress": { "mode": "proxy", "ports": [80, 443] },
-                },
-            })
-            .to_string(),
-        ),
+    support::apply(
+        &ns,
+        &json!({
+            "apiVersion": "fleetgate.dev/v1alpha1",
+            "kind": "FleetPolicy",
+            "metadata": { "name": "fleet" },
+            "spec": {
+                "selector": { "matchLabels": { "app": "hermes" } },
+                "egress": { "mode": "proxy", "ports": [80, 443] },
+            },
+        }),
     );
 
     // Raised: rendered in transparent mode, the Baseline condition naming the change.
@@ -168,11 +165,7 @@ async fn a_cluster_baseline_raises_a_namespace_and_a_conflict_keeps_its_last_goo
         &["uninstall", "fleetgate-baseline", "--namespace", &ns],
         None,
     );
-    let log = controller.log();
-    let refused: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("forbidden") || l.contains("Forbidden"))
-        .collect();
+    let refused = controller.refusals();
     assert!(
         refused.is_empty(),
         "the controller as installed must never be refused: {refused:#?}"
