@@ -111,23 +111,40 @@ impl StubDnsBuilder {
 
     /// Binds UDP and TCP on one loopback port and starts serving.
     pub async fn start(self) -> anyhow::Result<StubDns> {
+        let sockets = bind_udp_and_tcp().await?;
+        Ok(self.serve(sockets))
+    }
+
+    /// Binds UDP and TCP on `addr` (a fixed port, e.g. `:53` on a bridge address that pods
+    /// use as their name server) and starts serving.
+    pub async fn start_on(self, addr: SocketAddr) -> anyhow::Result<StubDns> {
+        let udp = UdpSocket::bind(addr)
+            .await
+            .with_context(|| format!("failed to bind the stub DNS UDP socket on {addr}"))?;
+        let tcp = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("failed to bind the stub DNS TCP socket on {addr}"))?;
+        Ok(self.serve((udp, tcp)))
+    }
+
+    fn serve(self, (udp, tcp): (UdpSocket, TcpListener)) -> StubDns {
         let mut zone = Zone::default();
         for (name, replies) in self.scripts {
             zone.set(name, replies);
         }
         let zone = Arc::new(Mutex::new(zone));
-        let (udp, tcp) = bind_udp_and_tcp().await?;
+        // Both sockets are bound; an address they cannot report is unspecified.
         let addr = udp
             .local_addr()
-            .context("failed to read the stub DNS address")?;
+            .unwrap_or_else(|_| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
         let mut tasks = BackgroundTasks::default();
         tasks.spawn(serve_udp(udp, Arc::clone(&zone)));
         tasks.spawn(serve_tcp(tcp, Arc::clone(&zone)));
-        Ok(StubDns {
+        StubDns {
             addr,
             zone,
             _tasks: tasks,
-        })
+        }
     }
 }
 

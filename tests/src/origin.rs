@@ -96,7 +96,14 @@ impl OriginBuilder {
 
     /// Binds `127.0.0.1:0` and starts serving.
     pub async fn run(self) -> anyhow::Result<Origin> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        self.run_on(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .await
+    }
+
+    /// Binds `addr` (e.g. port 80 of a bridge address pods reach the host on) and starts
+    /// serving.
+    pub async fn run_on(self, addr: SocketAddr) -> anyhow::Result<Origin> {
+        let listener = TcpListener::bind(addr)
             .await
             .context("failed to bind the origin listener")?;
         let addr = listener

@@ -32,6 +32,12 @@ impl ControllerProcess {
             .collect()
     }
 
+    /// The process ID (for its RSS in `/proc`).
+    #[allow(dead_code, reason = "the scale benchmark reads it; the suites do not")]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process still runs (not exited, not a zombie).
     pub fn running(&self) -> bool {
         std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))

@@ -210,6 +210,10 @@ pub async fn client() -> kube::Client {
 pub fn controller_bin() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
+        // A prebuilt binary (the scale benchmark runs the release build).
+        if let Some(bin) = std::env::var_os("FLEETGATE_CONTROLLER_BIN").filter(|v| !v.is_empty()) {
+            return Ok(PathBuf::from(bin));
+        }
         let root = k8s::workspace();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let out = Command::new(cargo)
