@@ -194,11 +194,23 @@ pub async fn reconcile(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action
     if !ctx.leader.is_leader() {
         return Ok(Action::await_change());
     }
-    match reconcile_leading(fp, ctx).await {
+    match reconcile_leading(fp, ctx.clone()).await {
+        // Still the leader by its own election, but the Lease could not be confirmed (a renewal
+        // late under load, a slow read): try again soon. Nothing else would bring this
+        // FleetPolicy back, since the replica never stopped leading and so never acquires.
+        Err(Error::Fenced(crate::leader::Fenced::Unconfirmed { .. })) if ctx.leader.is_leader() => {
+            Ok(Action::requeue(UNCONFIRMED_RETRY))
+        }
+        // Not the leader, or deposed: the next acquisition reconciles everything.
         Err(Error::Fenced(_)) => Ok(Action::await_change()),
         other => other,
     }
 }
+
+/// How soon a leader whose Lease could not be confirmed before a write tries that write again:
+/// by then the renewal has landed, or the lease is lost and a later acquisition reconciles
+/// every FleetPolicy.
+pub const UNCONFIRMED_RETRY: Duration = Duration::from_secs(2);
 
 async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Action> {
     ctx.metrics.runs.inc();
