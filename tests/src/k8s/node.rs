@@ -37,8 +37,9 @@
 //! (they are reparented, so they outlive it), kills and deletes every container of the
 //! folder's runc state, unmounts everything under the folder (overlay roots, shm, network
 //! namespaces, the kubelet's own bind mount), deletes the bridge and whatever veth is left on
-//! it, the `nat` chain, the pods' cgroups and the CNI result cache entries of the node's
-//! sandboxes. A test run leaves no mount, interface, rule or cgroup behind.
+//! it, the `nat` chain, portmap's hostPort rules of the node's pods (and portmap's shared
+//! `CNI-HOSTPORT-*` chains when the node's pods made them), the pods' cgroups and the CNI result
+//! cache entries of the node's sandboxes. A test run leaves no mount, interface, rule or cgroup behind.
 //!
 //! Needs root, `containerd`, `ctr`, `runc`, the CNI plugins in `/usr/lib/cni`, `ip` and
 //! `iptables` (Debian: containerd runc containernetworking-plugins iproute2 iptables):
@@ -87,6 +88,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const CGROUP_LEAF: &str = "fleetgate-node";
 const CONTAINERD: &str = "/usr/bin/containerd";
 const CNI_BIN: &str = "/usr/lib/cni";
+/// The CNI network's name (portmap's rules name it in their comments).
+const CNI_NETWORK: &str = "fleetgate-node";
 
 /// What a node runs.
 #[derive(Debug, Clone)]
@@ -272,6 +275,9 @@ impl Node {
         let containerd_socket = containerd_dir.join("containerd.sock");
         let runc_root = containerd_dir.join("runc");
         let cleanup = dir.join("cleanup.sh");
+        // portmap's shared chains are removed on clean-up only if this node's pods made them.
+        let hostport_chains_before =
+            run("iptables", &["-w", "-t", "nat", "-S", "CNI-HOSTPORT-DNAT"]).is_ok();
         std::fs::write(
             &cleanup,
             cleanup_script(
@@ -280,6 +286,7 @@ impl Node {
                 &containerd_socket,
                 &runc_root,
                 &cgroup,
+                hostport_chains_before,
             ),
         )?;
         // The reaper runs it (holding the lock) if this node is never dropped.
@@ -474,7 +481,7 @@ impl Node {
         // itself.
         let network = serde_json::json!({
             "cniVersion": "0.4.0",
-            "name": "fleetgate-node",
+            "name": CNI_NETWORK,
             "plugins": [
                 {
                     "type": "bridge",
@@ -817,6 +824,7 @@ fn cleanup_script(
     socket: &Path,
     runc_root: &Path,
     cgroup: &str,
+    hostport_chains_before: bool,
 ) -> String {
     let q = |p: &Path| sh_quote(&p.display().to_string());
     format!(
@@ -870,6 +878,29 @@ if iptables -w -t nat -L {chain} -n >/dev/null 2>&1; then
   iptables -w -t nat -X {chain}
 fi
 
+# portmap's hostPort rules of this node's pods (left when no CNI DEL ran): the jumps naming the
+# network and the per-pod chains they lead to.
+rules=$(iptables-save -t nat 2>/dev/null | grep -F 'name: \"{network}\"')
+if [ -n "$rules" ]; then
+  chains=$(echo "$rules" | sed -n 's/.* -j \(CNI-DN-[0-9a-f]*\).*/\1/p' | sort -u)
+  {{
+    echo '*nat'
+    echo "$rules" | sed 's/^-A /-D /'
+    for c in $chains; do echo "-F $c"; echo "-X $c"; done
+    echo COMMIT
+  }} | iptables-restore -w -n
+fi
+# portmap's shared chains, when this node's pods made them and nothing else uses them.
+if [ {hostport_before} = 0 ] && [ "$(iptables -w -t nat -S CNI-HOSTPORT-DNAT 2>/dev/null | wc -l)" = 1 ]; then
+  iptables -w -t nat -D PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+  iptables -w -t nat -D OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+  iptables -w -t nat -D POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ
+  for c in CNI-HOSTPORT-DNAT CNI-HOSTPORT-MASQ CNI-HOSTPORT-SETMARK; do
+    iptables -w -t nat -F $c
+    iptables -w -t nat -X $c
+  done
+fi
+
 # The CNI plugins' result cache of this node's sandboxes.
 if [ -d "$cri_root/sandboxes" ]; then
   for id in $(ls "$cri_root/sandboxes"); do rm -f /var/lib/cni/results/*-"$id"-*; done
@@ -896,6 +927,8 @@ exit 0
         cgroup = sh_quote(cgroup.trim_start_matches('/')),
         bridge = BRIDGE,
         chain = SERVICE_CHAIN,
+        network = CNI_NETWORK,
+        hostport_before = u8::from(hostport_chains_before),
     )
 }
 
