@@ -12,6 +12,7 @@
 //! - A container whose liveness probe fails is restarted by the kubelet; its neighbour,
 //!   probed successfully, is not.
 //! - A Deployment scaled from 1 to 3 gets 3 running pods with distinct pod IPs.
+//! - A container's `hostPort` (CNI `portmap`) forwards the host's port to it.
 //! - The `kubernetes` Service works from a pod: `GET /version` on `10.96.0.1:443`, verified
 //!   with the ServiceAccount's CA and authenticated with its token.
 //!
@@ -30,7 +31,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use tokio::io::AsyncBufReadExt as _;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The shared node, or `None` (after saying why) when this machine cannot run one and
 /// `FLEETGATE_REQUIRE_K8S_NODE` is unset.
@@ -309,9 +310,11 @@ async fn a_failing_liveness_probe_restarts_only_its_container() {
             (
                 "alive",
                 &["serve", ":8080"],
+                // Probed as often, but tolerant of a slow start on a busy machine.
                 json!({ "livenessProbe": {
                     "httpGet": { "path": "/healthz", "port": 8080 },
-                    "periodSeconds": 1, "failureThreshold": 1,
+                    "initialDelaySeconds": 2, "periodSeconds": 1, "timeoutSeconds": 5,
+                    "failureThreshold": 5,
                 }}),
             ),
         ],
@@ -468,4 +471,58 @@ async fn the_kubernetes_service_reaches_the_api_server_from_a_pod() {
         )),
         "{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_port_forwards_to_the_pod() {
+    let Some(cluster) = cluster() else { return };
+    let client = cluster.plane.client().await.expect("client");
+    let ns = cluster
+        .plane
+        .namespace(&client, "node-hostport")
+        .await
+        .expect("namespace");
+    let host_port = std::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let pod = probe_pod(
+        "hostport",
+        &[(
+            "web",
+            &["serve", ":8080"],
+            json!({ "ports": [{ "containerPort": 8080, "hostPort": host_port }] }),
+        )],
+    );
+    let pods: Api<Pod> = Api::namespaced(client, &ns);
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create the pod");
+    // Until the container serves, the port is closed or the connection is reset.
+    let answer = wait_for(
+        cluster,
+        "the host port did not answer with the pod's server",
+        Duration::from_secs(90),
+        || async move {
+            let mut stream = tokio::net::TcpStream::connect((node::GATEWAY, host_port))
+                .await
+                .map_err(|e| e.to_string())?;
+            stream
+                .write_all(b"GET /healthz HTTP/1.0\r\n\r\n")
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut answer = String::new();
+            stream
+                .read_to_string(&mut answer)
+                .await
+                .map_err(|e| e.to_string())?;
+            if answer.starts_with("HTTP/1.0 200") {
+                Ok(answer)
+            } else {
+                Err(answer)
+            }
+        },
+    )
+    .await;
+    assert!(answer.ends_with("ok\n"), "{answer}");
 }
