@@ -787,6 +787,30 @@ fn cgroup_root() -> anyhow::Result<String> {
     Ok(format!("{}/{CGROUP_LEAF}", memory.trim_end_matches('/')))
 }
 
+/// For every hierarchy (the unified one too: runc creates the path there as well), the first
+/// folder of `cgroup`'s path that does not exist yet, or `cgroup` itself: what clean-up removes.
+fn cgroup_tops(cgroup: &str) -> Vec<PathBuf> {
+    let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return Vec::new();
+    };
+    let mut tops = Vec::new();
+    for hierarchy in hierarchies.filter_map(Result::ok) {
+        let mut path = hierarchy.path();
+        if !path.join("cgroup.procs").is_file() {
+            continue;
+        }
+        for part in cgroup.split('/').filter(|p| !p.is_empty()) {
+            path.push(part);
+            if !path.exists() {
+                break;
+            }
+        }
+        tops.push(path);
+    }
+    tops.sort();
+    tops
+}
+
 /// Create `cgroup` in every cgroup v1 hierarchy (the kubelet requires it to exist); a new
 /// cpuset cgroup gets its parent's CPUs and memory nodes.
 fn make_cgroups(cgroup: &str) -> anyhow::Result<()> {
@@ -835,7 +859,6 @@ dir={dir}
 socket={socket}
 runc_root={runc_root}
 cri_root={cri_root}
-cgroup={cgroup}
 
 # The kubelet, containerd and containerd's shims (reparented, so they outlive it).
 for p in /proc/[0-9]*; do
@@ -907,13 +930,14 @@ if [ -d "$cri_root/sandboxes" ]; then
 fi
 rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null
 
-# The pods' cgroups, in every hierarchy (empty once their processes are gone).
+# The pods' cgroups in every hierarchy, from the first folder of their path the node (or runc)
+# created: empty once their processes are gone.
 for _ in 1 2 3 4 5; do
   left=0
-  for h in /sys/fs/cgroup/*/; do
-    [ -d "$h$cgroup" ] || continue
-    find "$h$cgroup" -depth -type d -exec rmdir {{}} + 2>/dev/null
-    [ -d "$h$cgroup" ] && left=1
+  for d in {cgroup_tops}; do
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {{}} + 2>/dev/null
+    [ -d "$d" ] && left=1
   done
   [ $left = 0 ] && break
   sleep 0.2
@@ -924,7 +948,11 @@ exit 0
         socket = q(socket),
         runc_root = q(runc_root),
         cri_root = q(&containerd_dir.join("root/io.containerd.grpc.v1.cri")),
-        cgroup = sh_quote(cgroup.trim_start_matches('/')),
+        cgroup_tops = cgroup_tops(cgroup)
+            .iter()
+            .map(|d| q(d))
+            .collect::<Vec<_>>()
+            .join(" "),
         bridge = BRIDGE,
         chain = SERVICE_CHAIN,
         network = CNI_NETWORK,
