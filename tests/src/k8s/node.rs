@@ -16,8 +16,10 @@
 //!   state in the folder), network namespaces mounted under its state folder, OOM score
 //!   adjustments capped at its own (this machine refuses negative ones), and one CNI network:
 //!   `bridge` (no masquerade: nothing leaves the machine) with `host-local` addresses of
-//!   [`POD_CIDR`] (its state in the folder) and `portmap`. The image archives are imported
-//!   with `ctr images import`.
+//!   [`POD_CIDR`] (its state in the folder) and `portmap` (a `hostPort` is published on every
+//!   address of the host). The CRI plugin of 1.6 puts no rlimits in a container's spec, so
+//!   containers inherit containerd's own (this process's), never an `RLIMIT_NOFILE` this
+//!   machine refuses. The image archives are imported with `ctr images import`.
 //! - The kubelet, configured by file: cgroup v1 allowed (`failCgroupV1: false`), the
 //!   `cgroupfs` driver, its pods' cgroups under `<this process's memory cgroup>/fleetgate-node`
 //!   in every hierarchy (so pods count against the test's own memory cgroup), client
@@ -38,8 +40,9 @@
 //! folder's runc state, unmounts everything under the folder (overlay roots, shm, network
 //! namespaces, the kubelet's own bind mount), deletes the bridge and whatever veth is left on
 //! it, the `nat` chain, portmap's hostPort rules of the node's pods (and portmap's shared
-//! `CNI-HOSTPORT-*` chains when the node's pods made them), the pods' cgroups and the CNI result
-//! cache entries of the node's sandboxes. A test run leaves no mount, interface, rule or cgroup behind.
+//! `CNI-HOSTPORT-*` chains when the node's pods made them), the pods' cgroups (and the folders
+//! above them it created) and the CNI result cache entries of the node's sandboxes. A test run
+//! leaves no mount, interface, rule or cgroup behind.
 //!
 //! Needs root, `containerd`, `ctr`, `runc`, the CNI plugins in `/usr/lib/cni`, `ip` and
 //! `iptables` (Debian: containerd runc containernetworking-plugins iproute2 iptables):
@@ -82,6 +85,8 @@ pub const REQUIRE_ENV: &str = "FLEETGATE_REQUIRE_K8S_NODE";
 /// The test image `tests/k8s/build.sh --node` packs (`probe.oci.tar`): one static program,
 /// `/probe`, whose default argument `pause` makes it a sandbox image too.
 pub const PROBE_IMAGE: &str = "localhost/fleetgate-node-probe:1";
+/// How long [`Node::start`] waits for another node to go (it holds [`LOCK_FILE`]).
+const LOCK_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long the kubelet may take to register a Ready, schedulable Node.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// The cgroup (relative to this process's memory cgroup) the pods' cgroups go under.
@@ -253,7 +258,8 @@ impl NodeOptions {
 impl Node {
     /// Start the node's containerd and kubelet beside `plane` (which must come from
     /// [`ControlPlane::start_for_node`]), import `options.images`, and wait until the Node is
-    /// Ready and schedulable. Waits for [`LOCK_FILE`] while another node runs.
+    /// Ready and schedulable. Waits (up to 10 min) for [`LOCK_FILE`] while another node runs,
+    /// this process's own included: one node per machine.
     pub fn start(plane: &ControlPlane, options: NodeOptions) -> anyhow::Result<Self> {
         let access = plane.node.clone().context(
             "Node::start needs a control plane started with ControlPlane::start_for_node",
@@ -266,9 +272,23 @@ impl Node {
             .append(true)
             .open(LOCK_FILE)
             .with_context(|| format!("failed to open {LOCK_FILE}"))?;
-        lock_file
-            .lock()
-            .with_context(|| format!("failed to lock {LOCK_FILE}"))?;
+        let waited = std::time::SystemTime::now();
+        loop {
+            match lock_file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock)
+                    if waited.elapsed().unwrap_or_default() < LOCK_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => bail!(
+                    "another node (of this machine, or of this process) held {LOCK_FILE} for {LOCK_TIMEOUT:?}"
+                ),
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("failed to lock {LOCK_FILE}"));
+                }
+            }
+        }
 
         let cgroup = cgroup_root()?;
         let containerd_dir = dir.join("containerd");
