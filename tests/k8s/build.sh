@@ -14,8 +14,19 @@
 # A cold build took 24-39 min wall (module downloads included), 19 min of CPU, on a 2-core
 # machine shared with other builds; with the binaries cached it returns at once.
 #
-# Usage: build.sh            build if missing, then print the bin folder (last line of stdout)
-#        build.sh --dir      print the bin folder without building (it may not exist)
+# With --node it builds the node's programs instead, into their own folder keyed by
+# node/go.sum and node/probe/main.go (about 30 s with Go's caches warm from the control
+# plane's build):
+#
+#   ${FLEETGATE_K8S_CACHE:-~/.cache/fleetgate/k8s}/node-v1.37.2-<key>/bin/
+#     kubelet             the kubelet of the same release, from the wrapper module node/
+#     probe               node/probe: a static test program (pause, HTTP server, dialer)
+#     probe.oci.tar       an OCI archive of the image localhost/fleetgate-node-probe:1 holding
+#                         only /probe (entrypoint /probe, argument "pause": a sandbox image too)
+#
+# Usage: build.sh                  build if missing, then print the bin folder (last line of stdout)
+#        build.sh --dir            print the bin folder without building (it may not exist)
+#        build.sh --node [--dir]   the same for the node's folder
 # On failure it prints go's error and exits non-zero.
 set -euo pipefail
 
@@ -26,14 +37,27 @@ ETCD_VERSION=v3.7.3
 # two builds of the same pin are byte-for-byte the same.
 BUILD_DATE=2026-10-27T12:01:04Z
 
-key="$(cat "$here/go.sum" "$here/etcd/go.sum" | sha256sum | cut -c1-16)"
+node=false
+if [ "${1:-}" = "--node" ]; then
+  node=true
+  shift
+fi
+
 cache="${FLEETGATE_K8S_CACHE:-$HOME/.cache/fleetgate/k8s}"
-dest="$cache/$K8S_VERSION-$key"
-bins=(kube-apiserver kube-controller-manager kube-scheduler etcd)
+if $node; then
+  key="$(cat "$here/node/go.sum" "$here/node/probe/main.go" | sha256sum | cut -c1-16)"
+  name="node-$K8S_VERSION-$key"
+  bins=(kubelet probe probe.oci.tar)
+else
+  key="$(cat "$here/go.sum" "$here/etcd/go.sum" | sha256sum | cut -c1-16)"
+  name="$K8S_VERSION-$key"
+  bins=(kube-apiserver kube-controller-manager kube-scheduler etcd)
+fi
+dest="$cache/$name"
 
 complete() {
   local b
-  for b in "${bins[@]}"; do [ -x "$dest/bin/$b" ] || return 1; done
+  for b in "${bins[@]}"; do [ -s "$dest/bin/$b" ] || return 1; done
 }
 
 if [ "${1:-}" = "--dir" ]; then
@@ -47,17 +71,17 @@ if complete; then
 fi
 
 mkdir -p "$cache"
-exec 9>"$cache/.lock-$K8S_VERSION-$key"
+exec 9>"$cache/.lock-$name"
 flock 9
 if complete; then # another build finished while this one waited for the lock
   echo "$dest/bin"
   exit 0
 fi
 
-tmp="$(mktemp -d "$cache/.build-$K8S_VERSION-$key.XXXXXX")"
+tmp="$(mktemp -d "$cache/.build-$name.XXXXXX")"
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-log="$cache/build-$K8S_VERSION-$key.log"
+log="$cache/build-$name.log"
 : >"$log"
 
 stamp=()
@@ -76,29 +100,70 @@ run() { # runs one go build; on failure shows go's own output and stops
   shift
   echo "+ (cd $dir && $*)" >>"$log"
   if ! (cd "$dir" && "$@") >>"$log" 2>&1; then
-    echo "tests/k8s/build.sh: the control-plane build failed in $dir:" >&2
+    echo "tests/k8s/build.sh: the build failed in $dir:" >&2
     cat "$log" >&2
     echo "tests/k8s/build.sh: full log: $log" >&2
     exit 1
   fi
 }
 
+# oci_archive BINARY NAME ARCHIVE: an OCI image layout (tar) of one uncompressed layer
+# holding BINARY as /probe, named NAME for `ctr images import`; byte-for-byte reproducible.
+oci_archive() {
+  local bin="$1" ref="$2" out="$3" work layer config manifest
+  work="$(mktemp -d "$tmp/.oci.XXXXXX")"
+  mkdir -p "$work/root" "$work/layout/blobs/sha256"
+  install -m 0755 "$bin" "$work/root/probe"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work/root" -cf "$work/layer.tar" probe
+  blob() { # stores file $1 as a blob; prints "sha256:<hex> <size>"
+    local hex
+    hex="$(sha256sum <"$1" | cut -c1-64)"
+    cp "$1" "$work/layout/blobs/sha256/$hex"
+    echo "sha256:$hex $(stat -c %s "$1")"
+  }
+  read -r layer_digest layer_size < <(blob "$work/layer.tar")
+  printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/probe"],"Cmd":["pause"]},"rootfs":{"type":"layers","diff_ids":["%s"]}}' \
+    "$layer_digest" >"$work/config.json"
+  read -r config_digest config_size < <(blob "$work/config.json")
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"%s","size":%s}]}' \
+    "$config_digest" "$config_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
+  read -r manifest_digest manifest_size < <(blob "$work/manifest.json")
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest_digest" "$manifest_size" "$ref" "${ref##*:}" >"$work/layout/index.json"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$work/layout/oci-layout"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work/layout" -cf "$out" oci-layout index.json blobs
+  rm -rf "$work"
+}
+
 start=$(date +%s)
-echo "building the control plane $K8S_VERSION (etcd $ETCD_VERSION) into $dest ..." >&2
 export CGO_ENABLED=0
-run "$here" go build -mod=readonly -buildvcs=false -trimpath -ldflags "-s -w ${stamp[*]}" \
-  -o "$tmp/bin/" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler
-run "$here/etcd" go build -mod=readonly -buildvcs=false -trimpath -ldflags "-s -w" \
-  -o "$tmp/bin/etcd" go.etcd.io/etcd/server/v3
+if $node; then
+  echo "building the node (kubelet $K8S_VERSION) into $dest ..." >&2
+  run "$here/node" go build -mod=readonly -buildvcs=false -trimpath -ldflags "-s -w ${stamp[*]}" \
+    -o "$tmp/bin/" k8s.io/kubernetes/cmd/kubelet
+  run "$here/node" go build -mod=readonly -buildvcs=false -trimpath -ldflags "-s -w" \
+    -o "$tmp/bin/probe" ./probe
+  oci_archive "$tmp/bin/probe" localhost/fleetgate-node-probe:1 "$tmp/bin/probe.oci.tar"
+else
+  echo "building the control plane $K8S_VERSION (etcd $ETCD_VERSION) into $dest ..." >&2
+  run "$here" go build -mod=readonly -buildvcs=false -trimpath -ldflags "-s -w ${stamp[*]}" \
+    -o "$tmp/bin/" \
+    k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler
+  run "$here/etcd" go build -mod=readonly -buildvcs=false -trimpath -ldflags "-s -w" \
+    -o "$tmp/bin/etcd" go.etcd.io/etcd/server/v3
+fi
 
 for b in "${bins[@]}"; do
-  [ -x "$tmp/bin/$b" ] || { echo "tests/k8s/build.sh: $b was not built" >&2; exit 1; }
+  [ -s "$tmp/bin/$b" ] || { echo "tests/k8s/build.sh: $b was not built" >&2; exit 1; }
 done
 {
-  echo "kubernetes $K8S_VERSION, etcd $ETCD_VERSION, $(go version)"
+  if $node; then
+    echo "kubelet $K8S_VERSION, $(go version)"
+  else
+    echo "kubernetes $K8S_VERSION, etcd $ETCD_VERSION, $(go version)"
+  fi
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(($(date +%s) - start)) s"
 } >"$tmp/BUILD"
 rm -rf "$dest"

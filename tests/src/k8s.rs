@@ -10,14 +10,19 @@
 //!   ValidatingAdmissionPolicy, ServiceAccount, PodSecurity, ...); `/readyz` polled.
 //! - kube-controller-manager for what only it does: garbage collection, service accounts,
 //!   deployments → replica sets → pods. No kubelet and no scheduler: pods stay `Pending`.
+//! - [`ControlPlane::start_for_node`] prepares one for a real node ([`node::Node`]): the API
+//!   server also listens where pods reach it, kube-scheduler runs, and the node lifecycle
+//!   controller clears a Ready node's `not-ready` taint.
 //! - The API server's audit log ([`ControlPlane::audit_log`]) records, at `Metadata` level,
 //!   every request a ServiceAccount makes: what a controller running as one really used.
 //! - A component can be stopped and started again with its own arguments
 //!   ([`ControlPlane::stop`], [`ControlPlane::start_again`]), to show what an outage does.
 //! - Every process runs in its own process group under `setpriv --pdeathsig KILL`, so it dies
 //!   with the thread that started it; [`ControlPlane`]'s `Drop` kills the groups; a detached
-//!   reaper removes the temporary folder once the test process is gone. [`shared`] starts one
-//!   control plane per test binary from a thread that lives as long as the process.
+//!   reaper removes the temporary folder once the test process is gone (first running the
+//!   scripts in its `reap.d/`, which a node uses to leave the machine as it found it).
+//!   [`shared`] starts one control plane per test binary from a thread that lives as long as
+//!   the process.
 //!
 //! A binary that is missing is built (`tests/k8s/build.sh`); a build that fails is an error
 //! carrying go's own output, never a skip. `tests/run k8s-up` starts one for a person.
@@ -32,6 +37,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use tempfile::TempDir;
+
+pub mod node;
 
 /// Environment variable naming the folder of prebuilt control-plane binaries (`tests/run`
 /// exports the build's cache folder); unset, [`control_plane_bin`] runs `tests/k8s/build.sh`.
@@ -55,7 +62,18 @@ pub struct ControlPlane {
     api_url: String,
     kubeconfig: PathBuf,
     bin: PathBuf,
+    // What a node needs from this control plane; `None` unless started for one.
+    node: Option<NodeAccess>,
     dir: TempDir,
+}
+
+/// What [`ControlPlane::start_for_node`] prepared for the node: the kubelet's credentials and
+/// the port pods reach the API server on (the gateway address, [`node::GATEWAY`]).
+#[derive(Debug, Clone)]
+struct NodeAccess {
+    api_port: u16,
+    kubelet_cert: PathBuf,
+    kubelet_key: PathBuf,
 }
 
 /// One control-plane process, in its own process group, with its log file and the
@@ -83,6 +101,17 @@ struct Pki {
     kcm_key: PathBuf,
     sa_key: PathBuf,
     sa_pub: PathBuf,
+    // Only for a control plane started for a node.
+    node: Option<NodePki>,
+}
+
+/// The certificates a node adds: kube-scheduler's and the kubelet's client certificates.
+#[derive(Debug)]
+struct NodePki {
+    scheduler_cert: PathBuf,
+    scheduler_key: PathBuf,
+    kubelet_cert: PathBuf,
+    kubelet_key: PathBuf,
 }
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
@@ -147,8 +176,15 @@ pub fn control_plane_bin() -> anyhow::Result<PathBuf> {
         }
         return Ok(dir);
     }
+    build_sh(&[])
+}
+
+/// Run `tests/k8s/build.sh args…` (which builds only what the machine's cache lacks) and
+/// return the folder it prints last.
+fn build_sh(args: &[&str]) -> anyhow::Result<PathBuf> {
     let script = workspace().join("tests/k8s/build.sh");
     let out = Command::new(&script)
+        .args(args)
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("failed to run {}", script.display()))?;
@@ -205,18 +241,41 @@ impl ControlPlane {
     /// kube-controller-manager and wait until the API server is ready and the `default`
     /// namespace has its ServiceAccount.
     pub fn start() -> anyhow::Result<Self> {
+        Self::start_with(false)
+    }
+
+    /// [`ControlPlane::start`] for a control plane that a real node ([`node::Node::start`])
+    /// joins. What changes:
+    ///
+    /// - kube-apiserver listens on every address (`0.0.0.0`, its random port, client
+    ///   certificates or tokens required), so pods reach it on the node's gateway address
+    ///   ([`node::GATEWAY`], also in its serving certificate), which it advertises; the `lease`
+    ///   endpoint reconciler gives the `kubernetes` Service that endpoint; it calls webhooks
+    ///   on their endpoints' pod IPs (`--enable-aggregator-routing`), and reaches kubelets on
+    ///   their `InternalIP` with the admin client certificate (`pods/log`, `exec`).
+    /// - kube-scheduler runs (client certificate `CN=system:kube-scheduler`).
+    /// - kube-controller-manager also runs the node lifecycle controller, which clears a
+    ///   Ready node's `node.kubernetes.io/not-ready` taint.
+    /// - The kubelet's client certificate (`CN=system:node:<name>`, `O=system:nodes`, for the
+    ///   Node authorizer) is issued with the others.
+    pub fn start_for_node() -> anyhow::Result<Self> {
+        Self::start_with(true)
+    }
+
+    fn start_with(for_node: bool) -> anyhow::Result<Self> {
         let bin = control_plane_bin()?;
         let dir = tempfile::Builder::new()
             .prefix("fleetgate-k8s-")
             .tempdir()?;
         spawn_reaper(dir.path())?;
-        let pki = Pki::write(dir.path())?;
+        let pki = Pki::write(dir.path(), for_node)?;
         let mut plane = Self {
             processes: Mutex::new(Vec::new()),
             home: Mutex::new(None),
             api_url: String::new(),
             kubeconfig: dir.path().join("admin.kubeconfig"),
             bin,
+            node: None,
             dir,
         };
         let etcd_port = free_port()?;
@@ -239,6 +298,21 @@ impl ControlPlane {
             &ClientCredential::Certificate(&pki.kcm_cert, &pki.kcm_key),
         )?;
         plane.start_controller_manager(&pki, &kcm_kubeconfig)?;
+        if let Some(node) = &pki.node {
+            let scheduler_kubeconfig = plane.dir.path().join("kube-scheduler.kubeconfig");
+            write_kubeconfig(
+                &scheduler_kubeconfig,
+                &plane.api_url,
+                &pki.ca,
+                &ClientCredential::Certificate(&node.scheduler_cert, &node.scheduler_key),
+            )?;
+            plane.start_scheduler(&scheduler_kubeconfig)?;
+            plane.node = Some(NodeAccess {
+                api_port,
+                kubelet_cert: node.kubelet_cert.clone(),
+                kubelet_key: node.kubelet_key.clone(),
+            });
+        }
         plane.wait_for_default_service_account()?;
         Ok(plane)
     }
@@ -274,8 +348,8 @@ impl ControlPlane {
         self.dir.path().join("audit.log")
     }
 
-    /// Stop component `name` (`etcd`, `kube-apiserver`, `kube-controller-manager`) with
-    /// SIGKILL, as a crashed or partitioned process would go.
+    /// Stop component `name` (`etcd`, `kube-apiserver`, `kube-controller-manager`,
+    /// `kube-scheduler`) with SIGKILL, as a crashed or partitioned process would go.
     pub fn stop(&self, name: &str) -> anyhow::Result<()> {
         let mut processes = lock(&self.processes);
         let c = processes
@@ -410,10 +484,8 @@ impl ControlPlane {
 
     fn start_apiserver(&mut self, pki: &Pki, etcd_port: u16, api_port: u16) -> anyhow::Result<()> {
         let p = |path: &Path| path.display().to_string();
-        let args = vec![
+        let mut args = vec![
             format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
-            "--bind-address=127.0.0.1".into(),
-            "--advertise-address=127.0.0.1".into(),
             format!("--secure-port={api_port}"),
             format!("--tls-cert-file={}", p(&pki.serving_cert)),
             format!("--tls-private-key-file={}", p(&pki.serving_key)),
@@ -423,8 +495,6 @@ impl ControlPlane {
             format!("--service-account-key-file={}", p(&pki.sa_pub)),
             format!("--service-account-signing-key-file={}", p(&pki.sa_key)),
             format!("--service-cluster-ip-range={SERVICE_CIDR}"),
-            // A loopback address is not a valid endpoint of the `kubernetes` Service.
-            "--endpoint-reconciler-type=none".into(),
             "--allow-privileged=true".into(),
             format!("--cert-dir={}", p(&self.dir.path().join("apiserver-certs"))),
             format!("--audit-policy-file={}", p(&self.write_audit_policy()?)),
@@ -433,6 +503,29 @@ impl ControlPlane {
             "--audit-log-mode=blocking".into(),
             "--audit-log-maxsize=0".into(),
         ];
+        if pki.node.is_some() {
+            args.extend([
+                // Pods reach it on the node's gateway address; the port is random and every
+                // request must carry a client certificate or a token.
+                "--bind-address=0.0.0.0".into(),
+                format!("--advertise-address={}", node::GATEWAY),
+                // The `kubernetes` Service's endpoint: the advertised address.
+                "--endpoint-reconciler-type=lease".into(),
+                // Webhooks behind a Service are called on the endpoint's pod IP: no kube-proxy.
+                "--enable-aggregator-routing=true".into(),
+                // `pods/log` and `exec` go to the kubelet as an admin.
+                format!("--kubelet-client-certificate={}", p(&pki.admin_cert)),
+                format!("--kubelet-client-key={}", p(&pki.admin_key)),
+                "--kubelet-preferred-address-types=InternalIP".into(),
+            ]);
+        } else {
+            args.extend([
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                // A loopback address is not a valid endpoint of the `kubernetes` Service.
+                "--endpoint-reconciler-type=none".into(),
+            ]);
+        }
         self.spawn("kube-apiserver", &args)
     }
 
@@ -455,6 +548,13 @@ impl ControlPlane {
 
     fn start_controller_manager(&mut self, pki: &Pki, kubeconfig: &Path) -> anyhow::Result<()> {
         let p = |path: &Path| path.display().to_string();
+        // Without a node nothing has nodes or volumes; with one, the node lifecycle controller
+        // clears the `not-ready` taint the kubelet registers its Node with.
+        let controllers = if pki.node.is_some() {
+            "*,-node-ipam-controller,-persistentvolume-attach-detach-controller,-persistentvolume-binder-controller,-persistentvolume-expander-controller"
+        } else {
+            "*,-node-ipam-controller,-node-lifecycle-controller,-persistentvolume-attach-detach-controller,-persistentvolume-binder-controller,-persistentvolume-expander-controller"
+        };
         let args = vec![
             format!("--kubeconfig={}", p(kubeconfig)),
             // Each controller acts as its own ServiceAccount, as kubeadm runs it.
@@ -465,10 +565,20 @@ impl ControlPlane {
             // No HTTPS listener: nothing scrapes it, and a fixed port would collide between
             // test binaries running at once.
             "--secure-port=0".into(),
-            // Nothing here has nodes or volumes.
-            "--controllers=*,-node-ipam-controller,-node-lifecycle-controller,-persistentvolume-attach-detach-controller,-persistentvolume-binder-controller,-persistentvolume-expander-controller".into(),
+            format!("--controllers={controllers}"),
         ];
         self.spawn("kube-controller-manager", &args)
+    }
+
+    fn start_scheduler(&mut self, kubeconfig: &Path) -> anyhow::Result<()> {
+        let p = |path: &Path| path.display().to_string();
+        let args = vec![
+            format!("--kubeconfig={}", p(kubeconfig)),
+            "--leader-elect=false".into(),
+            // No HTTPS listener, as for kube-controller-manager.
+            "--secure-port=0".into(),
+        ];
+        self.spawn("kube-scheduler", &args)
     }
 
     fn spawn(&mut self, name: &'static str, args: &[String]) -> anyhow::Result<()> {
@@ -614,7 +724,9 @@ fn spawn_reaper(dir: &Path) -> anyhow::Result<()> {
     Command::new("sh")
         .args([
             "-c",
-            r#"while kill -0 "$0" 2>/dev/null; do sleep 1; done; rm -rf "$1""#,
+            r#"while kill -0 "$0" 2>/dev/null; do sleep 1; done
+for f in "$1"/reap.d/*.sh; do [ -f "$f" ] && sh "$f"; done
+rm -rf --one-file-system "$1""#,
         ])
         .arg(std::process::id().to_string())
         .arg(dir)
@@ -680,7 +792,7 @@ fn write_kubeconfig(
 // === impl Pki ===
 
 impl Pki {
-    fn write(dir: &Path) -> anyhow::Result<Self> {
+    fn write(dir: &Path, for_node: bool) -> anyhow::Result<Self> {
         use rcgen::{
             BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
             IsCa, KeyPair, SanType,
@@ -708,6 +820,11 @@ impl Pki {
         serving
             .subject_alt_names
             .push(SanType::IpAddress(Ipv4Addr::new(10, 96, 0, 1).into()));
+        if for_node {
+            serving
+                .subject_alt_names
+                .push(SanType::IpAddress(node::GATEWAY.into()));
+        }
         serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         serving
             .distinguished_name
@@ -731,6 +848,21 @@ impl Pki {
         let (admin_cert, admin_key) = client("fleetgate-test-admin", Some("system:masters"))?;
         let (kcm_cert, kcm_key) = client("system:kube-controller-manager", None)?;
         let sa = KeyPair::generate()?;
+        let node = if for_node {
+            let (scheduler_cert, scheduler_key) = client("system:kube-scheduler", None)?;
+            let (kubelet_cert, kubelet_key) = client(
+                &format!("system:node:{}", node::NODE_NAME),
+                Some("system:nodes"),
+            )?;
+            Some(NodePki {
+                scheduler_cert: file("kube-scheduler.crt", &scheduler_cert)?,
+                scheduler_key: file("kube-scheduler.key", &scheduler_key)?,
+                kubelet_cert: file("kubelet.crt", &kubelet_cert)?,
+                kubelet_key: file("kubelet.key", &kubelet_key)?,
+            })
+        } else {
+            None
+        };
         Ok(Self {
             ca: ca_path,
             serving_cert: file("apiserver.crt", &serving_cert.pem())?,
@@ -741,6 +873,7 @@ impl Pki {
             kcm_key: file("kube-controller-manager.key", &kcm_key)?,
             sa_key: file("sa.key", &sa.serialize_pem())?,
             sa_pub: file("sa.pub", &sa.public_key_pem())?,
+            node,
         })
     }
 }

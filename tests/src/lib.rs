@@ -13,7 +13,8 @@
 //! - [`venv`]: the Python venv with the real Hermes Agent, or a clear skip when it is absent.
 //! - [`farm`]: the smuggling farm (payload corpus, recording origin, real servers, replay).
 //! - [`k8s`]: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
-//!   on loopback, built from source and started envtest-style.
+//!   on loopback, built from source and started envtest-style; [`k8s::node`] adds a real node
+//!   (kube-scheduler, kubelet, containerd and runc on a CNI bridge) where pods run.
 
 #![warn(missing_docs)]
 

@@ -1,5 +1,5 @@
-// The control plane fleetgate's real-cluster suite runs against: kube-apiserver,
-// kube-controller-manager and kube-scheduler of one pinned Kubernetes release, built
+// The node of fleetgate's real-cluster suite: the kubelet of the same pinned
+// Kubernetes release as the control plane (../go.mod), built
 // from the Go module proxy by build.sh. One replace per staging module of that
 // release's own go.mod, each to the matching v0.x.y.
 module fleetgate.dev/tests/k8s/node
