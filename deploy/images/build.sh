@@ -226,9 +226,18 @@ make_agent_rootfs() { # bookworm minbase + python3 + the pinned Hermes venv at /
   : >"$log"
   say "debootstrap $SUITE minbase + $AGENT_PACKAGES, then pip install Hermes $HERMES_VERSION into $agent_rootfs_dir ..."
   debootstrap_into "$r" "$AGENT_PACKAGES" "$log"
+  # For the install only: this machine's resolver and the CA roots its pip trusts (a TLS proxy's
+  # own CA, say). The image keeps an empty resolv.conf (the pod's is mounted over it) and
+  # Debian's own CA roots.
   cp /etc/resolv.conf "$r/etc/resolv.conf"
+  cp "${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}" "$r/tmp/build-ca.crt"
   cp "$root/tests/python/requirements.txt" "$r/tmp/requirements.txt"
-  if ! chroot "$r" /bin/sh -euc '
+  local pass=() v
+  for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY PIP_INDEX_URL PIP_EXTRA_INDEX_URL; do
+    [ -n "${!v:-}" ] && pass+=("$v=${!v}")
+  done
+  if ! env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 PIP_CERT=/tmp/build-ca.crt \
+    "${pass[@]}" chroot "$r" /bin/sh -euc '
       python3 -m venv /opt/hermes
       /opt/hermes/bin/pip install --no-cache-dir --disable-pip-version-check --upgrade pip
       /opt/hermes/bin/pip install --no-cache-dir --disable-pip-version-check -r /tmp/requirements.txt
@@ -246,7 +255,7 @@ make_agent_rootfs() { # bookworm minbase + python3 + the pinned Hermes venv at /
   install -d -o 10000 -g 10000 -m 0755 "$r/opt/data"
   # What an image does not need: the resolver of this machine, apt's lists and downloads, docs.
   : >"$r/etc/resolv.conf"
-  rm -rf "$r/tmp/requirements.txt" "$r/var/lib/apt/lists"/* "$r/var/cache/apt"/*.bin \
+  rm -rf "$r/tmp/requirements.txt" "$r/tmp/build-ca.crt" "$r/var/lib/apt/lists"/* "$r/var/cache/apt"/*.bin \
     "$r/var/cache/apt/archives"/*.deb "$r/var/log"/*.log "$r/usr/share/doc"/* \
     "$r/usr/share/man"/* "$r/usr/share/info"/* "$r/root/.cache"
   echo "$(($(now) - start))" >"$tmp/seconds"
