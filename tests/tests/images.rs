@@ -7,7 +7,7 @@
 //!   cannot write to `/` (its store on `/` makes it not ready);
 //! - `init-iptables` installs the capture rules with the image's own iptables (nft, and the
 //!   legacy backend) in a network namespace that outlives the container, where both the image's
-//!   `iptables-save` and the host's see them;
+//!   `iptables-save` and the host's see them, once each however often it runs;
 //! - the controller image starts and prints its help, as uid 65532;
 //! - the pause image runs as uid 65535 and exits 0 on SIGTERM;
 //! - the agent image imports Hermes' web tools (`web_extract_tool`) and runs `hermes` as uid
@@ -443,8 +443,20 @@ fn init_iptables_installs_the_capture_rules_with_the_images_iptables() {
         &image_save(&ns, "/usr/sbin/ip6tables-nft-save"),
         "ip6tables-nft-save",
     );
+    // Applied again (a restarted pod), the rules are rewritten, not repeated.
     let again = init_iptables(&ns, &[]);
-    assert!(again.iter().all(|a| a["changed"] == false), "{again:?}");
+    assert_eq!(again.len(), 2, "{again:?}");
+    let saved = image_save(&ns, "/usr/sbin/iptables-nft-save");
+    for comment in [
+        "fleetgate/capture-outbound-tcp",
+        "fleetgate/to-transparent-listener",
+    ] {
+        assert_eq!(
+            saved.matches(comment).count(),
+            1,
+            "{comment} once:\n{saved}"
+        );
+    }
     // The host sees the same rules in the kernel (when it has an nft iptables).
     if has("iptables-nft-save") {
         let out = Command::new("ip")
