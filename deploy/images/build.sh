@@ -328,7 +328,7 @@ stage_binary() { # stage_binary STAGE BINARY NAME: the binary without debug info
 }
 
 stage_proxy() { # the gate, iptables (nft and legacy backends, their xtables modules) and uid 15000
-  local s="$1/rootfs" r="$slim_dir/rootfs" cmd variant suffix lib elfs=()
+  local s="$1/rootfs" r="$slim_dir/rootfs" cmd suffix lib elfs=()
   skeleton "$s" \
     "root:x:0:0:root:/root:/usr/sbin/nologin"$'\n'"fleetgate:x:15000:15000:fleetgate gate:/nonexistent:/usr/sbin/nologin"$'\n'"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin" \
     "root:x:0:"$'\n'"fleetgate:x:15000:"$'\n'"nogroup:x:65534:"
