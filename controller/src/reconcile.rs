@@ -34,8 +34,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
+use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, warn};
@@ -548,16 +548,29 @@ pub async fn run(
     };
     let owned =
         watcher::Config::default().labels(&format!("app.kubernetes.io/managed-by={MANAGED_BY}"));
-    let controller = Controller::new(fps, watcher::Config::default().any_semantic())
-        .trigger_backoff(crate::watch_backoff::WatchBackoff::default());
-    let store = controller.store();
-    let ready = store.clone();
-    tokio::spawn(async move {
-        if ready.wait_until_ready().await.is_ok() {
-            synced.store(true, Ordering::Relaxed);
+    // The reflector is built here rather than by `Controller::new` so that its first full list
+    // is seen on the event stream. Awaiting the store's readiness from a second task would not
+    // do: the store's ready signal wakes only its most recent waiter, and the controller's own
+    // runner waits on it too (one of the two would sleep forever).
+    let (store, writer) = reflector::store();
+    let listed = synced.clone();
+    let trigger = reflector(
+        writer,
+        watcher(fps, watcher::Config::default().any_semantic()),
+    )
+    .inspect(move |event| {
+        if matches!(event, Ok(watcher::Event::InitDone)) {
+            listed.store(true, Ordering::Relaxed);
         }
-    });
-    tokio::spawn(prune_fleet_gauges(ctx.metrics.clone(), store.clone()));
+    })
+    .applied_objects();
+    let controller = Controller::for_stream(trigger, store.clone())
+        .trigger_backoff(crate::watch_backoff::WatchBackoff::default());
+    tokio::spawn(prune_fleet_gauges(
+        ctx.metrics.clone(),
+        store.clone(),
+        synced,
+    ));
     controller
         .owns(cms, owned)
         .watches(pods, watcher::Config::default(), move |pod: Pod| {
@@ -577,10 +590,10 @@ pub async fn run(
 
 /// Every minute, drop the fleet gauges of FleetPolicies that no longer exist: without a
 /// finalizer a deletion never reaches `reconcile`, so the store is the source of truth.
-async fn prune_fleet_gauges(metrics: Metrics, store: Store<FleetPolicy>) {
+async fn prune_fleet_gauges(metrics: Metrics, store: Store<FleetPolicy>, synced: Arc<AtomicBool>) {
     // Before the first list the store is empty and pruning would wipe every series.
-    if store.wait_until_ready().await.is_err() {
-        return;
+    while !synced.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let mut tick = tokio::time::interval(GAUGE_PRUNE_INTERVAL);
     loop {

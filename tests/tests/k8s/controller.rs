@@ -93,6 +93,13 @@ async fn the_controller_as_its_service_account_reconciles_edits_and_lets_gc_clea
         },
     )
     .await;
+    // Ready once its reflectors have listed (the reconciler's readiness used to hang on a
+    // store signal that wakes only one of its waiters).
+    let said = eventually(Duration::from_secs(30), "/ready answers 200", || async {
+        controller.ready().filter(|r| r.contains(" 200 "))
+    })
+    .await;
+    println!("controller /ready: {said}");
     let ready = condition(&fp, "Ready").map(|c| c["status"].clone());
     println!("status after the first reconcile: {}", fp.data["status"]);
 

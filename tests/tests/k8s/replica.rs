@@ -74,6 +74,21 @@ impl ControllerProcess {
         )
     }
 
+    /// The status line and body of its admin listener's `/ready`; `None` when it does not
+    /// answer.
+    #[allow(dead_code, reason = "the k8s suite reads it; the cluster-wide cases do not")]
+    pub fn ready(&self) -> Option<String> {
+        let mut stream = TcpStream::connect(&self.admin_addr).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        stream
+            .write_all(b"GET /ready HTTP/1.0\r\nHost: controller\r\n\r\n")
+            .ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let (head, body) = text.split_once("\r\n\r\n")?;
+        Some(format!("{} {}", head.lines().next()?, body.trim()))
+    }
+
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
