@@ -659,7 +659,40 @@ pub(crate) fn kubernetes_yaml(
     }
     let mut value = serde_yaml::to_value(crd)?;
     strip(&mut value);
-    serde_yaml::to_string(&value)
+    Ok(quote_yaml11_booleans(&serde_yaml::to_string(&value)?))
+}
+
+/// Words YAML 1.1 reads as booleans. serde_yaml writes YAML 1.2, where they are plain strings,
+/// but the API server (and kubectl) read YAML 1.1: the enum value `off` of `spec.egress.mode`
+/// arrived as `false` and every `mode: off` was refused.
+const YAML11_BOOLEANS: [&str; 16] = [
+    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+    "OFF",
+];
+
+/// `text` with every plain scalar that YAML 1.1 would read as a boolean single-quoted: a
+/// sequence item (`- off`) or a mapping value (`key: off`) that is the whole rest of its line.
+fn quote_yaml11_booleans(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let value_at = body
+            .trim_start()
+            .strip_prefix("- ")
+            .map(|_| body.len() - body.trim_start().len() + 2)
+            .or_else(|| body.find(": ").map(|i| i + 2));
+        match value_at {
+            Some(at) if YAML11_BOOLEANS.contains(&&body[at..]) => {
+                out.push_str(&body[..at]);
+                out.push('\'');
+                out.push_str(&body[at..]);
+                out.push('\'');
+                out.push_str(&line[body.len()..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 // === impl ExtractBackend ===

@@ -1,214 +1,85 @@
-//! The opt-in real-cluster suite: runs only when `FLEETGATE_E2E_KUBECONFIG` names a kubeconfig
-//! (a kind, k3d or any disposable cluster). It installs the chart in two fresh namespaces,
-//! applies a FleetPolicy and the example agent in the first, waits for the injected sidecar and
-//! the FleetPolicy's `Ready` condition, checks the second release stays in its namespace, and
-//! uninstalls everything. What it alone covers: admission wiring and TLS, RBAC sufficiency,
-//! server-side apply, structural-schema and CEL acceptance by a real API server, image startup.
+//! The cluster suite: fleetgate installed with helm on a real cluster on this machine and its
+//! agents run for real. What is real: etcd, kube-apiserver, kube-controller-manager and
+//! kube-scheduler of the pinned release; a node (kubelet of the same release, containerd with
+//! runc, the CNI bridge on a pod range that exists only inside this machine); the images
+//! (`deploy/images/build.sh`: the gate, the controller, Hermes Agent 0.19.0 and the sandbox
+//! image) built from this tree and loaded into the node's runtime; Hermes' own `web_extract`
+//! and curl inside the agent container. The origin and the name server are processes of this
+//! test on the host's bridge address ([`cluster`]).
 //!
-//! Optional env: `FLEETGATE_E2E_CONTROLLER_IMAGE`, `FLEETGATE_E2E_PROXY_IMAGE` (`repo:tag` of
-//! images the cluster can pull, e.g. loaded with `kind load docker-image`),
-//! `FLEETGATE_E2E_AGENT_IMAGE` (the Hermes image), `FLEETGATE_HELM`, `FLEETGATE_KUBECTL`.
+//! - Two releases inject their gates, each into its own namespace; the FleetPolicy becomes
+//!   Ready.
+//! - The leading controller pod is deleted while the agents scale to ten: every pod carries its
+//!   gate, the Lease moves, and the ValidatingAdmissionPolicy refuses a pod that dodges the
+//!   webhook.
+//! - A cluster baseline raises a namespace.
+//! - Egress from inside a pod (proxy mode): Hermes' `web_extract` reaches the origin only
+//!   through the gate's Firecrawl front, the metadata address and a blocklisted site are
+//!   refused; curl through `HTTP_PROXY` is gated. Probes pass; a gate killed in the pod is
+//!   restarted by the kubelet and the next fetch succeeds; a policy edit reaches the running
+//!   gate through the kubelet's volume refresh without a restart.
+//! - Transparent mode: the init container (gate image, NET_ADMIN) installs the capture, a
+//!   direct connection from the agent container lands on the gate, a metadata fetch is
+//!   refused; only the gate's uid goes out.
+//!
+//! Root only (a kubelet and a bridge); `tests/run` runs it (`FLEETGATE_REQUIRE_K8S_NODE=1`).
 
-// Helpers outside `#[test]` functions fail the test on broken setup, exactly as the tests do.
-#![allow(clippy::expect_used)]
+#![allow(clippy::expect_used, clippy::print_stdout, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+#[path = "cluster_e2e/agent.rs"]
+mod agent;
+#[path = "cluster_e2e/cluster.rs"]
+mod cluster;
 
-use serde_json::Value;
+use std::time::Duration;
 
-/// The kubeconfig that turns the suite on.
-const KUBECONFIG_ENV: &str = "FLEETGATE_E2E_KUBECONFIG";
-/// How long rollouts and conditions may take (image pulls included).
-const WAIT: &str = "300s";
+use serde_json::{Value, json};
 
-/// One cluster session: kubeconfig, tools, and the namespaces to clean up.
-#[derive(Debug)]
-struct Cluster {
-    kubeconfig: PathBuf,
-    helm: PathBuf,
-    kubectl: PathBuf,
-    namespaces: Vec<String>,
-    /// Releases of the cluster part (`charts/fleetgate-baseline`) to uninstall.
-    baseline_releases: Vec<String>,
-}
+use crate::agent::{decision, exec, hermes_web_extract, one_pod};
+use crate::cluster::{Cluster, WAIT, eventually, serial};
 
-impl Cluster {
-    /// Run a tool with the suite's kubeconfig; `(success, stdout + stderr)`.
-    fn run(&self, tool: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
-        let mut child = Command::new(tool)
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{} must start: {e}", tool.display()));
-        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            std::io::Write::write_all(&mut pipe, text.as_bytes()).expect("stdin must be written");
-        }
-        let out = child.wait_with_output().expect("the tool must finish");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    fn kubectl(&self, args: &[&str]) -> String {
-        self.must(&self.kubectl.clone(), args, None)
-    }
-
-    fn must(&self, tool: &Path, args: &[&str], stdin: Option<&str>) -> String {
-        let (ok, text) = self.run(tool, args, stdin);
-        assert!(
-            ok,
-            "{} {} must succeed: {text}",
-            tool.display(),
-            args.join(" ")
-        );
-        text
-    }
-
-    /// `helm install` of the chart into `ns`, waiting for the controller.
-    fn install(&mut self, ns: &str) {
-        self.install_with(ns, &[]);
-    }
-
-    /// [`Cluster::install`] with extra `helm install` arguments.
-    fn install_with(&mut self, ns: &str, extra: &[&str]) {
-        self.kubectl(&["create", "namespace", ns]);
-        self.namespaces.push(ns.to_string());
-        let chart = workspace().join("charts/fleetgate").display().to_string();
-        let mut args: Vec<String> = [
-            "install",
-            "fleetgate",
-            &chart,
-            "--namespace",
-            ns,
-            "--wait",
-            "--timeout",
-            "5m",
-        ]
-        .iter()
-        .map(|s| (*s).to_string())
-        .collect();
-        args.extend(image_overrides());
-        args.extend(extra.iter().map(|s| (*s).to_string()));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.must(&self.helm.clone(), &refs, None);
-    }
-
-    /// `kubectl apply` of an example file, moved into `ns`.
-    fn apply_example(&self, ns: &str, file: &str) {
-        let text = std::fs::read_to_string(workspace().join("deploy/examples").join(file))
-            .expect("the example must exist");
-        let mut text = text.replace("namespace: agents", &format!("namespace: {ns}"));
-        if let Ok(image) = std::env::var("FLEETGATE_E2E_AGENT_IMAGE") {
-            text = text.replace("nousresearch/hermes-agent:v0.19.0", &image);
-        }
-        self.must(
-            &self.kubectl.clone(),
-            &["apply", "-n", ns, "-f", "-"],
-            Some(&text),
-        );
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.kubectl(&all)).expect("kubectl must print JSON")
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for release in self.baseline_releases.clone() {
-            let helm = self.helm.clone();
-            let _ = self.run(&helm, &["uninstall", &release, "--wait"], None);
-        }
-        for ns in self.namespaces.clone() {
-            let helm = self.helm.clone();
-            let kubectl = self.kubectl.clone();
-            let _ = self.run(
-                &helm,
-                &["uninstall", "fleetgate", "--namespace", &ns, "--wait"],
-                None,
-            );
-            let _ = self.run(
-                &kubectl,
-                &["delete", "namespace", &ns, "--wait=false"],
-                None,
-            );
-        }
-    }
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .expect("the tests crate must sit inside the workspace")
-}
-
-/// `--set image.<which>.repository=…,tag=…` from the optional image env vars.
-fn image_overrides() -> Vec<String> {
-    let mut out = Vec::new();
-    for (var, which) in [
-        ("FLEETGATE_E2E_CONTROLLER_IMAGE", "controller"),
-        ("FLEETGATE_E2E_PROXY_IMAGE", "proxy"),
-    ] {
-        if let Some((repo, tag)) = std::env::var(var)
-            .ok()
-            .as_deref()
-            .and_then(|i| i.rsplit_once(':'))
-        {
-            out.push("--set".into());
-            out.push(format!(
-                "image.{which}.repository={repo},image.{which}.tag={tag}"
-            ));
-        }
-    }
-    out
-}
-
-/// The session, or `None` after printing the skip line when the suite is not asked for.
-#[allow(
-    clippy::print_stdout,
-    reason = "the skip line belongs in the test's output"
-)]
-fn cluster() -> Option<Cluster> {
-    let Some(kubeconfig) = std::env::var_os(KUBECONFIG_ENV).map(PathBuf::from) else {
-        println!("skipped: {KUBECONFIG_ENV} not set (the real-cluster suite is opt-in)");
+/// The cluster, or `None` after the skip line when this machine cannot run a node and the
+/// suite is not required.
+fn cluster() -> Option<&'static Cluster> {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"))
+    });
+    if !root && std::env::var_os("FLEETGATE_REQUIRE_K8S_NODE").is_none() {
+        println!("skipped: a node needs root (tests/run sets FLEETGATE_REQUIRE_K8S_NODE as root)");
         return None;
-    };
-    let tool = |var: &str, name: &str| {
-        std::env::var_os(var).map_or_else(|| PathBuf::from(name), PathBuf::from)
-    };
-    Some(Cluster {
-        kubeconfig,
-        helm: tool("FLEETGATE_HELM", "helm"),
-        kubectl: tool("FLEETGATE_KUBECTL", "kubectl"),
-        namespaces: Vec::new(),
-        baseline_releases: Vec::new(),
-    })
+    }
+    Some(cluster::shared())
+}
+
+fn unique(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    )
+}
+
+fn containers(pod: &Value) -> Vec<String> {
+    pod["spec"]["containers"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]
 fn two_releases_inject_the_gate_and_the_fleet_policy_becomes_ready() {
-    let Some(mut cluster) = cluster() else { return };
-    let suffix = std::process::id();
-    let (a, b) = (
-        format!("fleetgate-e2e-a-{suffix}"),
-        format!("fleetgate-e2e-b-{suffix}"),
-    );
-    cluster.install(&a);
-    cluster.install(&b);
+    let Some(cluster) = cluster() else { return };
+    let _serial = serial();
+    let (a, b) = (unique("e2e-a"), unique("e2e-b"));
+    let release_a = cluster.install(&a, &[]);
+    let _release_b = cluster.install(&b, &[]);
     for ns in [&a, &b] {
         let hook = cluster.json(&[
             "get",
@@ -220,33 +91,34 @@ fn two_releases_inject_the_gate_and_the_fleet_policy_becomes_ready() {
             Some(&Value::from(ns.as_str())),
             "each release's webhook must be scoped to its own namespace"
         );
+        let controllers = cluster.json(&["-n", ns, "get", "deployment", "fleetgate-controller"]);
+        assert_eq!(
+            controllers["status"]["readyReplicas"], 2,
+            "both controller replicas must run from the local image: {}",
+            controllers["status"]
+        );
     }
-    cluster.apply_example(&a, "valid-minimal.yaml");
-    cluster.apply_example(&a, "agent-deployment.yaml");
-    cluster.kubectl(&[
-        "-n",
-        &a,
-        "rollout",
-        "status",
-        "deployment/hermes",
-        "--timeout",
-        WAIT,
-    ]);
-    let pods = cluster.json(&["-n", &a, "get", "pods", "-l", "app=hermes"]);
-    let pod = &pods["items"][0];
-    let names: Vec<&str> = pod["spec"]["containers"]
-        .as_array()
-        .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
-        .unwrap_or_default();
+    cluster.kubectl_in(
+        &["apply", "-n", &a, "-f", "-"],
+        &agent::fleet_policy(cluster, &a, "proxy", &[]),
+    );
+    agent::start_agents(cluster, &a);
+    let pods = agent::pods(cluster, &a);
+    let pod = &pods[0];
     assert!(
-        names.contains(&"fleetgate-proxy"),
-        "the agent pod must carry the gate sidecar: {names:?}"
+        containers(pod).iter().any(|c| c == "fleetgate-proxy"),
+        "the agent pod must carry the gate sidecar: {:?}",
+        containers(pod)
     );
     assert!(
         pod["metadata"]["annotations"]
             .get("fleetgate.dev/injected")
             .is_some(),
         "the injected pod must be marked"
+    );
+    assert_eq!(
+        pod["status"]["phase"], "Running",
+        "the agent pod must run on the node"
     );
     cluster.kubectl(&[
         "-n",
@@ -272,65 +144,81 @@ fn two_releases_inject_the_gate_and_the_fleet_policy_becomes_ready() {
         Some(0),
         "nothing may leak into the other namespace"
     );
+    drop(release_a);
 }
 
 /// Fail closed through a leader's death: agent pods are created while the leading controller
-/// pod is deleted. Every agent pod that exists afterwards carries its gate (the webhook is
-/// served by the other replica; failurePolicy Fail and the ValidatingAdmissionPolicy refuse
-/// anything else), the Lease moves to the other replica, and an un-injected pod labelled for
-/// injection is refused by the API server itself, naming the policy.
+/// pod is deleted. Every agent pod that exists afterwards carries its gate, the Lease moves to
+/// the other replica, and an un-injected pod labelled for injection is refused by the API
+/// server itself, naming the policy.
 #[test]
-fn deleting_the_leading_controller_while_agents_start_never_lets_a_pod_run_ungated() {
-    let Some(mut cluster) = cluster() else { return };
-    let ns = format!("fleetgate-e2e-ha-{}", std::process::id());
-    cluster.install(&ns);
-    cluster.apply_example(&ns, "valid-minimal.yaml");
-    let lease = cluster.json(&["-n", &ns, "get", "lease", "fleetgate-controller"]);
-    let leader = lease["spec"]["holderIdentity"]
-        .as_str()
-        .expect("a replica must hold the lease")
-        .to_string();
-    cluster.apply_example(&ns, "agent-deployment.yaml");
-    cluster.kubectl(&["-n", &ns, "scale", "deployment/hermes", "--replicas", "6"]);
+fn deleting_the_leading_controller_while_agents_scale_to_ten_never_lets_a_pod_run_ungated() {
+    let Some(cluster) = cluster() else { return };
+    let _serial = serial();
+    let ns = unique("e2e-ha");
+    let _release = cluster.install(&ns, &[]);
+    cluster.kubectl_in(
+        &["apply", "-n", &ns, "-f", "-"],
+        &agent::fleet_policy(cluster, &ns, "proxy", &[]),
+    );
+    let leader = eventually(Duration::from_secs(60), "a replica holds the lease", || {
+        let lease = cluster.json(&["-n", &ns, "get", "lease", "fleetgate-controller"]);
+        lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+    });
+    cluster.kubectl_in(&["apply", "-n", &ns, "-f", "-"], &agent::deployment(&ns));
+    cluster.kubectl(&["-n", &ns, "scale", "deployment/hermes", "--replicas", "4"]);
     cluster.kubectl(&["-n", &ns, "delete", "pod", &leader, "--wait=false"]);
     cluster.kubectl(&["-n", &ns, "scale", "deployment/hermes", "--replicas", "10"]);
-    cluster.kubectl(&[
-        "-n",
-        &ns,
-        "rollout",
-        "status",
-        "deployment/hermes",
-        "--timeout",
-        WAIT,
-    ]);
-    let pods = cluster.json(&["-n", &ns, "get", "pods", "-l", "app=hermes"]);
-    let items = pods["items"].as_array().expect("a pod list");
-    assert_eq!(items.len(), 10, "every agent replica must have started");
-    for pod in items {
-        let gated = pod["spec"]["containers"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(|c| c["name"] == "fleetgate-proxy"));
+    agent::rollout(cluster, &ns);
+    let pods = agent::pods(cluster, &ns);
+    let running: Vec<&Value> = pods
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .collect();
+    assert_eq!(running.len(), 10, "every agent replica must have started");
+    for pod in &running {
         assert!(
-            gated,
+            containers(pod).iter().any(|c| c == "fleetgate-proxy"),
             "agent pod {} started without its gate",
             pod["metadata"]["name"]
         );
+        assert_eq!(
+            pod["status"]["phase"], "Running",
+            "{}",
+            pod["metadata"]["name"]
+        );
     }
-    let moved = cluster.json(&["-n", &ns, "get", "lease", "fleetgate-controller"]);
+    let moved = eventually(Duration::from_secs(60), "the lease moves", || {
+        let lease = cluster.json(&["-n", &ns, "get", "lease", "fleetgate-controller"]);
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .filter(|h| *h != leader)
+            .map(str::to_string)
+    });
     assert_ne!(
-        moved["spec"]["holderIdentity"].as_str(),
-        Some(leader.as_str()),
+        moved, leader,
         "the lease must have moved off the deleted pod"
     );
-    // Straight to the API server, no webhook in the way: the policy refuses.
-    let bare = format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\n  namespace: {ns}\n  labels:\n    fleetgate.dev/inject: enabled\n  annotations:\n    fleetgate.dev/injected: bypass\nspec:\n  containers:\n    - name: agent\n      image: busybox\n"
-    );
-    let (ok, said) = cluster.run(
-        &cluster.kubectl.clone(),
-        &["apply", "-n", &ns, "-f", "-"],
-        Some(&bare),
-    );
+    // A pod that dodges the webhook (its configuration deleted, as a misconfigured or bypassed
+    // webhook would leave it) and forges the injected mark: the API server's own policy
+    // refuses it.
+    cluster.kubectl(&[
+        "delete",
+        "mutatingwebhookconfiguration",
+        &format!("fleetgate-{ns}"),
+    ]);
+    let bare = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "bare",
+            "namespace": ns,
+            "labels": {"app": "hermes", "fleetgate.dev/inject": "enabled"},
+            "annotations": {"fleetgate.dev/injected": "bypass"},
+        },
+        "spec": {"containers": [{"name": "agent", "image": cluster::AGENT_IMAGE}]},
+    });
+    let (ok, said) = cluster.kubectl_try(&["apply", "-n", &ns, "-f", "-"], Some(&bare.to_string()));
     assert!(
         !ok && said.contains(&format!("fleetgate-injected-{ns}")),
         "an un-injected labelled pod must be refused by the ValidatingAdmissionPolicy: {said}"
@@ -342,34 +230,30 @@ fn deleting_the_leading_controller_while_agents_start_never_lets_a_pod_run_ungat
 /// the forward proxy and says so in its `Baseline` condition.
 #[test]
 fn a_cluster_baseline_raises_a_namespace_that_asks_for_no_capture() {
-    let Some(mut cluster) = cluster() else { return };
-    let suffix = std::process::id();
-    let (ns, release, name) = (
-        format!("fleetgate-e2e-base-{suffix}"),
+    let Some(cluster) = cluster() else { return };
+    let _serial = serial();
+    let ns = unique("e2e-base");
+    let suffix = ns.trim_start_matches("e2e-base-").to_string();
+    let (release, name, role) = (
         format!("fleetgate-baseline-{suffix}"),
         format!("e2e-{suffix}"),
+        format!("fleetgate-baseline-reader-{suffix}"),
     );
-    let chart = workspace()
+    let chart = cluster::workspace()
         .join("charts/fleetgate-baseline")
         .display()
         .to_string();
-    let role = format!("fleetgate-baseline-reader-{suffix}");
-    cluster.must(
-        &cluster.helm.clone(),
-        &[
-            "install",
-            &release,
-            &chart,
-            "--wait",
-            "--set",
-            &format!("baseline.name={name}"),
-            "--set",
-            &format!("readerClusterRole={role}"),
-        ],
-        None,
-    );
-    cluster.baseline_releases.push(release);
-    cluster.install_with(
+    cluster.helm(&[
+        "install",
+        &release,
+        &chart,
+        "--wait",
+        "--set",
+        &format!("baseline.name={name}"),
+        "--set",
+        &format!("readerClusterRole={role}"),
+    ]);
+    let _release = cluster.install(
         &ns,
         &[
             "--set",
@@ -378,28 +262,27 @@ fn a_cluster_baseline_raises_a_namespace_that_asks_for_no_capture() {
             &format!("clusterBaseline.readerClusterRole={role}"),
         ],
     );
-    cluster.apply_example(&ns, "valid-minimal.yaml");
-    cluster.kubectl(&[
-        "-n",
-        &ns,
-        "patch",
-        "fleetpolicy",
-        "fleet",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"egress":{"mode":"off"}}}"#,
-    ]);
-    cluster.kubectl(&[
-        "-n",
-        &ns,
-        "wait",
-        "--for=jsonpath={.status.conditions[?(@.type==\"Baseline\")].reason}=Applied",
-        "fleetpolicy/fleet",
-        "--timeout",
-        WAIT,
-    ]);
+    cluster.kubectl_in(
+        &["apply", "-n", &ns, "-f", "-"],
+        &agent::fleet_policy(cluster, &ns, "off", &[]),
+    );
+    let waited = cluster.kubectl_try(
+        &[
+            "-n",
+            &ns,
+            "wait",
+            "--for=jsonpath={.status.conditions[?(@.type==\"Baseline\")].reason}=Applied",
+            "fleetpolicy/fleet",
+            "--timeout",
+            WAIT,
+        ],
+        None,
+    );
     let fp = cluster.json(&["-n", &ns, "get", "fleetpolicy", "fleet"]);
+    let cm = cluster.json(&["-n", &ns, "get", "configmap", "fleet-managed"]);
+    // Removing the baseline re-renders the namespace without it: read everything first.
+    let _ = cluster.helm_try(&["uninstall", &release, "--wait"]);
+    assert!(waited.0, "the baseline must apply: {}\n{fp}", waited.1);
     let said = fp["status"]["conditions"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["type"] == "Baseline"))
@@ -410,10 +293,329 @@ fn a_cluster_baseline_raises_a_namespace_that_asks_for_no_capture() {
         said.contains("spec.egress.mode: off raised to proxy"),
         "{said}"
     );
-    let cm = cluster.json(&["-n", &ns, "get", "configmap", "fleet-managed"]);
     let policy = cm["data"]["policy.yaml"].as_str().unwrap_or_default();
     assert!(
         policy.contains("forwardProxy"),
-        "the raised policy runs the forward proxy: {policy}"
+        "the raised policy runs the forward proxy: {policy}\nConfigMap: {}\nFleetPolicy: {fp}\n{}",
+        cm["metadata"],
+        cluster.diagnose(&ns)
+    );
+}
+
+/// Proxy mode, from inside a real agent pod: Hermes' `web_extract` gets the allowed page
+/// through the gate's Firecrawl front and sees the gate's refusals; curl through `HTTP_PROXY`
+/// is gated; the probes pass; a killed gate comes back; a policy edit lands without a restart.
+#[test]
+fn hermes_in_a_real_pod_reaches_the_web_only_through_its_gate() {
+    let Some(cluster) = cluster() else { return };
+    let _serial = serial();
+    let ns = unique("e2e-egress");
+    let _release = cluster.install(&ns, &[]);
+    cluster.kubectl_in(
+        &["apply", "-n", &ns, "-f", "-"],
+        &agent::fleet_policy(cluster, &ns, "proxy", &["ads.fleet.test"]),
+    );
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "wait",
+        "--for=condition=Ready",
+        "fleetpolicy/fleet",
+        "--timeout",
+        WAIT,
+    ]);
+    agent::start_agents(cluster, &ns);
+    let pod = one_pod(cluster, &ns);
+
+    // The gate's readiness and liveness probes pass: the kubelet calls them on the pod's IP.
+    let gate = agent::container_status(cluster, &ns, &pod, "fleetgate-proxy");
+    assert_eq!(
+        gate["ready"], true,
+        "the gate's readiness probe must pass: {gate}"
+    );
+    assert_eq!(
+        gate["restartCount"], 0,
+        "the liveness probe must not restart it: {gate}"
+    );
+
+    // Hermes' own web_extract, in the agent container.
+    let hits = cluster.origin.hits("/guide");
+    let urls = [
+        "http://docs.fleet.test/guide".to_string(),
+        "http://meta.fleet.test/latest/meta-data/".to_string(),
+        "http://ads.fleet.test/ad".to_string(),
+    ];
+    let result = hermes_web_extract(cluster, &ns, &pod, &urls);
+    let rows = result["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("results expected: {result}"));
+    assert_eq!(rows.len(), 3, "{result}");
+    assert_eq!(
+        rows[0]["error"],
+        Value::Null,
+        "the page must arrive through the gate: {result}"
+    );
+    assert_eq!(rows[0]["title"], "Fleet Docs");
+    let content = rows[0]["content"].as_str().unwrap_or_default();
+    assert!(content.starts_with("# Fleet docs"), "{content:.200}");
+    assert_eq!(
+        cluster.origin.hits("/guide"),
+        hits + 1,
+        "the gate fetched the page once"
+    );
+    assert!(
+        cluster.dns.queries("meta.fleet.test") > 0,
+        "the gate resolved the metadata name through the pods' name server"
+    );
+    let meta = rows[1]["error"].as_str().unwrap_or_default();
+    assert!(
+        meta.contains("ip_cloud_metadata"),
+        "the gate's SSRF refusal: {meta}"
+    );
+    let ads = rows[2]["error"].as_str().unwrap_or_default();
+    assert!(
+        ads.contains("Blocked by website policy: 'ads.fleet.test'"),
+        "the gate's blocklist refusal: {ads}"
+    );
+    assert_eq!(
+        cluster.origin.hits("/ad"),
+        0,
+        "a blocklisted page is never fetched"
+    );
+    let allowed = decision(cluster, &ns, &pod, "docs.fleet.test/guide", |l| {
+        l["verdict"] == "allow"
+    });
+    let refused = decision(cluster, &ns, &pod, "meta.fleet.test", |l| {
+        l["verdict"] == "deny"
+    });
+    println!("decision (web_extract, allowed): {allowed}");
+    println!("decision (web_extract, metadata): {refused}");
+
+    // curl through the injected HTTP_PROXY: gated like any other fetch.
+    let (ok, out) = exec(
+        cluster,
+        &ns,
+        &pod,
+        "hermes",
+        &[
+            "curl",
+            "-sS",
+            "-i",
+            "--max-time",
+            "20",
+            "http://ads.fleet.test/ad",
+        ],
+        None,
+    );
+    assert!(
+        ok && out.starts_with("HTTP/1.1 403") && out.contains("blocked_by_policy"),
+        "curl through HTTP_PROXY must be refused by the gate: {out}"
+    );
+    let (ok, out) = exec(
+        cluster,
+        &ns,
+        &pod,
+        "hermes",
+        &[
+            "curl",
+            "-sS",
+            "--max-time",
+            "20",
+            "http://docs.fleet.test/guide",
+        ],
+        None,
+    );
+    assert!(
+        ok && out.contains("Paragraph 399"),
+        "curl through HTTP_PROXY must reach the page: {out}"
+    );
+    let curl = decision(cluster, &ns, &pod, "ads.fleet.test", |l| {
+        l["listener"] == "forward_proxy" && l["verdict"] == "deny"
+    });
+    println!("decision (curl via HTTP_PROXY, blocklisted): {curl}");
+
+    // A gate killed inside the pod is restarted by the kubelet; the agent's next fetch works.
+    let killed = agent::kill_gate(cluster, &ns, &pod);
+    eventually(
+        Duration::from_secs(120),
+        "the kubelet restarts the gate",
+        || {
+            let gate = agent::container_status(cluster, &ns, &pod, "fleetgate-proxy");
+            (gate["restartCount"].as_u64() >= Some(1) && gate["ready"] == true).then_some(())
+        },
+    );
+    let again = hermes_web_extract(cluster, &ns, &pod, &urls[..1]);
+    assert_eq!(
+        again["results"][0]["error"],
+        Value::Null,
+        "the fetch after the gate's restart (pid {killed} killed) must succeed: {again}"
+    );
+
+    // A policy edit reaches the running gate through the kubelet's volume refresh.
+    let restarts =
+        agent::container_status(cluster, &ns, &pod, "fleetgate-proxy")["restartCount"].clone();
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "fleetpolicy",
+        "fleet",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"websiteBlocklist":{"domains":["ads.fleet.test","docs.fleet.test"]}}}"#,
+    ]);
+    let refused = eventually(
+        Duration::from_secs(180),
+        "the edited blocklist takes effect",
+        || {
+            let (_, out) = exec(
+                cluster,
+                &ns,
+                &pod,
+                "hermes",
+                &[
+                    "curl",
+                    "-sS",
+                    "-i",
+                    "--max-time",
+                    "20",
+                    "http://docs.fleet.test/guide",
+                ],
+                None,
+            );
+            out.contains("blocked_by_policy").then_some(out)
+        },
+    );
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    assert_eq!(
+        agent::container_status(cluster, &ns, &pod, "fleetgate-proxy")["restartCount"],
+        restarts,
+        "the policy must take effect without a restart"
+    );
+}
+
+/// Transparent mode: the injected init container installs the capture from inside the pod;
+/// the agent's direct connections land on the gate (only the gate's uid goes out), and a
+/// metadata fetch is refused.
+#[test]
+fn transparent_capture_from_the_init_container_catches_the_agents_direct_connections() {
+    let Some(cluster) = cluster() else { return };
+    let _serial = serial();
+    let ns = unique("e2e-capture");
+    let _release = cluster.install(&ns, &[]);
+    cluster.kubectl_in(
+        &["apply", "-n", &ns, "-f", "-"],
+        &agent::fleet_policy(cluster, &ns, "transparent", &["ads.fleet.test"]),
+    );
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "wait",
+        "--for=condition=Ready",
+        "fleetpolicy/fleet",
+        "--timeout",
+        WAIT,
+    ]);
+    agent::start_agents(cluster, &ns);
+    let pod = one_pod(cluster, &ns);
+    let spec = cluster.json(&["-n", &ns, "get", "pod", &pod]);
+    let init = spec["status"]["initContainerStatuses"][0].clone();
+    assert_eq!(
+        init["state"]["terminated"]["exitCode"], 0,
+        "the capture init container must have run: {init}"
+    );
+
+    // A direct connection (no proxy variables in transparent mode) to the public address the
+    // hosts file gives: captured, admitted by name, fetched from the origin by the gate.
+    let hits = cluster.origin.hits("/guide");
+    let (ok, out) = exec(
+        cluster,
+        &ns,
+        &pod,
+        "hermes",
+        &[
+            "curl",
+            "-sS",
+            "--noproxy",
+            "*",
+            "--max-time",
+            "20",
+            "http://docs.fleet.test/guide",
+        ],
+        None,
+    );
+    assert!(
+        ok && out.contains("Paragraph 399"),
+        "a direct connection must be captured and served: {out}"
+    );
+    assert_eq!(cluster.origin.hits("/guide"), hits + 1);
+    let captured = decision(cluster, &ns, &pod, "docs.fleet.test/guide", |l| {
+        l["listener"] == "transparent" && l["verdict"] == "allow"
+    });
+    assert_eq!(
+        captured["original_dst"],
+        format!("{}:80", cluster::PUBLIC),
+        "the gate read the agent's original destination"
+    );
+    println!("decision (captured direct connection): {captured}");
+
+    // The metadata name: captured, resolved by the gate, refused.
+    let (_, out) = exec(
+        cluster,
+        &ns,
+        &pod,
+        "hermes",
+        &[
+            "curl",
+            "-sS",
+            "-i",
+            "--noproxy",
+            "*",
+            "--max-time",
+            "20",
+            "http://meta.fleet.test/latest/meta-data/",
+        ],
+        None,
+    );
+    assert!(
+        out.starts_with("HTTP/1.1 403"),
+        "the metadata fetch must be refused: {out}"
+    );
+    let meta = decision(cluster, &ns, &pod, "meta.fleet.test", |l| {
+        l["listener"] == "transparent" && l["verdict"] == "deny"
+    });
+    println!("decision (captured metadata fetch): {meta}");
+
+    // Hermes' own web_extract still goes through the Firecrawl front.
+    let result = hermes_web_extract(
+        cluster,
+        &ns,
+        &pod,
+        &["http://docs.fleet.test/guide".to_string()],
+    );
+    assert_eq!(result["results"][0]["error"], Value::Null, "{result}");
+
+    // No other way out: the agent's uid cannot reach the origin's address directly on a port
+    // the capture does not take to the gate either.
+    let (ok, out) = exec(
+        cluster,
+        &ns,
+        &pod,
+        "hermes",
+        &[
+            "curl",
+            "-sS",
+            "--noproxy",
+            "*",
+            "--max-time",
+            "5",
+            &format!("http://{}:80/guide", cluster.gateway),
+        ],
+        None,
+    );
+    assert!(
+        !out.contains("Paragraph 399"),
+        "a raw-address connection must not reach the origin past the gate (ok={ok}): {out}"
     );
 }

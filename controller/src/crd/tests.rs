@@ -41,6 +41,26 @@ fn committed_crd_copies_match_the_code() {
 }
 
 #[test]
+fn no_value_of_the_crd_reads_as_a_boolean_in_yaml_1_1() {
+    // The API server reads YAML 1.1: a plain `off` is `false` there.
+    let fleet = crd_yaml().expect("the CRD must print");
+    assert!(
+        fleet.contains("- 'off'"),
+        "the egress mode `off` must be quoted"
+    );
+    for generated in [fleet, baseline::crd_yaml().expect("the CRD must print")] {
+        for line in generated.lines() {
+            let value = line.trim_start().trim_start_matches("- ");
+            let value = value.rsplit_once(": ").map_or(value, |(_, v)| v);
+            assert!(
+                !super::YAML11_BOOLEANS.contains(&value),
+                "a plain YAML 1.1 boolean in the CRD: {line}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_crd_names_the_resource_as_designed() {
     let crd = crd_json();
     let cases: &[(&str, Value)] = &[

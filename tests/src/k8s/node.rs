@@ -617,9 +617,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             &plane.ca_file(),
             &super::ClientCredential::Certificate(&access.kubelet_cert, &access.kubelet_key),
         )?;
-        // No cluster DNS: pods read the host's names from nowhere.
+        // No cluster DNS: the pods' name server is the host's bridge address, port 53, where a
+        // suite that needs names runs its stub server (without one, lookups fail at once).
         let resolv = kubelet_dir.join("resolv.conf");
-        std::fs::write(&resolv, "nameserver 127.0.0.1\n")?;
+        std::fs::write(
+            &resolv,
+            format!("nameserver {GATEWAY}\noptions attempts:2 timeout:2\n"),
+        )?;
         let config = serde_json::json!({
             "apiVersion": "kubelet.config.k8s.io/v1beta1",
             "kind": "KubeletConfiguration",

@@ -75,6 +75,20 @@ async fn both_crds_are_accepted_established_and_answer_to_their_short_names() {
             "{crd} must be structural: {conditions:?}"
         );
     }
+    // The API server reads YAML 1.1: the egress modes must arrive as the three strings (a plain
+    // `off` in the file once arrived as `false`, and every `mode: off` was refused).
+    let got: Value = serde_json::from_str(&kubectl(
+        &["get", "crd", "fleetpolicies.fleetgate.dev", "-o", "json"],
+        None,
+    ))
+    .expect("kubectl prints JSON");
+    assert_eq!(
+        got.pointer(
+            "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/egress/properties/mode/enum"
+        ),
+        Some(&serde_json::json!(["proxy", "transparent", "off"])),
+        "the API server must hold the egress modes as strings"
+    );
     // The short names the README uses resolve through discovery.
     let fp = kubectl(
         &["api-resources", "--api-group=fleetgate.dev", "-o", "wide"],

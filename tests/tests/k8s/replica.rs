@@ -76,7 +76,10 @@ impl ControllerProcess {
 
     /// The status line and body of its admin listener's `/ready`; `None` when it does not
     /// answer.
-    #[allow(dead_code, reason = "the k8s suite reads it; the cluster-wide cases do not")]
+    #[allow(
+        dead_code,
+        reason = "the k8s suite reads it; the cluster-wide cases do not"
+    )]
     pub fn ready(&self) -> Option<String> {
         let mut stream = TcpStream::connect(&self.admin_addr).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
