@@ -340,7 +340,9 @@ async fn the_blocklist_refuses_with_its_rule_and_source_and_reloads_live() {
     std::fs::write(lists.join("shared.txt"), "# corp list\nother.test\n").unwrap();
     let other = origin.url_with_host("news.other.test", "/");
     let mut refused = Value::Null;
-    for _ in 0..50 {
+    // Up to 20 s: the reload polls every 200 ms, but this binary's deep-nesting case can hold
+    // both cores of a 2-core machine for seconds.
+    for _ in 0..200 {
         let (_, body) = extract(&gate, json!([other])).await;
         if row(&body, 0)["code"] == "blocked_by_policy" {
             refused = row(&body, 0).clone();
@@ -379,7 +381,7 @@ async fn an_invalid_policy_edit_keeps_the_last_good_policy_and_is_counted() {
     std::fs::write(gate.policy_path(), "version: v1\nweb:\n  charLimit: 5\n").unwrap();
     gate.wait_for_json_log(
         |l| l["message"] == "policy reload refused; keeping the last good policy",
-        Duration::from_secs(5),
+        Duration::from_secs(20),
     )
     .await
     .expect("the refusal must be logged");
