@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::agent::{decision, exec, hermes_web_extract, one_pod};
+use crate::agent::{curl, decision, hermes_web_extract, one_pod};
 use crate::cluster::{Cluster, WAIT, eventually, serial};
 
 /// The cluster, or `None` after the skip line when this machine cannot run a node and the
@@ -392,47 +392,30 @@ fn hermes_in_a_real_pod_reaches_the_web_only_through_its_gate() {
     println!("decision (web_extract, metadata): {refused}");
 
     // curl through the injected HTTP_PROXY: gated like any other fetch.
-    let (ok, out) = exec(
+    let (ok, out) = curl(
         cluster,
         &ns,
         &pod,
-        "hermes",
-        &[
-            "curl",
-            "-sS",
-            "-i",
-            "--max-time",
-            "20",
-            "http://ads.fleet.test/ad",
-        ],
-        None,
+        &["-i", "--max-time", "20", "http://ads.fleet.test/ad"],
     );
     assert!(
         ok && out.starts_with("HTTP/1.1 403") && out.contains("blocked_by_policy"),
         "curl through HTTP_PROXY must be refused by the gate: {out}"
     );
-    let (ok, out) = exec(
+    let (ok, out) = curl(
         cluster,
         &ns,
         &pod,
-        "hermes",
-        &[
-            "curl",
-            "-sS",
-            "--max-time",
-            "20",
-            "http://docs.fleet.test/guide",
-        ],
-        None,
+        &["--max-time", "20", "http://docs.fleet.test/guide"],
     );
     assert!(
         ok && out.contains("Paragraph 399"),
         "curl through HTTP_PROXY must reach the page: {out}"
     );
-    let curl = decision(cluster, &ns, &pod, "ads.fleet.test", |l| {
+    let proxied = decision(cluster, &ns, &pod, "ads.fleet.test", |l| {
         l["listener"] == "forward_proxy" && l["verdict"] == "deny"
     });
-    println!("decision (curl via HTTP_PROXY, blocklisted): {curl}");
+    println!("decision (curl via HTTP_PROXY, blocklisted): {proxied}");
 
     // A gate killed inside the pod is restarted by the kubelet; the agent's next fetch works.
     let killed = agent::kill_gate(cluster, &ns, &pod);
@@ -469,20 +452,11 @@ fn hermes_in_a_real_pod_reaches_the_web_only_through_its_gate() {
         Duration::from_secs(180),
         "the edited blocklist takes effect",
         || {
-            let (_, out) = exec(
+            let (_, out) = curl(
                 cluster,
                 &ns,
                 &pod,
-                "hermes",
-                &[
-                    "curl",
-                    "-sS",
-                    "-i",
-                    "--max-time",
-                    "20",
-                    "http://docs.fleet.test/guide",
-                ],
-                None,
+                &["-i", "--max-time", "20", "http://docs.fleet.test/guide"],
             );
             out.contains("blocked_by_policy").then_some(out)
         },
@@ -529,21 +503,17 @@ fn transparent_capture_from_the_init_container_catches_the_agents_direct_connect
     // A direct connection (no proxy variables in transparent mode) to the public address the
     // hosts file gives: captured, admitted by name, fetched from the origin by the gate.
     let hits = cluster.origin.hits("/guide");
-    let (ok, out) = exec(
+    let (ok, out) = curl(
         cluster,
         &ns,
         &pod,
-        "hermes",
         &[
-            "curl",
-            "-sS",
             "--noproxy",
             "*",
             "--max-time",
             "20",
             "http://docs.fleet.test/guide",
         ],
-        None,
     );
     assert!(
         ok && out.contains("Paragraph 399"),
@@ -561,14 +531,11 @@ fn transparent_capture_from_the_init_container_catches_the_agents_direct_connect
     println!("decision (captured direct connection): {captured}");
 
     // The metadata name: captured, resolved by the gate, refused.
-    let (_, out) = exec(
+    let (_, out) = curl(
         cluster,
         &ns,
         &pod,
-        "hermes",
         &[
-            "curl",
-            "-sS",
             "-i",
             "--noproxy",
             "*",
@@ -576,7 +543,6 @@ fn transparent_capture_from_the_init_container_catches_the_agents_direct_connect
             "20",
             "http://meta.fleet.test/latest/meta-data/",
         ],
-        None,
     );
     assert!(
         out.starts_with("HTTP/1.1 403"),
@@ -598,21 +564,17 @@ fn transparent_capture_from_the_init_container_catches_the_agents_direct_connect
 
     // No other way out: the agent's uid cannot reach the origin's address directly on a port
     // the capture does not take to the gate either.
-    let (ok, out) = exec(
+    let (ok, out) = curl(
         cluster,
         &ns,
         &pod,
-        "hermes",
         &[
-            "curl",
-            "-sS",
             "--noproxy",
             "*",
             "--max-time",
             "5",
             &format!("http://{}:80/guide", cluster.gateway),
         ],
-        None,
     );
     assert!(
         !out.contains("Paragraph 399"),

@@ -47,7 +47,6 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -135,17 +134,6 @@ async fn serve_gates(served: Arc<AtomicU64>) {
                 .await;
         });
     }
-}
-
-fn fleet_policies(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource {
-        group: "fleetgate.dev".into(),
-        version: "v1alpha1".into(),
-        api_version: "fleetgate.dev/v1alpha1".into(),
-        kind: "FleetPolicy".into(),
-        plural: "fleetpolicies".into(),
-    };
-    Api::namespaced_with(client.clone(), ns, &ar)
 }
 
 fn policy(ns: &str, size: usize, k: usize, char_limit: u64) -> DynamicObject {
@@ -257,7 +245,7 @@ async fn controller_costs_with_many_fleet_policies_and_pods_on_the_real_api_serv
         "controller RSS: {idle:.1} MiB idle, {with_pods:.1} MiB with {n} pods and no FleetPolicy"
     );
 
-    let fps = fleet_policies(&client, &ns);
+    let fps = support::fleet_policies(&client, &ns);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let apply = PatchParams::apply("fleetgate-scale").force();
     let mut rows = Vec::new();

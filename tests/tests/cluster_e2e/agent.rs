@@ -113,6 +113,13 @@ pub fn exec(
     cluster.kubectl_try(&args, stdin)
 }
 
+/// `curl -sS <args>` in the agent container; `(success, output)`.
+pub fn curl(cluster: &Cluster, ns: &str, pod: &str, args: &[&str]) -> (bool, String) {
+    let mut command = vec!["curl", "-sS"];
+    command.extend(args);
+    exec(cluster, ns, pod, "hermes", &command, None)
+}
+
 /// Hermes 0.19.0's own `web_extract` in the agent container (its venv's Python, the test's
 /// script on stdin), with a Hermes home that selects the Firecrawl backend; `FIRECRAWL_API_URL`
 /// is what the webhook injected. The parsed result.

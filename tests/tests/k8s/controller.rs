@@ -9,23 +9,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
 use crate::replica::start_as_installed;
 use crate::support::{self, ensure_crds, eventually, kubectl};
-
-/// The FleetPolicy API of `ns`.
-fn fleet_policies(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource {
-        group: "fleetgate.dev".into(),
-        version: "v1alpha1".into(),
-        api_version: "fleetgate.dev/v1alpha1".into(),
-        kind: "FleetPolicy".into(),
-        plural: "fleetpolicies".into(),
-    };
-    Api::namespaced_with(client.clone(), ns, &ar)
-}
 
 fn condition<'a>(fp: &'a DynamicObject, kind: &str) -> Option<&'a Value> {
     fp.data["status"]["conditions"]
@@ -52,7 +39,7 @@ async fn the_controller_as_its_service_account_reconciles_edits_and_lets_gc_clea
     let ns = support::namespace(&client, "reconcile").await;
     support::install_chart(&ns, &[]);
     let controller = start_as_installed(&ns, "controller-0");
-    let fps = fleet_policies(&client, &ns);
+    let fps = support::fleet_policies(&client, &ns);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let policy: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "fleetgate.dev/v1alpha1",

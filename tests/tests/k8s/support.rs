@@ -168,6 +168,18 @@ pub fn ensure_crds() -> &'static str {
     }
 }
 
+/// The FleetPolicy API of `ns`, as dynamic objects (the cases write specs the types may refuse).
+pub fn fleet_policies(client: &kube::Client, ns: &str) -> kube::Api<kube::api::DynamicObject> {
+    let ar = kube::discovery::ApiResource {
+        group: "fleetgate.dev".into(),
+        version: "v1alpha1".into(),
+        api_version: "fleetgate.dev/v1alpha1".into(),
+        kind: "FleetPolicy".into(),
+        plural: "fleetpolicies".into(),
+    };
+    kube::Api::namespaced_with(client.clone(), ns, &ar)
+}
+
 /// A fresh namespace for one test.
 pub async fn namespace(client: &kube::Client, prefix: &str) -> String {
     plane()
