@@ -21,7 +21,6 @@
 //! exponential backoff per object.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,12 +45,15 @@ use crate::desired::{self, Desired, MANAGED_BY};
 use crate::fleet::{self, Expected, FleetView};
 use crate::leader::Leadership;
 use crate::metrics::{Metrics, Write};
-use crate::scrape::{ScrapeConfig, ScrapeTarget, failure_code, scrape_all};
+use crate::scrape::{ScrapeConfig, failure_code, scrape_all};
 use crate::status;
 use crate::{Error, Result};
 
+mod pods;
 #[cfg(test)]
 mod tests;
+
+pub use pods::PodIndex;
 
 /// Server-side apply field manager of every write.
 pub const FIELD_MANAGER: &str = "fleetgate-controller";
@@ -89,6 +91,8 @@ pub struct Context {
     /// (say, triggered by the ConfigMap's own watch event) still sees the old status and
     /// would write the same one again.
     written: Arc<Mutex<HashMap<String, Written>>>,
+    /// The pods of the controller's watch, trimmed; reconciles select from it once it listed.
+    pods: PodIndex,
 }
 
 /// A status this controller wrote, with the resourceVersion of the object it came from.
@@ -134,6 +138,7 @@ impl Context {
             scrapes_in_flight: Arc::new(tokio::sync::Semaphore::new(crate::scrape::MAX_IN_FLIGHT)),
             failures: Arc::default(),
             written: Arc::default(),
+            pods: PodIndex::default(),
         }
     }
 
@@ -375,28 +380,26 @@ async fn observe_fleet(
 ) -> Result<FleetView> {
     let selector =
         Selector::try_from(fp.spec.selector.clone()).map_err(|e| Error::Selector(e.to_string()))?;
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    let list = pods
-        .list(&ListParams::default().labels_from(&selector))
-        .await
-        .map_err(|source| Error::Kube {
-            action: "list the selected pods",
-            source,
-        })?;
-    let targets: Vec<ScrapeTarget> = list
-        .items
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| ScrapeTarget {
-            pod: p.name_any(),
-            addr: p
-                .status
-                .as_ref()
-                .and_then(|s| s.pod_ip.as_deref())
-                .and_then(|ip| ip.parse::<IpAddr>().ok())
-                .map(|ip| SocketAddr::new(ip, cfg.admin_port)),
-        })
-        .collect();
+    // From the pod watch's store once it listed; until then from the API server.
+    let (from_index, listed);
+    let selected: Vec<&Pod> = match ctx.pods.selected(ns, &selector) {
+        Some(pods) => {
+            from_index = pods;
+            from_index.iter().map(Arc::as_ref).collect()
+        }
+        None => {
+            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+            listed = pods
+                .list(&ListParams::default().labels_from(&selector))
+                .await
+                .map_err(|source| Error::Kube {
+                    action: "list the selected pods",
+                    source,
+                })?;
+            listed.items.iter().collect()
+        }
+    };
+    let targets = pods::scrape_targets(selected.iter().copied(), cfg.admin_port);
     let token = read_token(ctx, cfg, ns).await;
     let scrape = ScrapeConfig {
         token,
@@ -422,18 +425,7 @@ async fn observe_fleet(
         max_cost_per_job_per_day: d.cron.max_cost_per_job_per_day,
     };
     let mut view = fleet::aggregate(targets.len(), &scrapes, &expected);
-    let modes: Vec<(String, Option<String>)> = list
-        .items
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| {
-            let mode = p
-                .annotations()
-                .get(crate::webhook::EGRESS_MODE_ANNOTATION)
-                .cloned();
-            (p.name_any(), mode)
-        })
-        .collect();
+    let modes = pods::egress_modes(selected.iter().copied());
     let below = fleet::injected_below(&modes, d.egress_mode);
     fleet::check_capture(&mut view, &below, d.egress_mode);
     Ok(view)
@@ -564,6 +556,20 @@ pub async fn run(
         }
     })
     .applied_objects();
+    // One pod watch both requeues the FleetPolicies that select a pod and keeps the trimmed
+    // pods every reconcile selects its scrape targets from (see `pods`).
+    let (pod_store, pod_writer) = reflector::store();
+    let pods_listed = Arc::new(AtomicBool::new(false));
+    ctx.pods.attach(pod_store, pods_listed.clone());
+    let pod_events = watcher(pods, watcher::Config::default().any_semantic())
+        .modify(pods::trim)
+        .reflect(pod_writer)
+        .inspect(move |event| {
+            if matches!(event, Ok(watcher::Event::InitDone)) {
+                pods_listed.store(true, Ordering::Release);
+            }
+        })
+        .touched_objects();
     let controller = Controller::for_stream(trigger, store.clone())
         .trigger_backoff(crate::watch_backoff::WatchBackoff::default());
     tokio::spawn(prune_fleet_gauges(
@@ -573,7 +579,7 @@ pub async fn run(
     ));
     controller
         .owns(cms, owned)
-        .watches(pods, watcher::Config::default(), move |pod: Pod| {
+        .watches_stream(pod_events, move |pod: Pod| {
             policies_selecting(&store.state(), &pod)
         })
         .reconcile_all_on(ctx.leader.acquisitions())
