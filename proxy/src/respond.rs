@@ -188,7 +188,7 @@ pub enum ApiError {
 // === impl ApiError ===
 
 impl ApiError {
-    /// Every code, for the uniqueness test and the README table.
+    /// Every code, for the uniqueness test and the table in docs/decision-codes.md.
     pub const ALL_CODES: &'static [&'static str] = &[
         "invalid_request",
         "not_found",

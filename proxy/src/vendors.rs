@@ -397,7 +397,7 @@ pub enum VendorFailure {
 // === impl VendorFailure ===
 
 impl VendorFailure {
-    /// Every code, for the uniqueness test and the README table.
+    /// Every code, for the uniqueness test and the table in docs/decision-codes.md.
     pub const ALL_CODES: &'static [&'static str] = &[
         "upstream_connect_failed",
         "upstream_tls_failed",

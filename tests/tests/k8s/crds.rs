@@ -89,7 +89,7 @@ async fn both_crds_are_accepted_established_and_answer_to_their_short_names() {
         Some(&serde_json::json!(["proxy", "transparent", "off"])),
         "the API server must hold the egress modes as strings"
     );
-    // The short names the README uses resolve through discovery.
+    // The short names the docs use (README.md, docs/kubernetes.md) resolve through discovery.
     let fp = kubectl(
         &["api-resources", "--api-group=fleetgate.dev", "-o", "wide"],
         None,
@@ -294,7 +294,8 @@ async fn the_api_server_refuses_every_schema_violation_naming_the_field() {
         let (mut cases, unbroken) = violations(schema, &base(kind));
         unbroken_all.extend(unbroken);
         if kind == "FleetPolicy" {
-            // The CRD's CEL rule, with the message the README's example header documents.
+            // The CRD's CEL rule, with the message the `# schema:` header of
+            // deploy/examples/invalid-searxng-without-url.yaml documents.
             cases.push(Violation {
                 rule: "CEL searxng needs baseURL".into(),
                 field: "spec.web".into(),
