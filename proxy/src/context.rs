@@ -53,7 +53,11 @@ impl TargetUrl {
 pub fn canonical_host(url: &Url) -> Option<String> {
     let host = match url.host()? {
         url::Host::Domain(d) => d.trim_end_matches('.').to_ascii_lowercase(),
-        url::Host::Ipv4(ip) => ip.to_string(),
+        // The parser serialised the address in dotted decimal, as `Ipv4Addr`'s Display does:
+        // take its text rather than format the address again.
+        url::Host::Ipv4(_) => url.host_str()?.to_string(),
+        // Not the serialised text: WHATWG writes an IPv4-mapped address in hex groups where
+        // `Ipv6Addr` writes `::ffff:a.b.c.d`, and the gates match the latter.
         url::Host::Ipv6(ip) => ip.to_string(),
     };
     (!host.is_empty()).then_some(host)
@@ -70,6 +74,8 @@ mod tests {
             ("http://[::1]:8080/", Some("::1")),
             ("http://0x7f.1/", Some("127.0.0.1")),
             ("http://2130706433/", Some("127.0.0.1")),
+            ("http://0300.0250.1.1/", Some("192.168.1.1")),
+            ("http://[::ffff:7f00:1]/", Some("::ffff:127.0.0.1")),
             ("not a url", None),
         ];
         for (input, want) in cases {

@@ -17,8 +17,10 @@
 //! not canonical or a glob has to look at a non-ASCII host.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
+
+use rustc_hash::FxHashMap;
 
 use super::{DenyReason, Gate, Verdict};
 use crate::context::TargetUrl;
@@ -35,10 +37,12 @@ pub struct Blocklist {
     enabled: bool,
     /// Every rule, in match order.
     rules: Vec<Rule>,
-    /// Plain patterns → index of the first rule with that pattern.
-    plain: HashMap<Box<str>, usize>,
+    /// Plain patterns → index of the first rule with that pattern. The tables' keys are the
+    /// operator's rules and a lookup never inserts, so a host cannot shape a table: a fast
+    /// non-keyed hash (Fx) is safe here and a lookup is paid per dot of every host.
+    plain: FxHashMap<Box<str>, usize>,
     /// `*.base` rules without further wildcards: base → index of the first such rule.
-    subdomain: HashMap<Box<str>, usize>,
+    subdomain: FxHashMap<Box<str>, usize>,
     /// Glob rules as (rule index, compiled glob), in match order.
     globs: Vec<(usize, Glob)>,
     /// Resolved shared-file paths, in the listed order, whether or not they could be read.
