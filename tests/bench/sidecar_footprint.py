@@ -2,6 +2,13 @@
 exec to the first `200` from the admin listener's `/ready`, RSS once idle, and RSS with
 TUNNELS idle CONNECT tunnels open through the forward proxy.
 
+RSS counts every page of the binary a gate touched, but those file-backed pages are shared by
+every gate started from the same file on a node (one page cache). So beside RSS the script
+reads /proc/<pid>/smaps_rollup: Private_Dirty (the gate's own memory: heap, stacks, relocated
+data), Pss (its private pages plus its share of the shared ones), and, with GATES gates of the
+same binary running at once (idle), the median Pss of one of them: the per-pod cost on a node
+that runs that many.
+
 The policy is what `fleetgate-controller` renders for a FleetPolicy with an empty spec
 (controller/src/desired/policy.rs: `web.extractBackend: direct`, the built-in secret rules, the
 default blocklist, the store, the report and the three listeners) with two changes a bench on
@@ -13,7 +20,7 @@ Each binary runs ROUNDS times, the binaries alternating, and every figure is the
 its rounds, so BIN and BASELINE_BIN are compared in one run.
 
 Usage: python3 tests/bench/sidecar_footprint.py BIN [BASELINE_BIN]
-       (env: ROUNDS=5 TUNNELS=1000 SETTLE_S=1.0)
+       (env: ROUNDS=5 TUNNELS=1000 SETTLE_S=1.0 GATES=10; GATES=0 skips the shared run)
 """
 import os
 import resource
@@ -28,6 +35,7 @@ import time
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 TUNNELS = int(os.environ.get("TUNNELS", "1000"))
 SETTLE_S = float(os.environ.get("SETTLE_S", "1.0"))
+GATES = int(os.environ.get("GATES", "10"))
 
 POLICY = """\
 # fleetgate gate policy rendered by fleetgate-controller; edit the FleetPolicy, not this file.
@@ -67,12 +75,15 @@ def origin():
     return srv.getsockname()[1], held
 
 
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
+def rollup_kb(pid):
+    """Rss, Pss and Private_Dirty of `pid`, in kB."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                fields[parts[0].rstrip(":")] = int(parts[1])
+    return fields.get("Rss", 0), fields.get("Pss", 0), fields.get("Private_Dirty", 0)
 
 
 def ready(addr):
@@ -106,7 +117,8 @@ def tunnel(proxy, target):
     return s
 
 
-def one_round(binary, work, origin_port):
+def start(binary, work):
+    """A gate on `binary`, and the time from exec to its first `/ready` 200, in ms."""
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [binary, "serve", "--policy", f"{work}/policy.yaml", "--max-tunnels", str(TUNNELS + 100)],
@@ -119,19 +131,44 @@ def one_round(binary, work, origin_port):
             if time.monotonic() - t0 > 10:
                 raise RuntimeError("the gate was not ready within 10 s")
             time.sleep(0.0005)
-        ready_ms = (time.monotonic() - t0) * 1000
+    except BaseException:
+        proc.terminate()
+        proc.wait()
+        raise
+    return proc, bound, (time.monotonic() - t0) * 1000
+
+
+def one_round(binary, work, origin_port):
+    """ready ms, then (Rss, Pss, Private_Dirty) idle and with TUNNELS tunnels."""
+    proc, bound, ready_ms = start(binary, work)
+    try:
         time.sleep(SETTLE_S)
-        idle = rss_kb(proc.pid)
+        idle = rollup_kb(proc.pid)
         target = f"127.0.0.1:{origin_port}"
         socks = [tunnel(bound["forward_proxy"], target) for _ in range(TUNNELS)]
         time.sleep(SETTLE_S)
-        loaded = rss_kb(proc.pid)
+        loaded = rollup_kb(proc.pid)
         for s in socks:
             s.close()
-        return ready_ms, idle, loaded
+        return (ready_ms, *idle, *loaded)
     finally:
         proc.terminate()
         proc.wait()
+
+
+def shared_pss(binary, work):
+    """The median idle Pss (kB) of one of GATES gates of `binary` running at once."""
+    procs = []
+    try:
+        for _ in range(GATES):
+            procs.append(start(binary, work)[0])
+        time.sleep(SETTLE_S)
+        return statistics.median(rollup_kb(p.pid)[1] for p in procs)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
 
 
 def main():
@@ -151,18 +188,27 @@ def main():
             for name, binary in bins:
                 results[name].append(one_round(binary, work, port))
             print(f"round {r + 1}/{ROUNDS}", file=sys.stderr)
-    print(f"{'binary':<14} {'ready ms':>9} {'RSS idle MB':>12} {'RSS ' + str(TUNNELS) + ' tunnels MB':>20}"
-          f"   (medians of {ROUNDS} rounds, binaries alternating)")
+        shared = {name: shared_pss(binary, work) if GATES else 0.0 for name, binary in bins}
+    cols = ["ready ms", "RSS idle", "Pss idle", "private idle",
+            f"RSS {TUNNELS} tun", f"Pss {TUNNELS} tun", f"private {TUNNELS} tun"]
+    if GATES:
+        cols.append(f"Pss of {GATES} idle")
+    print(f"{'binary':<14}" + "".join(f" {c:>16}" for c in cols)
+          + f"   (MB; medians of {ROUNDS} rounds, binaries alternating; private = Private_Dirty)")
     med = {}
     for name, _ in bins:
         rows = results[name]
-        med[name] = [statistics.median(r[i] for r in rows) for i in range(3)]
+        med[name] = [statistics.median(r[i] for r in rows) for i in range(7)] + [shared[name]]
         m = med[name]
-        print(f"{name:<14} {m[0]:>9.1f} {m[1] / 1024:>12.1f} {m[2] / 1024:>20.1f}")
+        shown = [m[0]] + [v / 1024 for v in m[1:7]] + ([m[7] / 1024] if GATES else [])
+        print(f"{name:<14}" + "".join(f" {v:>16.1f}" if i == 0 else f" {v:>16.2f}"
+                                        for i, v in enumerate(shown)))
     if len(bins) > 1:
         a, b = med["BIN"], med["BASELINE_BIN"]
-        print(f"BIN / BASELINE_BIN: ready {a[0] / b[0]:.2f}x, RSS idle {a[1] / b[1]:.2f}x, "
-              f"RSS with tunnels {a[2] / b[2]:.2f}x")
+        names = ["ready", "RSS idle", "Pss idle", "private idle", "RSS with tunnels",
+                 "Pss with tunnels", "private with tunnels"] + ([f"Pss of {GATES}"] if GATES else [])
+        print("BIN / BASELINE_BIN: " + ", ".join(
+            f"{n} {x / y:.2f}x" for n, x, y in zip(names, a, b) if y))
 
 
 if __name__ == "__main__":

@@ -94,7 +94,9 @@ pub(super) async fn handle(proxy: &ForwardProxy, conn: &mut ClientConn, head: He
     drop(head);
     let raw = raw.as_str();
     let mut label = crate::gates::secret_url::redact_secrets(raw).into_owned();
-    let opened = open(proxy, raw, &mut label).await;
+    // Boxed: the gates' and the dial's state is large and over before the tunnel opens, so it
+    // takes no room in the connection's task for as long as the tunnel lives.
+    let opened = Box::pin(open(proxy, raw, &mut label)).await;
     let line = Line {
         label: &label,
         client: conn.peer,
@@ -209,7 +211,7 @@ async fn establish(
         .contains(&target.port);
     let carried = match first_bytes::judge(conn, &upstream, deadline, raw_allowed).await {
         Ok(carried) => carried,
-        Err(refused) => return refuse_first_bytes(proxy, conn, line, refused).await,
+        Err(refused) => return Box::pin(refuse_first_bytes(proxy, conn, line, refused)).await,
     };
     let sni = match &carried {
         Carried::Tls(sniffed) => {
@@ -218,7 +220,8 @@ async fn establish(
                 host: &target.host,
             };
             let dialled = line.upstream.map(|a| a.ip());
-            judge_sni(proxy, &rt, sniffed, target, dialled).await
+            // Boxed, like `open`: one judgement per tunnel, never held while it idles.
+            Box::pin(judge_sni(proxy, &rt, sniffed, target, dialled)).await
         }
         _ => JudgedSni::default(),
     };
@@ -239,7 +242,9 @@ async fn establish(
         }
         (Carried::Tls(_) | Carried::Raw, None) => {
             let hold = (permit, limits, active);
-            tunnel(proxy, conn, upstream, hold, line.label).await;
+            // Boxed: a byte tunnel's state is taken when its first bytes are judged, not
+            // reserved in every connection's task from the start.
+            Box::pin(tunnel(proxy, conn, upstream, hold, line.label)).await;
             Flow::Close
         }
         (Carried::Nothing, None) => Flow::Close,

@@ -374,25 +374,36 @@ async fn serve_client(proxy: &ForwardProxy, mut conn: ClientConn) {
                 // A client that went quiet or away is not answered; anything else is a
                 // refused request, logged and counted like every other refusal.
                 if !matches!(e, FramingError::Idle(_) | FramingError::Io(_)) {
-                    let refusal = ProxyRefusal::BadRequest(e.to_string());
-                    let mut decision = Decision::new("http", &"", &conn, Instant::now());
-                    decision.refusal = Some(&refusal);
-                    proxy.decide(&decision);
-                    let _ = refusal.write_to(&mut conn.stream, true).await;
+                    Box::pin(refuse_head(proxy, &mut conn, e)).await;
                 }
                 return;
             }
         };
         // A captured connection never tunnels: its CONNECT is an origin-form mistake.
+        // Both handlers are boxed: the task is allocated at the size of its largest state for
+        // as long as the connection lives, and an exchange's state (gates, dial, body relay) or
+        // a tunnel's is several times what a connection holds between requests. A tunnel's
+        // own large, short-lived states (the gates, the dial, the SNI judgement) are boxed
+        // inside it in turn, so a tunnel that idles holds little more than its sockets.
         let flow = if head.method() == "CONNECT" && conn.original.is_none() {
-            super::connect::handle(proxy, &mut conn, head).await
+            Box::pin(super::connect::handle(proxy, &mut conn, head)).await
         } else {
-            super::http::handle(proxy, &mut conn, &head).await
+            Box::pin(super::http::handle(proxy, &mut conn, &head)).await
         };
         if flow == Flow::Close || proxy.stopping() {
             return;
         }
     }
+}
+
+/// Refuse a request head that could not be read (boxed by its caller: a rare state that
+/// would otherwise take room in every connection's task).
+async fn refuse_head(proxy: &ForwardProxy, conn: &mut ClientConn, e: FramingError) {
+    let refusal = ProxyRefusal::BadRequest(e.to_string());
+    let mut decision = Decision::new("http", &"", conn, Instant::now());
+    decision.refusal = Some(&refusal);
+    proxy.decide(&decision);
+    let _ = refusal.write_to(&mut conn.stream, true).await;
 }
 
 /// The next request head, `None` when the client closed between requests. The header
@@ -426,3 +437,6 @@ async fn read_head(
 pub(super) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
+
+#[cfg(test)]
+mod tests;

@@ -156,15 +156,22 @@ impl Refusal {
 /// FIN, then read (and drop) what the client still sends for a moment, so unread bytes in
 /// the receive queue do not turn the close into a reset that could overtake an answer.
 pub async fn close_cleanly(stream: &mut tokio::net::TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let _ = stream.shutdown().await;
+    // Readiness first, then a read into an array that lives only between two awaits: the
+    // array is not part of the future, which every connection task is allocated at the size of.
     let drain = async {
-        let mut sink = [0u8; 4096];
         let mut total = 0usize;
         while total < 256 * 1024 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
+            if stream.readable().await.is_err() {
+                break;
+            }
+            let mut sink = [0u8; 4096];
+            match stream.try_read(&mut sink) {
+                Ok(0) => break,
                 Ok(n) => total += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
             }
         }
     };
