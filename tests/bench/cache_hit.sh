@@ -21,7 +21,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { # the gates start in $(...) subshells: their pids are in $WORK/*.pid
+  for p in "${PIDS[@]}" $(cat "$WORK"/*.pid 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 command -v wrk >/dev/null || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
 (cd "$ROOT" && cargo build -q --release -p fleetgate-proxy --bin fleetgate-proxy \
