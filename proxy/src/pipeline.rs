@@ -28,7 +28,7 @@ mod fetch;
 mod rows;
 pub mod search;
 
-pub use rows::{PolicyBlock, Row};
+pub use rows::{PolicyBlock, Results, Row};
 
 /// What an extract call produced.
 #[derive(Clone, Debug, PartialEq)]

@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 
 use crate::gates::DenyReason;
 
+pub mod escape;
+
 /// The response body type of every listener.
 pub type Body = Full<Bytes>;
 
@@ -274,6 +276,17 @@ impl Refusal for DenyReason {
 /// A JSON response.
 pub fn json(status: StatusCode, value: &Value) -> Response<Body> {
     let bytes = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    let mut resp = Response::new(Full::new(Bytes::from(bytes)));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// [`json`] for a body already serialized.
+pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
     *resp.status_mut() = status;
     resp.headers_mut().insert(

@@ -251,7 +251,10 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
             StatusCode::OK,
             &json!({"error": "Content was inaccessible or not found"}),
         ),
-        ExtractOutcome::Rows(rows) => respond::json(StatusCode::OK, &json!({"results": rows})),
+        ExtractOutcome::Rows(rows) => {
+            let body = crate::pipeline::Results { results: &rows };
+            respond::json_bytes(StatusCode::OK, body.to_json())
+        }
     }
 }
 

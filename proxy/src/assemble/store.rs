@@ -7,12 +7,26 @@
 //! (`O_CREAT|O_EXCL|O_NOFOLLOW`) and renamed over the target: readers see the old or the new
 //! copy, never half of one, and a symlink planted at the target is replaced rather than followed.
 //! A `store/` directory that is itself a symlink is refused.
+//!
+//! A cache hit of a truncated page stores the same text again; when the copy on disk is
+//! already exactly that text it is left in place. The first such check reads the file and
+//! compares it; the store then remembers the verified copy (its text and the file's identity:
+//! device, inode, size, mtime and ctime), so a repeat costs an `lstat` of the folder and of the
+//! file and a memory compare, not another read. Any change to the file on the shared volume
+//! (a rename over it, a rewrite, a removal) changes its inode or ctime, and the next write
+//! reads it again or replaces it. As git does for racily clean files, a copy whose ctime is
+//! less than [`SETTLE`] old is not remembered: a rewrite within the same timestamp tick could
+//! leave its ctime unchanged. A volume whose attributes are cached (NFS `actimeo`) may report a
+//! replaced copy late; that copy is another writer's full text of the same url.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::collections::HashMap;
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
@@ -24,6 +38,15 @@ pub const STORE_SUBDIR: &str = "store";
 
 /// How many hex digits of `sha256(url)` name a stored file.
 const DIGEST_HEX: usize = 10;
+
+/// Bytes of verified stored text a store keeps in memory; older copies are forgotten first.
+const VERIFIED_MAX_BYTES: usize = 8 * 1024 * 1024;
+
+/// A larger stored copy is never kept in memory (it is re-read on every repeat).
+const VERIFIED_MAX_ENTRY_BYTES: usize = VERIFIED_MAX_BYTES / 8;
+
+/// How old a copy's ctime must be before its verification is remembered.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// Why a page's full text could not be stored.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +98,31 @@ pub struct Store {
     root: PathBuf,
     dir: PathBuf,
     agent_visible_root: Option<PathBuf>,
+    verified: Arc<Verified>,
+}
+
+/// Who a stored file is: a rename over it, a rewrite in place or a removal changes one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// Stored copies this process has read back and found identical to what it meant to store,
+/// by target path (see the module docs).
+#[derive(Debug, Default)]
+struct Verified {
+    inner: Mutex<VerifiedInner>,
+}
+
+#[derive(Debug, Default)]
+struct VerifiedInner {
+    copies: HashMap<PathBuf, (FileId, Arc<str>, u64)>,
+    bytes: usize,
+    next: u64,
 }
 
 // === impl Store ===
@@ -88,6 +136,7 @@ impl Store {
             root: root.to_path_buf(),
             dir: root.join(STORE_SUBDIR),
             agent_visible_root: agent_visible_root.map(Path::to_path_buf),
+            verified: Arc::default(),
         }
     }
 
@@ -114,12 +163,26 @@ impl Store {
     /// Stores `content` (capped at [`MAX_STORED_CHARS`] with a note) for `url` and returns the
     /// **agent-visible** path of the file.
     pub fn write(&self, url: &str, content: &str) -> Result<PathBuf, StoreError> {
+        self.write_at(url, content, SystemTime::now())
+    }
+
+    /// [`write`](Self::write) at `now` (which decides only whether a verified copy has settled).
+    fn write_at(&self, url: &str, content: &str, now: SystemTime) -> Result<PathBuf, StoreError> {
         let name = Self::file_name(url)?;
-        self.ensure_dir()?;
         let target = self.dir.join(&name);
-        // A cache hit re-assembles the same page: when the stored copy is already exactly this
-        // text, leave it (a compare is far cheaper than create + write + rename).
-        if content.len() <= MAX_STORED_CHARS && already_stored(&target, content) {
+        let comparable = content.len() <= MAX_STORED_CHARS;
+        // A cache hit re-assembles the same page: a copy this process verified and that is
+        // still the same file is left alone (two lstats and a memory compare).
+        if comparable && self.verified.still_there(&self.dir, &target, content) {
+            return Ok(self.agent_visible(&target));
+        }
+        self.ensure_dir()?;
+        // When the stored copy is already exactly this text, leave it (a compare is far cheaper
+        // than create + write + rename) and remember it for the next repeat.
+        if comparable && let Some(id) = already_stored(&target, content) {
+            if id.settled(now) {
+                self.verified.remember(target.clone(), id, content);
+            }
             return Ok(self.agent_visible(&target));
         }
         let (temp, mut file) = self.create_temp(&name)?;
@@ -179,17 +242,116 @@ impl Store {
     }
 }
 
-/// Writes `content`, or its first [`MAX_STORED_CHARS`] characters plus the cap note.
-/// Whether `target` is a regular file (never a symlink) holding exactly `content`.
-fn already_stored(target: &Path, content: &str) -> bool {
-    match fs::symlink_metadata(target) {
-        Ok(meta) if meta.file_type().is_file() && meta.len() == content.len() as u64 => {
-            fs::read(target).is_ok_and(|bytes| bytes == content.as_bytes())
+// === impl FileId ===
+
+impl FileId {
+    fn of(meta: &Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
         }
-        _ => false,
+    }
+
+    /// Whether the file's last change is at least [`SETTLE`] before `now`: any later change
+    /// then gets another ctime.
+    fn settled(&self, now: SystemTime) -> bool {
+        let (secs, nanos) = self.ctime;
+        let (Ok(secs), Ok(nanos)) = (u64::try_from(secs), u32::try_from(nanos)) else {
+            return false;
+        };
+        UNIX_EPOCH
+            .checked_add(Duration::new(secs, nanos))
+            .and_then(|changed| now.duration_since(changed).ok())
+            .is_some_and(|age| age >= SETTLE)
     }
 }
 
+// === impl Verified ===
+
+impl Verified {
+    /// Whether `target` is the copy of `content` this process verified, still in place: the
+    /// remembered text equals `content`, `dir` is a real directory, and `target` is a regular
+    /// file with the remembered identity. A copy that changed is forgotten.
+    fn still_there(&self, dir: &Path, target: &Path, content: &str) -> bool {
+        let id = {
+            let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            match inner.copies.get(target) {
+                Some((id, text, _)) if **text == *content => *id,
+                _ => return false,
+            }
+        };
+        let dir_ok = fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir());
+        let same = dir_ok
+            && fs::symlink_metadata(target)
+                .is_ok_and(|m| m.file_type().is_file() && FileId::of(&m) == id);
+        if !same {
+            self.forget(target);
+        }
+        same
+    }
+
+    /// Remember that `target`, as `id`, holds exactly `content`.
+    fn remember(&self, target: PathBuf, id: FileId, content: &str) {
+        if content.len() > VERIFIED_MAX_ENTRY_BYTES {
+            return;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.remove(&target);
+        while inner.bytes + content.len() > VERIFIED_MAX_BYTES {
+            let Some(oldest) = inner
+                .copies
+                .iter()
+                .min_by_key(|(_, (_, _, seq))| *seq)
+                .map(|(path, _)| path.clone())
+            else {
+                break;
+            };
+            inner.remove(&oldest);
+        }
+        inner.next += 1;
+        let seq = inner.next;
+        inner.bytes += content.len();
+        inner.copies.insert(target, (id, Arc::from(content), seq));
+    }
+
+    fn forget(&self, target: &Path) {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(target);
+    }
+}
+
+impl VerifiedInner {
+    fn remove(&mut self, target: &Path) {
+        if let Some((_, text, _)) = self.copies.remove(target) {
+            self.bytes -= text.len();
+        }
+    }
+}
+
+/// When `target` is a regular file (never a symlink) holding exactly `content`, its identity
+/// as read (from the open file, so it names the bytes compared).
+fn already_stored(target: &Path, content: &str) -> Option<FileId> {
+    // O_NONBLOCK: a FIFO planted at the target must not hang the open.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(target)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.file_type().is_file() || meta.len() != content.len() as u64 {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(content.len());
+    file.read_to_end(&mut bytes).ok()?;
+    (bytes == content.as_bytes()).then(|| FileId::of(&meta))
+}
+
+/// Writes `content`, or its first [`MAX_STORED_CHARS`] characters plus the cap note.
 fn write_capped(file: &mut File, content: &str) -> io::Result<()> {
     // Fewer bytes than the cap means fewer characters too: no count needed.
     if content.len() <= MAX_STORED_CHARS {

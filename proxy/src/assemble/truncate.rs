@@ -131,7 +131,8 @@ impl<'a> Window<'a> {
 
 fn push_stored(out: &mut String, path: &str, head: &str) {
     // read_file is 1-indexed; +2 lands on the first line after the shown head.
-    let offset = head.bytes().filter(|&b| b == b'\n').count() + 2;
+    // memchr finds the newlines a vector at a time (a byte filter was 5% of a cache hit).
+    let offset = memchr::memchr_iter(b'\n', head.as_bytes()).count() + 2;
     out.push_str("Full text saved to: ");
     out.push_str(path);
     out.push_str("\nTo read the omitted middle: read_file path=\"");

@@ -7,6 +7,7 @@
 //! <message> - fleetgate: <code>", which is what the agent reads.
 
 use http::{Response, StatusCode};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::pipeline::{ExtractOutcome, Row};
@@ -55,20 +56,53 @@ pub fn scrape_response(outcome: ExtractOutcome) -> Response<Body> {
     }
 }
 
+/// The success body's `data.metadata`, borrowed from the row, fields in this order.
+#[derive(Serialize)]
+struct Metadata<'a> {
+    title: &'a str,
+    #[serde(rename = "sourceURL")]
+    source_url: &'a str,
+    url: &'a str,
+    #[serde(rename = "statusCode")]
+    status_code: u16,
+    #[serde(rename = "cacheState")]
+    cache_state: &'static str,
+    fleetgate: Provenance<'a>,
+}
+
+#[derive(Serialize)]
+struct Provenance<'a> {
+    cached: bool,
+    served_by: Option<&'a str>,
+}
+
+/// `{"success": true, "data": {"markdown", "metadata": {"title", "sourceURL", "url",
+/// "statusCode", "cacheState", "fleetgate": {"cached", "served_by"}}}}`, written straight into
+/// the body: the page through the fast string writer, the metadata through serde_json.
 fn success(row: Row) -> Response<Body> {
-    let status = row.upstream_status.unwrap_or(200);
-    let data = json!({
-        "markdown": row.content,
-        "metadata": {
-            "title": row.title,
-            "sourceURL": row.url,
-            "url": row.url,
-            "statusCode": status,
-            "cacheState": if row.cached { "hit" } else { "miss" },
-            "fleetgate": {"cached": row.cached, "served_by": row.served_by},
+    let metadata = Metadata {
+        title: &row.title,
+        source_url: &row.url,
+        url: &row.url,
+        status_code: row.upstream_status.unwrap_or(200),
+        cache_state: if row.cached { "hit" } else { "miss" },
+        fleetgate: Provenance {
+            cached: row.cached,
+            served_by: row.served_by.as_deref(),
         },
-    });
-    respond::json(StatusCode::OK, &json!({"success": true, "data": data}))
+    };
+    // The content plus a little for escapes, the other fields and the keys.
+    let hint = row.content.len() + row.content.len() / 16 + 2 * row.url.len() + row.title.len();
+    let mut body = Vec::with_capacity(hint + 256);
+    body.extend_from_slice(br#"{"success":true,"data":{"markdown":"#);
+    respond::escape::write_str(&mut body, &row.content);
+    body.extend_from_slice(br#","metadata":"#);
+    if serde_json::to_writer(&mut body, &metadata).is_err() {
+        body = b"{}".to_vec();
+    } else {
+        body.extend_from_slice(b"}}");
+    }
+    respond::json_bytes(StatusCode::OK, body)
 }
 
 fn refusal(code: &'static str, message: &str, status: StatusCode) -> Response<Body> {
@@ -113,6 +147,72 @@ mod tests {
             parse_scrape(&json!({"url": "x", "formats": [{"type": "screenshot"}]})).is_ok(),
             "object formats of v2 are accepted (only markdown is produced)"
         );
+    }
+
+    /// The success body as it was built before: a `serde_json::Value` tree.
+    fn value_success(row: &Row) -> Vec<u8> {
+        let status = row.upstream_status.unwrap_or(200);
+        let data = json!({
+            "markdown": row.content,
+            "metadata": {
+                "title": row.title,
+                "sourceURL": row.url,
+                "url": row.url,
+                "statusCode": status,
+                "cacheState": if row.cached { "hit" } else { "miss" },
+                "fleetgate": {"cached": row.cached, "served_by": row.served_by},
+            },
+        });
+        serde_json::to_vec(&json!({"success": true, "data": data})).expect("serializable")
+    }
+
+    async fn body_of(resp: Response<Body>) -> Vec<u8> {
+        use http_body_util::BodyExt;
+        resp.into_body()
+            .collect()
+            .await
+            .expect("a full body")
+            .to_bytes()
+            .to_vec()
+    }
+
+    #[tokio::test]
+    async fn the_success_body_is_byte_for_byte_the_value_built_one() {
+        let tricky = [
+            "",
+            "plain text",
+            "quotes \" and 'single' and backslash \\ and slash /",
+            "controls \u{0}\u{1}\u{8}\u{9}\u{a}\u{b}\u{c}\u{d}\u{1b}\u{1f} and DEL \u{7f}",
+            "non-ASCII: é ü 中文 🦀 \u{feff} and the separators \u{2028} \u{2029}",
+            "a lone <script>\"</script> and &amp; and \r\n line ends\n\n[... middle omitted — see footer ...]",
+        ];
+        let mut cases = 0;
+        for (i, text) in tricky.iter().enumerate() {
+            for (cached, served_by, status) in [
+                (true, Some("firecrawl"), None),
+                (false, None, Some(404)),
+                (false, Some("weird \"\u{2028}\u{1}"), Some(201)),
+            ] {
+                let mut row = Row::page(
+                    &format!("https://e.example/{i}?q=\"{text}\""),
+                    format!("title {text}"),
+                    text.repeat(50),
+                    "direct",
+                    status,
+                );
+                row.cached = cached;
+                row.served_by = served_by.map(str::to_owned);
+                let want = value_success(&row);
+                let got = body_of(success(row)).await;
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "case {i}: the body must be what the Value tree gave"
+                );
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, tricky.len() * 3);
     }
 
     #[test]

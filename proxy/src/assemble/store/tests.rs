@@ -339,3 +339,203 @@ fn an_identical_stored_copy_is_left_in_place_and_a_changed_one_is_replaced() {
         "new text"
     );
 }
+
+/// A time by which every file a test just wrote has settled.
+fn later() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(60)
+}
+
+fn remembered(store: &Store) -> usize {
+    store
+        .verified
+        .inner
+        .lock()
+        .expect("unpoisoned")
+        .copies
+        .len()
+}
+
+#[test]
+fn a_verified_copy_is_remembered_and_a_repeat_does_not_read_the_file() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(root.path(), None);
+    let url = "https://docs.example/page";
+    let path = store
+        .write_at(url, "same text", later())
+        .expect("first write");
+    assert_eq!(remembered(&store), 0, "a write is not a verification");
+    store
+        .write_at(url, "same text", later())
+        .expect("second write");
+    assert_eq!(
+        remembered(&store),
+        1,
+        "a settled, verified copy is remembered"
+    );
+    // Swap the remembered text for another of the same length: a repeat that trusts the memo
+    // leaves the file alone; one that read the file would find it differs and rewrite it.
+    {
+        let mut inner = store.verified.inner.lock().expect("unpoisoned");
+        let (_, text, _) = inner
+            .copies
+            .get_mut(
+                &root
+                    .path()
+                    .join("store")
+                    .join(path.file_name().expect("name")),
+            )
+            .expect("the copy under the gate's path");
+        *text = Arc::from("SAME TEXT");
+    }
+    store
+        .write_at(url, "SAME TEXT", later())
+        .expect("third write");
+    assert_eq!(
+        fs::read_to_string(&path).expect("readable"),
+        "same text",
+        "a remembered copy still in place must not be read or rewritten"
+    );
+}
+
+#[test]
+fn a_fresh_copy_is_not_remembered() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(root.path(), None);
+    let url = "https://docs.example/page";
+    store.write(url, "same text").expect("first write");
+    store.write(url, "same text").expect("second write");
+    assert_eq!(
+        remembered(&store),
+        0,
+        "a copy changed within the last second may change again unseen (racily clean)"
+    );
+}
+
+#[test]
+fn a_remembered_copy_replaced_changed_or_removed_on_the_volume_is_written_again() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(root.path(), None);
+    let url = "https://docs.example/page";
+    let verify = |why: &str| {
+        store.write_at(url, "page text", later()).expect("a write");
+        store.write_at(url, "page text", later()).expect("a repeat");
+        assert_eq!(remembered(&store), 1, "{why}: verified and remembered");
+    };
+    verify("first");
+    let path = store.write_at(url, "page text", later()).expect("a hit");
+
+    // Another pod renames its own copy (same length, other text) over the file.
+    let other = root.path().join("other.md");
+    fs::write(&other, "PAGE TEXT").expect("writable");
+    fs::rename(&other, &path).expect("renamable");
+    store
+        .write_at(url, "page text", later())
+        .expect("after a replace");
+    assert_eq!(
+        fs::read_to_string(&path).expect("readable"),
+        "page text",
+        "replaced"
+    );
+
+    // Someone rewrites the file in place, same length, mtime put back.
+    verify("second");
+    let before = fs::metadata(&path).expect("stat");
+    std::thread::sleep(Duration::from_millis(20));
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(b"PAGE TEXT"))
+        .expect("rewritable in place");
+    File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(before.modified().expect("mtime")))
+        .expect("mtime restorable");
+    let after = fs::metadata(&path).expect("stat");
+    assert_eq!(
+        (after.ino(), after.len(), after.mtime()),
+        (before.ino(), before.len(), before.mtime())
+    );
+    store
+        .write_at(url, "page text", later())
+        .expect("after a rewrite");
+    assert_eq!(
+        fs::read_to_string(&path).expect("readable"),
+        "page text",
+        "rewritten in place"
+    );
+
+    // The file is removed.
+    verify("third");
+    fs::remove_file(&path).expect("removable");
+    store
+        .write_at(url, "page text", later())
+        .expect("after a removal");
+    assert_eq!(
+        fs::read_to_string(&path).expect("readable"),
+        "page text",
+        "removed"
+    );
+}
+
+#[test]
+fn a_remembered_copy_does_not_hide_a_symlinked_store_directory() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(root.path(), None);
+    let url = "https://docs.example/page";
+    store
+        .write_at(url, "page text", later())
+        .expect("first write");
+    store.write_at(url, "page text", later()).expect("a repeat");
+    assert_eq!(remembered(&store), 1);
+    // The folder is swapped for a link to a copy holding the very same file.
+    let elsewhere = root.path().join("elsewhere");
+    fs::rename(store.dir(), &elsewhere).expect("movable");
+    symlink(&elsewhere, store.dir()).expect("the planted link must be creatable");
+    let err = store
+        .write_at(url, "page text", later())
+        .expect_err("a symlinked store dir must be refused");
+    assert!(matches!(err, StoreError::NotADirectory { .. }), "{err}");
+}
+
+#[test]
+fn remembered_copies_stay_within_their_byte_bound() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(root.path(), None);
+    let page = "x".repeat(VERIFIED_MAX_ENTRY_BYTES);
+    for i in 0..10 {
+        let url = format!("https://docs.example/{i}");
+        store.write_at(&url, &page, later()).expect("write");
+        store.write_at(&url, &page, later()).expect("repeat");
+    }
+    let inner = store.verified.inner.lock().expect("unpoisoned");
+    assert!(
+        inner.bytes <= VERIFIED_MAX_BYTES,
+        "{} bytes held",
+        inner.bytes
+    );
+    assert_eq!(
+        inner.copies.len(),
+        VERIFIED_MAX_BYTES / VERIFIED_MAX_ENTRY_BYTES
+    );
+    let newest = Store::file_name("https://docs.example/9").expect("name");
+    assert!(
+        inner.copies.keys().any(|p| p.ends_with(&newest)),
+        "the newest copy is kept"
+    );
+    drop(inner);
+    let big = "y".repeat(VERIFIED_MAX_ENTRY_BYTES + 1);
+    let big_name = Store::file_name("https://docs.example/big").expect("name");
+    store
+        .write_at("https://docs.example/big", &big, later())
+        .expect("write");
+    store
+        .write_at("https://docs.example/big", &big, later())
+        .expect("repeat");
+    let inner = store.verified.inner.lock().expect("unpoisoned");
+    assert!(
+        !inner.copies.keys().any(|p| p.ends_with(&big_name)),
+        "a copy over the entry bound is not kept"
+    );
+}

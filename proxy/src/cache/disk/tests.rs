@@ -625,3 +625,27 @@ fn the_hops_round_trip_and_an_entry_without_them_is_not_served() {
     assert!(found.entry.is_none());
     assert!(path.exists(), "the entry is left for the sweep");
 }
+
+#[test]
+fn reading_an_entry_by_its_length_gets_every_byte_of_the_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("f");
+    for (content, claimed) in [
+        (&b""[..], 0),
+        (b"exact", 5),
+        (b"grown past its length", 5),
+        (b"short", 9),
+    ] {
+        fs::write(&path, content).expect("writable");
+        let mut file = File::open(&path).expect("openable");
+        let read = read_known_len(&mut file, claimed).expect("readable");
+        assert_eq!(read, content, "claimed {claimed}");
+    }
+    let mut folder = File::open(dir.path()).expect("a folder opens read-only");
+    assert_eq!(
+        read_known_len(&mut folder, 4096)
+            .expect_err("a folder is not read")
+            .kind(),
+        io::ErrorKind::IsADirectory
+    );
+}
