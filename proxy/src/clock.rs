@@ -15,9 +15,7 @@ pub fn unix_secs(at: SystemTime) -> u64 {
 }
 
 /// Seconds since the epoch at `at`, with the fraction.
-pub fn unix_secs_f64(at: SystemTime) -> f64 {
-    since_epoch(at).as_secs_f64()
-}
+pub use fleetgate_report::time::unix_secs_f64;
 
 /// Whole milliseconds since the epoch at `at`.
 pub fn unix_millis(at: SystemTime) -> u64 {

@@ -34,7 +34,9 @@ pub mod pipeline;
 pub use fleetgate_policy as policy;
 pub mod relay;
 pub mod reload;
-pub mod report;
+/// Fleet reports over a Hermes home ([`fleetgate_report`]).
+pub use fleetgate_report as report;
+pub mod report_gauges;
 pub mod resolve;
 pub mod respond;
 pub mod runtime;

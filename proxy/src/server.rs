@@ -34,7 +34,7 @@ pub struct Shared {
     /// The runtime, the gate metrics, the bound listeners: what every listener reads.
     pub gate: Arc<GateState>,
     /// Fleet report gauges (cost per day per cron job, flagged jobs).
-    pub report_gauges: crate::report::gauges::ReportGauges,
+    pub report_gauges: crate::report_gauges::ReportGauges,
     /// The cron cost figures kept between `/v1/report` calls.
     pub report_cache: crate::report::CostCache,
     /// The registry `/metrics` renders.
@@ -52,7 +52,7 @@ impl Shared {
     pub fn new(runtime: Arc<Runtime>) -> prometheus::Result<Arc<Self>> {
         let registry = Registry::new();
         let metrics = ProxyMetrics::register(&registry)?;
-        let report_gauges = crate::report::gauges::ReportGauges::register(&registry)?;
+        let report_gauges = crate::report_gauges::ReportGauges::register(&registry)?;
         let watches = crate::watch::Watches::register(&registry)?;
         let llm = crate::llm::LlmState::register(&registry)?;
         Ok(Arc::new(Self {

@@ -1,96 +1,13 @@
-//! Fleet reports: what a Hermes home says the agent really does (read-only).
-//!
-//! Two reports share the JSON contract of the fleet-policy observer (`status --json` and
-//! `crons --cost --json`), same keys in the same order:
-//!
-//! - [`status`]: the managed scope (dir, pinned keys, digest, why it is not applied), the
-//!   effective config (defaults + `config.yaml` + managed overlay), the tiers observed per role
-//!   (`fleet-policy/observed.json`) and the cron jobs (`cron/jobs.json`).
-//! - [`cron_cost`]: per cron job runs, empty runs, tokens and dollars per day over a window,
-//!   from `cron/executions.db` and `state.db`, with the flags `frequent_without_gate` and
-//!   `mostly_empty`.
-//!
-//! Nothing here writes to the home: files are read, databases are opened read-only without
-//! creating side files (see [`sqlite`]). A store that is missing or unreadable degrades the
-//! report (`sources.<x>: false`, `managed.error`, a trailing `errors` list) instead of failing
-//! it. [`fleet_report`] bundles both for the admin `/v1/report` endpoint, [`render_table`]
-//! prints them for people, and [`cli`] is the `report` subcommand.
-
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+//! `crons --cost --json`: the cron list, its audit and the cost per job, read from
+//! `cron/jobs.json`, `cron/executions.db` and `state.db` (see [`read_full`]).
 
 use serde::Serialize;
 
-pub mod audit;
-pub mod cli;
-pub mod cost;
-pub mod effective;
-pub mod gauges;
-pub mod incremental;
-pub mod jobs;
-pub mod ledger;
-pub mod managed;
-pub mod observed;
-pub mod silence;
-pub mod sqlite;
-pub mod status;
-pub mod table;
-pub mod time;
-pub mod turns;
-mod yaml;
-
-pub use audit::Audit;
-pub use cost::{CostSection, Flag, JobCost, Sources};
-pub use incremental::CostCache;
-pub use jobs::Gate;
-pub use managed::{ManagedDir, ManagedState};
-pub use observed::{GateCounters, Observed, RoleObservation};
-pub use status::{CronEntry, StatusReport, status};
-pub use table::render_table;
-
-/// Name of the contract the reports follow (the observer plugin's name).
-pub const PLUGIN: &str = "fleet-policy";
-/// Version of that contract.
-pub const CONTRACT_VERSION: &str = "0.2.0";
-/// Default report window in days.
-pub const DEFAULT_DAYS: u32 = 7;
-/// Default SQLite busy timeout, the one Hermes' own read-only readers use.
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// What to report on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReportOptions {
-    /// The Hermes home (`$HERMES_HOME`, `/opt/data` in the image).
-    pub hermes_home: PathBuf,
-    /// Cost window in days.
-    pub days: u32,
-    /// "Now" as Unix seconds; `None` reads the clock (tests pin it).
-    pub now: Option<f64>,
-    /// Where the managed scope is.
-    pub managed_dir: ManagedDir,
-    /// How long a read waits on a database lock before the store is reported unreadable.
-    pub busy_timeout: Duration,
-}
-
-impl ReportOptions {
-    /// Options for `hermes_home` with the defaults: 7 days, the clock, the managed dir
-    /// resolved like Hermes, a 5 s busy timeout.
-    pub fn new(hermes_home: impl Into<PathBuf>) -> Self {
-        Self {
-            hermes_home: hermes_home.into(),
-            days: DEFAULT_DAYS,
-            now: None,
-            managed_dir: ManagedDir::Auto,
-            busy_timeout: DEFAULT_BUSY_TIMEOUT,
-        }
-    }
-
-    /// The report's "now" in Unix seconds.
-    pub fn now_unix(&self) -> f64 {
-        self.now
-            .unwrap_or_else(|| crate::clock::unix_secs_f64(SystemTime::now()))
-    }
-}
+use super::audit::{self, Audit};
+use super::cost::{self, CostSection};
+use super::options::{CONTRACT_VERSION, PLUGIN, ReportOptions};
+use super::status::{self, CronEntry};
+use super::{effective, jobs, ledger, managed, sqlite, time, turns};
 
 /// `crons --cost --json`: the cron list, its audit and the cost object.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -108,15 +25,6 @@ pub struct CronCostReport {
     /// What could not be read (absent when everything was read).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
-}
-
-/// Both reports, as served on admin `/v1/report`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FleetReport {
-    /// The status report.
-    pub status: StatusReport,
-    /// The cron cost report.
-    pub crons: CronCostReport,
 }
 
 /// Build the cron cost report.
@@ -259,21 +167,5 @@ fn readable<T>(result: Result<T, sqlite::DbError>, errors: &mut Vec<String>) -> 
             errors.push(err.to_string());
             None
         }
-    }
-}
-
-/// Both reports.
-pub fn fleet_report(opts: &ReportOptions) -> FleetReport {
-    FleetReport {
-        status: status(opts),
-        crons: cron_cost(opts),
-    }
-}
-
-/// Both reports, the cron cost through `cache` (see [`incremental`]).
-pub fn fleet_report_cached(opts: &ReportOptions, cache: &CostCache) -> FleetReport {
-    FleetReport {
-        status: status(opts),
-        crons: cache.cron_cost(opts),
     }
 }

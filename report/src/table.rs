@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::FleetReport;
 use super::cost::{Flag, JobCost};
+use super::fleet::FleetReport;
 use super::jobs::Gate;
 
 /// Render both reports as aligned text tables.

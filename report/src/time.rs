@@ -5,6 +5,13 @@
 //! prints UTC with a `Z`. The civil-date arithmetic is the days-from-civil algorithm, so no
 //! calendar dependency is needed for these few conversions.
 
+/// Seconds since the epoch at `at`, with the fraction; a time before the epoch reads as 0.
+pub fn unix_secs_f64(at: std::time::SystemTime) -> f64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
 /// Seconds in one day.
 pub const DAY_SECONDS: f64 = 86_400.0;
 
@@ -171,7 +178,7 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 
 /// Inverse of [`days_from_civil`]: days since 1970-01-01 to the proleptic Gregorian
 /// (year, month, day). Also used for the log lines' timestamps.
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

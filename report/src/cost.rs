@@ -13,6 +13,7 @@ use super::jobs::{CronJob, Gate};
 use super::ledger::{ExecStatus, Execution, Ledger};
 use super::silence::is_silence;
 use super::time::{DAY_SECONDS, format_iso_z};
+pub use super::turns::to_nanos;
 use super::turns::{AgentTurn, FinalReply};
 
 /// The `definition` string of the cost object: every term the figures use.
@@ -353,15 +354,6 @@ impl Totals {
         self.empty += other.empty;
         self.tokens += other.tokens;
         self.cost_nanos += other.cost_nanos;
-    }
-}
-
-/// A cost in USD as nano-dollars.
-pub fn to_nanos(usd: f64) -> i64 {
-    if usd.is_finite() {
-        (usd * 1e9).round() as i64
-    } else {
-        0
     }
 }
 

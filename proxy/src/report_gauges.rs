@@ -3,8 +3,8 @@
 
 use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry};
 
-use super::cost::{CostSection, Flag};
-use super::incremental::Counters;
+use fleetgate_report::cost::{CostSection, Flag};
+use fleetgate_report::incremental::Counters;
 
 /// The report's gauges.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@ use super::effective::{Effective, effective, merge_config};
 use super::jobs::{CronJob, load_jobs};
 use super::managed::{ManagedState, load as load_managed};
 use super::observed::Observed;
-use super::{CONTRACT_VERSION, PLUGIN, ReportOptions};
+use super::options::{CONTRACT_VERSION, PLUGIN, ReportOptions};
 
 /// `status --json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]

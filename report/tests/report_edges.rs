@@ -8,7 +8,7 @@ mod report_common;
 use std::path::Path;
 use std::time::Duration;
 
-use fleetgate_proxy::report::{ManagedDir, ReportOptions, cron_cost, status, time::format_iso_z};
+use fleetgate_report::{ManagedDir, ReportOptions, cron_cost, status, time::format_iso_z};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 
@@ -62,7 +62,7 @@ fn ledger(home: &Path, ddl: &str, rows: &[(&str, &str, f64)]) -> Connection {
     let conn = Connection::open(home.join("cron/executions.db")).expect("the ledger must open");
     conn.execute_batch(ddl)
         .expect("the ledger schema must be created");
-    let cols = fleetgate_proxy::report::sqlite::columns(&conn, "executions").expect("probe");
+    let cols = fleetgate_report::sqlite::columns(&conn, "executions").expect("probe");
     let has_finish = cols.contains("finished_at");
     conn.execute_batch("BEGIN").expect("a batch must start");
     for (i, (job, status, at)) in rows.iter().enumerate() {

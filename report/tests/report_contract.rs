@@ -6,10 +6,8 @@
 use std::path::Path;
 
 use clap::Parser;
-use fleetgate_proxy::report::cli::{ReportArgs, run};
-use fleetgate_proxy::report::{
-    ManagedDir, ReportOptions, cron_cost, fleet_report, render_table, status,
-};
+use fleetgate_report::cli::{ReportArgs, run};
+use fleetgate_report::{ManagedDir, ReportOptions, cron_cost, fleet_report, render_table, status};
 use serde_json::{Value, json};
 
 const NOW: f64 = 1_791_115_200.0; // 2026-10-04T12:00:00Z

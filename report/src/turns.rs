@@ -23,7 +23,6 @@ use std::time::Duration;
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
-use super::cost::to_nanos;
 use super::sqlite::{DbError, column_or, columns, open_read_only, real_at, str_at, text_at};
 
 /// How a turn ended, as far as `state.db` tells.
@@ -732,6 +731,15 @@ fn classify(row: &rusqlite::Row<'_>) -> rusqlite::Result<FinalReply> {
         Some(content) if !content.trim().is_empty() => FinalReply::Text(content),
         _ => FinalReply::Empty,
     })
+}
+
+/// A cost in USD as nano-dollars.
+pub fn to_nanos(usd: f64) -> i64 {
+    if usd.is_finite() {
+        (usd * 1e9).round() as i64
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]

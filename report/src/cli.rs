@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::{DEFAULT_DAYS, ManagedDir, ReportOptions, fleet_report, render_table};
+use super::fleet::fleet_report;
+use super::managed::ManagedDir;
+use super::options::{DEFAULT_DAYS, ReportOptions};
+use super::table::render_table;
 
 /// Arguments of `fleetgate-proxy report`.
 #[derive(Clone, Debug, clap::Args)]

@@ -9,7 +9,7 @@ use rusqlite::{Connection, params};
 use serde_json::json;
 
 use super::*;
-use crate::report::{ManagedDir, cron_cost, time};
+use crate::{ManagedDir, cron_cost, time};
 
 const DAY: f64 = time::DAY_SECONDS;
 /// 2026-09-20T12:00:00Z.

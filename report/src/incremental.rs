@@ -42,11 +42,12 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::cost::{
     CostSection, RunRecord, Totals, Window, group_executions_of, group_turns, job_runs,
 };
+use super::crons::{CronCostReport, FullRead, read_full};
 use super::jobs::CronJob;
 use super::ledger::{ClaimShape, ClaimTexts, Execution, LedgerSnapshot, coverage_from};
+use super::options::ReportOptions;
 use super::time::parse_iso;
 use super::turns::{AgentTurn, AuxRead, StateSnapshot, TurnRange, job_ids};
-use super::{CronCostReport, FullRead, ReportOptions, read_full};
 
 /// Width of a bucket in seconds.
 pub const BUCKET_SECONDS: f64 = 600.0;

@@ -1,12 +1,12 @@
 //! Cron cost report over generated Hermes homes of 10k, 100k and 1M execution rows, side by
 //! side with the same computation written plainly in Python (`tests/bench/report_python.py`).
 //!
-//! `cargo bench -p fleetgate-proxy --bench report [-- SIZES]` (SIZES like `10000,100000`).
+//! `cargo bench -p fleetgate-report --bench report [-- SIZES]` (SIZES like `10000,100000`).
 //! Python comes from `FLEETGATE_VENV`, else `python3` on the PATH; without either only the
 //! Rust figures are printed. Both sides must agree on every job's runs, turns, empty runs,
 //! tokens and cost, or the bench fails. The bar: under 1 s at 100k rows.
 //!
-//! `cargo bench -p fleetgate-proxy --bench report -- realistic [SESSIONS]` measures the home
+//! `cargo bench -p fleetgate-report --bench report -- realistic [SESSIONS]` measures the home
 //! Hermes leaves on disk instead (`tests/bench/make_report_home.py`, built with Hermes' own
 //! modules from `FLEETGATE_VENV`; 1M sessions by default, kept in `FLEETGATE_REPORT_HOME`
 //! when set): its ledger pruned to 1,000 rows, a system prompt per session. The report that
@@ -19,9 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use fleetgate_proxy::report::{
-    CostCache, CronCostReport, ManagedDir, ReportOptions, cron_cost, time,
-};
+use fleetgate_report::{CostCache, CronCostReport, ManagedDir, ReportOptions, cron_cost, time};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -620,8 +618,8 @@ fn realistic(sessions: usize) -> Result<()> {
 
 /// The cost object as the report computed it before it read only the covered span: every
 /// session of the window, the auxiliary usage table scanned.
-fn whole_window_cost(home: &Path) -> Result<fleetgate_proxy::report::CostSection> {
-    use fleetgate_proxy::report::{cost, jobs, ledger, turns};
+fn whole_window_cost(home: &Path) -> Result<fleetgate_report::CostSection> {
+    use fleetgate_report::{cost, jobs, ledger, turns};
     let since = NOW - WINDOW;
     let busy = Duration::from_secs(5);
     let jobs = jobs::load_jobs(home)?;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use fleetgate_proxy::report::{
+use fleetgate_report::{
     Flag, ManagedDir, ReportOptions, cron_cost, fleet_report, silence::is_silence, status,
 };
 use serde_json::{Value, json};
