@@ -75,13 +75,17 @@ fn ensure_built(root: &Path, binary: &Path) -> Result<PathBuf, String> {
     Ok(binary.to_path_buf())
 }
 
-/// Whether `binary` exists and is newer than every input of the proxy build.
+/// Whether `binary` exists and is newer than every input of the proxy build (the proxy and
+/// the workspace crates it is built from).
 fn is_fresh(root: &Path, binary: &Path) -> bool {
     let Some(built) = modified(binary) else {
         return false;
     };
     let inputs = [
         root.join("proxy"),
+        root.join("report"),
+        root.join("accept"),
+        root.join("policy"),
         root.join("Cargo.toml"),
         root.join("Cargo.lock"),
     ];
