@@ -3,7 +3,7 @@
 
     report_python.py <hermes_home> <now_unix> <days>
 
-The side-by-side reference for proxy/benches/report.rs: same definitions (run, empty run,
+The side-by-side reference for report/benches/report.rs: same definitions (run, empty run,
 lineage cost, covered span), same queries, plain Python loops. Prints one JSON object:
 {"elapsed_s": wall seconds spent computing (interpreter start-up excluded), "cpu_s": the
 CPU seconds of the same span, "jobs": {id: figures}}.

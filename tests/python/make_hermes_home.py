@@ -3,7 +3,7 @@
 
     make_hermes_home.py <home_dir> <spec.json>
 
-The spec (written by proxy/tests/report_hermes.rs) lists cron jobs and their runs on a fake
+The spec (written by report/tests/report_hermes.rs) lists cron jobs and their runs on a fake
 clock. Everything Hermes stores is written by the installed Hermes modules themselves:
 jobs with cron.jobs (create_job, update_job, pause_job, mark_job_run), the execution ledger
 with cron.executions (create_execution, mark_execution_running, finish_execution), sessions,
