@@ -11,13 +11,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus::IntGauge;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
+use super::proxy::{ActiveTunnel, ClientConn, Decision, Flow, ForwardProxy, TunnelHold};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener, Named};
 use crate::context::canonical_host;
@@ -394,24 +393,6 @@ fn log_reported(reported: &[(&'static str, DenyReason)]) {
 fn raw_host(raw: &str) -> &str {
     let host = raw.rsplit_once(':').map_or(raw, |(h, _)| h);
     host.trim_start_matches('[').trim_end_matches(']')
-}
-
-/// Decrements the active-tunnel gauge however the tunnel task ends.
-#[derive(Debug)]
-struct ActiveTunnel(IntGauge);
-
-/// A tunnel's place under the cap and in the gauge, held by a client connection whose tunnel
-/// carries plain HTTP through the relay.
-#[derive(Debug)]
-pub(super) struct TunnelHold {
-    _permit: TunnelPermit,
-    _active: ActiveTunnel,
-}
-
-impl Drop for ActiveTunnel {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
 }
 
 /// Run one tunnel over the client connection: bytes the client sent past the CONNECT head

@@ -15,11 +15,10 @@ use bytes::BytesMut;
 use http::Uri;
 use http::header::{self, HeaderMap, HeaderName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 use url::Position;
 
-use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
+use super::proxy::{ClientConn, Decision, Flow, ForwardProxy, Upstream};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener};
 use crate::context::TargetUrl;
@@ -33,26 +32,6 @@ use crate::telemetry;
 use crate::vendors::Admitted;
 
 pub use crate::relay::h1::HOP_BY_HOP;
-
-/// The upstream connection a client connection keeps between its requests.
-#[derive(Debug)]
-pub(super) struct Upstream {
-    stream: TcpStream,
-    addr: SocketAddr,
-    buf: BytesMut,
-    /// Known as the gate's own while it lives: if capture rules send it back into the gate
-    /// (the gate's uid not exempt), the transparent listener refuses it as a loop.
-    own: OwnDial,
-}
-
-impl Upstream {
-    /// Whether the upstream closed (or sent unasked bytes) while the connection sat idle;
-    /// costs a syscall only when the socket reported readiness.
-    fn looks_closed(&self) -> bool {
-        let mut probe = [0u8; 1];
-        !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-    }
-}
 
 /// An exchange whose response head arrived: what the client is sent next.
 struct Exchange {

@@ -2,6 +2,9 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::*;
+use http::StatusCode;
+
+use crate::policy::llm::ProviderKind;
 use crate::respond::ERROR_HEADER;
 
 #[test]

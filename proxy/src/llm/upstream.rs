@@ -14,7 +14,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::time::timeout;
 
-use super::LlmError;
+use super::error::LlmError;
 use crate::admit::{self, Listener};
 use crate::context::TargetUrl;
 use crate::dialer::{OwnListeners, connect_pinned};

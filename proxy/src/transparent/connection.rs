@@ -12,9 +12,9 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::config::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::decide::{self, Admission};
 use super::dial::{Dialed, dial};
-use super::listener::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::original_dst::original_dst;
 use super::splice::{SpliceLimits, splice};
 use crate::dialer::OwnListeners;

@@ -9,7 +9,7 @@ use bytes::BufMut;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::super::listener::ClientConn;
+use super::super::proxy::ClientConn;
 use crate::relay::capture::Refusal;
 use crate::relay::sniff::{
     self, MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, protocol_of,
