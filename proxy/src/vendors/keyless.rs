@@ -24,13 +24,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::client::VendorErrorKind;
 use super::client::{self, Endpoint, HttpClient, VendorError};
+use super::firecrawl;
 use super::keenable::KeenableClient;
+use super::page::{Page, UrlRows, VendorFailure, assign_rows, fail_all, per_url};
 use super::search::{self, KeyOrder, RawHit, SearchHit, Searched};
-use super::{
-    BackendKind, Page, UrlRows, VendorErrorKind, VendorFailure, assign_rows, fail_all, firecrawl,
-    per_url,
-};
+use crate::policy::backends::BackendKind;
 use crate::policy::{VendorSettings, VendorTier};
 
 pub use fleetgate_policy::backends::RING;
@@ -334,7 +334,7 @@ impl KeylessClient {
     }
 }
 
-impl super::FetchOne for KeylessClient {
+impl super::page::FetchOne for KeylessClient {
     async fn fetch_one(&self, url: &str) -> Result<Page, VendorError> {
         match &self.route {
             Route::Mcp(http) => {
@@ -374,7 +374,7 @@ impl super::FetchOne for KeylessClient {
                 }
                 Ok(firecrawl::page(url, &answer))
             }
-            Route::Keenable(k) => super::FetchOne::fetch_one(k, url).await,
+            Route::Keenable(k) => super::page::FetchOne::fetch_one(k, url).await,
         }
     }
 }
@@ -455,19 +455,6 @@ pub enum Start {
     At(BackendKind),
     /// Pinned at a member already tried keylessly in this call, which is skipped.
     After(BackendKind),
-}
-
-// === impl Start ===
-
-impl Start {
-    /// The walk of a rescue for the configured backend `primary`.
-    pub fn rescuing(primary: &super::Backend) -> Self {
-        match primary {
-            super::Backend::Keyless(c) => Self::After(c.kind()),
-            super::Backend::Keenable(k) if k.keyless() => Self::After(BackendKind::Keenable),
-            other => Self::At(other.kind()),
-        }
-    }
 }
 
 /// The keyless ring.
