@@ -23,11 +23,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::accept::Acceptor;
+use crate::api::{self, Shared};
 use crate::dialer::OwnListeners;
 use crate::forward;
 use crate::policy::Policy;
 use crate::runtime::Runtime;
-use crate::server::{self, Shared};
 use crate::{admin, reload};
 
 /// `serve` options.
@@ -124,14 +124,14 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         let acceptor = Acceptor::new(name, Some(gate.metrics.accept_errors.clone()));
         let rx = stop_rx.clone();
         tasks.push(if name == "api" {
-            tokio::spawn(server::serve_http(
+            tokio::spawn(api::serve_http(
                 listener,
                 acceptor,
-                move |r| server::api_or_llm(s.clone(), r),
+                move |r| api::api_or_llm(s.clone(), r),
                 rx,
             ))
         } else {
-            tokio::spawn(server::serve_http(
+            tokio::spawn(api::serve_http(
                 listener,
                 acceptor,
                 move |r| admin::admin(s.clone(), r),

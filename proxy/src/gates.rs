@@ -24,7 +24,7 @@ pub trait Gate {
     /// Stable name of the gate, used as the `gate` metric label and log field.
     fn name(&self) -> &'static str;
     /// Decide about `target`.
-    fn check(&self, target: &crate::context::TargetUrl) -> Verdict;
+    fn check(&self, target: &crate::target_url::TargetUrl) -> Verdict;
 }
 
 /// What a gate decided.

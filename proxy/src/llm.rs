@@ -21,10 +21,10 @@ pub mod enforce;
 pub mod error;
 pub mod judge;
 pub mod metrics;
-pub mod observations;
-pub mod observe;
+pub mod observation_store;
 pub mod path;
 pub mod proxy;
+pub mod request_facts;
 pub mod scan;
 pub mod tier;
 pub mod upstream;
@@ -40,7 +40,7 @@ pub const PREFIX: &str = "/llm/";
 #[derive(Debug)]
 pub struct LlmState {
     /// Last observation per role.
-    pub observations: observations::ObservationStore,
+    pub observations: observation_store::ObservationStore,
     /// Metrics.
     pub metrics: metrics::LlmMetrics,
     /// TLS and kept connections.
@@ -62,7 +62,7 @@ impl LlmState {
     /// Fresh state with metrics registered in `reg`.
     pub fn register(reg: &prometheus::Registry) -> prometheus::Result<Self> {
         Ok(Self {
-            observations: observations::ObservationStore::new(),
+            observations: observation_store::ObservationStore::new(),
             metrics: metrics::LlmMetrics::register(reg)?,
             upstreams: upstream::Upstreams::new(),
         })

@@ -29,6 +29,6 @@ pub mod listener;
 pub mod original_dst;
 pub mod splice;
 
-pub use crate::relay::capture::Refusal;
+pub use crate::relay::capture_refusal::CaptureRefusal;
 pub use config::{DEFAULT_PORT, LISTENER, OriginalDstSource, TransparentConfig};
 pub use listener::{bind, serve, spawn};

@@ -21,13 +21,13 @@ use url::Position;
 use super::proxy::{ClientConn, Decision, Flow, ForwardProxy, Upstream};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener};
-use crate::context::TargetUrl;
 use crate::dialer::connect_pinned;
 use crate::gates::DenyReason;
 use crate::relay::h1::{self, BodyMeter, Clock, Framing, FramingError, Head};
 use crate::relay::own_dial::OwnDial;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
+use crate::target_url::TargetUrl;
 use crate::telemetry;
 use crate::vendors::Admitted;
 
@@ -403,20 +403,20 @@ fn capture_target(
     original: SocketAddr,
     tunnelled: bool,
 ) -> Result<String, ProxyRefusal> {
-    use crate::relay::capture::Refusal;
+    use crate::relay::capture_refusal::CaptureRefusal;
     use crate::relay::sniff::{self, Progress, Protocol, SniffError, TargetName};
     let sniffed = match sniff::sniff(head.raw()) {
         Ok(Progress::Done(sniffed)) => sniffed,
         // The relay's parser found the end of the head; the sniffer did not (bare LF).
         Ok(Progress::NeedMore) => {
-            return Err(ProxyRefusal::Capture(Refusal::Sniff(
+            return Err(ProxyRefusal::Capture(CaptureRefusal::Sniff(
                 SniffError::Malformed {
                     protocol: Protocol::Http,
                     detail: "a request head not ended by CRLF CRLF",
                 },
             )));
         }
-        Err(e) => return Err(ProxyRefusal::Capture(Refusal::Sniff(e))),
+        Err(e) => return Err(ProxyRefusal::Capture(CaptureRefusal::Sniff(e))),
     };
     let host = match (&sniffed.name, sniffed.raw_name) {
         (Some(TargetName::Domain(_)), Some(raw)) => raw,
@@ -430,7 +430,7 @@ fn capture_target(
             IpAddr::V4(ip) => ip.to_string(),
             IpAddr::V6(ip) => format!("[{ip}]"),
         },
-        _ => return Err(ProxyRefusal::Capture(Refusal::NoTargetName)),
+        _ => return Err(ProxyRefusal::Capture(CaptureRefusal::NoTargetName)),
     };
     let path = sniffed.path.as_deref().unwrap_or("/");
     Ok(format!("http://{host}:{}{path}", original.port()))
@@ -477,7 +477,7 @@ async fn admit(proxy: &ForwardProxy, rt: &Runtime, raw: &str) -> Result<Admitted
     })
 }
 
-fn gate_refusal(refusal: admit::Refusal) -> ProxyRefusal {
+fn gate_refusal(refusal: admit::GateRefusal) -> ProxyRefusal {
     ProxyRefusal::Gate(refusal.reason)
 }
 

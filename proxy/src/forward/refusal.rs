@@ -56,7 +56,7 @@ pub enum ProxyRefusal {
     /// A captured request (transparent listener) names no host the gates may decide about,
     /// or its head breaks the capture's grammar: the transparent listener's code and message.
     #[error("{0}")]
-    Capture(crate::relay::capture::Refusal),
+    Capture(crate::relay::capture_refusal::CaptureRefusal),
 }
 
 // === impl ProxyRefusal ===

@@ -11,7 +11,7 @@ use tokio::time::{Instant, timeout};
 use super::LlmContext;
 use super::body::{Finish, ObservingBody};
 use super::judge;
-use super::observe::{self, RequestFacts};
+use super::request_facts::{self, RequestFacts};
 use super::{LlmBody, LlmError, Route};
 use crate::forward::http::strip_hop_by_hop;
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
@@ -203,15 +203,15 @@ fn inbound(
     started: Instant,
 ) -> Response<LlmBody> {
     let policy = &rt.policy.llm;
-    let role_label = observe::role_label(policy, &route.role);
-    let model = observe::model_label(policy, facts.model.as_deref());
+    let role_label = request_facts::role_label(policy, &route.role);
+    let model = request_facts::model_label(policy, facts.model.as_deref());
     let m = &cx.llm.metrics;
     m.requests
         .with_label_values(&[
             role_label.as_str(),
             model.as_str(),
-            observe::effort_label(facts.effort.as_deref()),
-            observe::tier_label(facts.service_tier.as_deref()),
+            request_facts::effort_label(facts.effort.as_deref()),
+            request_facts::tier_label(facts.service_tier.as_deref()),
         ])
         .inc();
     m.first_byte

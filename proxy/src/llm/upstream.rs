@@ -16,10 +16,10 @@ use tokio::time::timeout;
 
 use super::error::LlmError;
 use crate::admit::{self, Listener};
-use crate::context::TargetUrl;
 use crate::dialer::{OwnListeners, connect_pinned};
 use crate::metrics::ProxyMetrics;
 use crate::runtime::Runtime;
+use crate::target_url::TargetUrl;
 
 /// Idle connections kept per target.
 const POOL_PER_TARGET: usize = 32;

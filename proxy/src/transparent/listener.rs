@@ -11,7 +11,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::config::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::connection::Connection;
 use crate::accept::Acceptor;
-use crate::relay::capture::Refusal;
+use crate::relay::capture_refusal::CaptureRefusal;
 use crate::relay::limits::TunnelCap;
 use crate::state::GateState;
 
@@ -89,7 +89,7 @@ pub async fn serve(
                 drop(permit);
             }),
             None => tasks.spawn(async move {
-                let refusal = Refusal::Overloaded(conn.max_connections());
+                let refusal = CaptureRefusal::Overloaded(conn.max_connections());
                 conn.refuse_unread(stream, refusal).await
             }),
         };

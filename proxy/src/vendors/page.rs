@@ -6,9 +6,9 @@ use std::future::Future;
 use std::net::IpAddr;
 
 use super::client::{FailureSource, VendorError, VendorErrorKind};
-use crate::context::TargetUrl;
 use crate::gates::DenyReason;
 use crate::policy::backends::BackendKind;
+use crate::target_url::TargetUrl;
 
 /// A vendor that fetches one URL per call.
 pub(crate) trait FetchOne {

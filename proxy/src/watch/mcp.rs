@@ -31,8 +31,8 @@ pub async fn call(
     spec: &WatchSpec,
 ) -> Result<Vec<Value>, WatchError> {
     let url = spec.server_url.as_str();
-    let target = crate::context::TargetUrl::new(url);
-    let refused = |r: admit::Refusal| WatchError::Refused {
+    let target = crate::target_url::TargetUrl::new(url);
+    let refused = |r: admit::GateRefusal| WatchError::Refused {
         code: r.reason.code(),
         message: r.reason.message(),
     };

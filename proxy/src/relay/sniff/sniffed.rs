@@ -101,7 +101,7 @@ pub fn canonical_name(raw: &str, protocol: Protocol) -> Result<TargetName, Sniff
     }
     let url = url::Url::parse(&format!("http://{raw}/"))
         .map_err(|_| malformed("the host name is not a valid host"))?;
-    let host = crate::context::canonical_host(&url)
+    let host = crate::target_url::canonical_host(&url)
         .ok_or(malformed("the host name is not a valid host"))?;
     Ok(match host.parse::<IpAddr>() {
         Ok(ip) => TargetName::Ip(ip),
