@@ -13,7 +13,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::BytesMut;
 use http::Uri;
-use http::header::{self, HeaderMap, HeaderName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{Instant, timeout_at};
 use url::Position;
@@ -599,28 +598,8 @@ fn inbound_head(resp: &Head, tokens: &[String], framing: Framing, close: bool) -
     out
 }
 
-/// Remove the headers `Connection` names, then the fixed hop-by-hop set (for relays that hold
-/// a parsed [`HeaderMap`]).
-pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        headers.remove(*name);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use http::HeaderValue;
-
     use super::*;
 
     #[test]
@@ -640,35 +619,5 @@ mod tests {
             assert_eq!(unchecked.to_string(), want, "{raw} before the gates");
             assert_eq!(checked.to_string(), want, "{raw} after the gates");
         }
-    }
-
-    #[test]
-    fn hop_by_hop_headers_and_proxy_credentials_never_cross() {
-        let mut h = HeaderMap::new();
-        for (k, v) in [
-            ("connection", "keep-alive, X-Secret-Hop"),
-            ("x-secret-hop", "1"),
-            ("keep-alive", "timeout=5"),
-            ("proxy-connection", "keep-alive"),
-            ("proxy-authorization", "Basic dTpw"),
-            ("te", "trailers"),
-            ("trailer", "x-sum"),
-            ("upgrade", "websocket"),
-            ("accept", "text/html"),
-            ("authorization", "Bearer end-to-end"),
-        ] {
-            h.append(
-                HeaderName::from_static(k),
-                HeaderValue::from_str(v).expect("test header value"),
-            );
-        }
-        strip_hop_by_hop(&mut h);
-        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
-        left.sort_unstable();
-        assert_eq!(
-            left,
-            vec!["accept", "authorization"],
-            "only end-to-end headers may remain"
-        );
     }
 }

@@ -13,8 +13,8 @@ use super::body::{Finish, ObservingBody};
 use super::judge;
 use super::request_facts::{self, RequestFacts};
 use super::{LlmBody, LlmError, Route};
-use crate::forward::http::strip_hop_by_hop;
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
+use crate::relay::h1::strip_hop_by_hop;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
 

@@ -2,9 +2,7 @@
 //! stable code, and how a refusal looks on the wire: nothing for TLS (a clean close), a JSON
 //! answer for plain HTTP.
 
-use bytes::Bytes;
 use http::StatusCode;
-use http_body_util::BodyExt;
 
 use super::sniff::{Protocol, SniffError};
 use crate::dialer::ConnectError;
@@ -143,13 +141,7 @@ impl CaptureRefusal {
     /// The answer to a plain-HTTP client as HTTP/1.1 bytes: `{"error": {"code", "message"}}`,
     /// `x-fleetgate-error`, `content-length`, `connection: close` (the connection ends after it).
     pub async fn response_bytes(&self) -> Vec<u8> {
-        let (parts, body) = respond::refuse(self, Shape::Error).into_parts();
-        let body: Bytes = body
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
-        super::h1::encode_response(&parts, &body, true)
+        super::h1::encode_refusal(respond::refuse(self, Shape::Error), true).await
     }
 }
 
