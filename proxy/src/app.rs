@@ -15,18 +15,20 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::accept::Acceptor;
 use crate::api::{self, Shared};
 use crate::dialer::OwnListeners;
 use crate::forward;
-use crate::policy::Policy;
+use crate::policy::{ListenPolicy, Policy};
 use crate::runtime::Runtime;
 use crate::{admin, reload};
 
@@ -74,12 +76,45 @@ pub fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError
 
 /// Run the gate's listeners until SIGTERM or Ctrl-C, then drain.
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    // 1. The policy and its runtime.
+    // 1. The policy, its runtime and the state.
+    let (shared, listen) = match start_state(&args) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let gate = &shared.gate;
+
+    // 2. The listeners.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (bound, tasks) = match start_listeners(&args, &shared, &listen, &stop_rx).await {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+
+    // 3. Announce, reload, wait, drain.
+    println!("{}", json!({"listening": bound}));
+    let _ = std::io::stdout().flush();
+    tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
+    if let Some(path) = args.policy.clone() {
+        let interval = Duration::from_millis(args.reload_interval_ms.max(100));
+        tokio::spawn(reload::poll_policy_file(gate.clone(), path, interval));
+    }
+    wait_for_shutdown().await;
+    tracing::info!("shutting down: draining connections");
+    let _ = stop_tx.send(true);
+    let drain = futures_util::future::join_all(tasks);
+    let grace = Duration::from_millis(args.drain_timeout_ms) + Duration::from_secs(1);
+    let _ = tokio::time::timeout(grace, drain).await;
+    ExitCode::SUCCESS
+}
+
+/// Load the policy, build its runtime and the state every listener shares; the exit code
+/// when any of it fails.
+fn start_state(args: &ServeArgs) -> Result<(Arc<Shared>, ListenPolicy), ExitCode> {
     let policy = match load_policy(args.policy.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             print_policy_errors(args.policy.as_deref(), &e);
-            return ExitCode::from(64);
+            return Err(ExitCode::from(64));
         }
     };
     let listen = policy.listen.clone();
@@ -87,25 +122,39 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("fleetgate-proxy: {e}");
-            return ExitCode::from(1);
+            return Err(ExitCode::from(1));
         }
     };
     for w in &runtime.warnings {
         tracing::warn!(warning = %w, "policy loaded with a warning");
     }
 
-    // 2. The state.
     let shared = match Shared::new(runtime) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fleetgate-proxy: failed to set up metrics: {e}");
-            return ExitCode::from(1);
+            return Err(ExitCode::from(1));
         }
     };
-    let gate = &shared.gate;
+    Ok((shared, listen))
+}
 
-    // 3. The listeners.
-    let (stop_tx, stop_rx) = watch::channel(false);
+/// Bind and start every listener the policy names (api and admin, then transparent capture,
+/// then the forward proxy), each stopping when `stop_rx` flips: the addresses bound by name
+/// and the listener tasks, or the exit code when one cannot be bound.
+async fn start_listeners(
+    args: &ServeArgs,
+    shared: &Arc<Shared>,
+    listen: &ListenPolicy,
+    stop_rx: &watch::Receiver<bool>,
+) -> Result<
+    (
+        serde_json::Map<String, serde_json::Value>,
+        Vec<JoinHandle<()>>,
+    ),
+    ExitCode,
+> {
+    let gate = &shared.gate;
     let mut bound = serde_json::Map::new();
     let mut tasks = Vec::new();
     for name in ["api", "admin"] {
@@ -115,7 +164,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             listen.admin
         };
         let Some(listener) = bind(name, addr).await else {
-            return ExitCode::from(1);
+            return Err(ExitCode::from(1));
         };
         let local = listener.local_addr().unwrap_or(addr);
         bound.insert(name.to_string(), json!(local.to_string()));
@@ -142,7 +191,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     // Transparent capture is bound before the forward proxy, so the forward proxy's loop
     // check knows these listeners too.
     if let Some(addr) = listen.transparent {
-        match crate::transparent::spawn(addr, gate, &stop_rx).await {
+        match crate::transparent::spawn(addr, gate, stop_rx).await {
             Ok(started) => {
                 for (name, local, task) in started {
                     bound.insert(name.to_string(), json!(local.to_string()));
@@ -153,13 +202,13 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                 eprintln!(
                     "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
                 );
-                return ExitCode::from(1);
+                return Err(ExitCode::from(1));
             }
         }
     }
     if let Some(addr) = listen.forward_proxy {
         let Some(listener) = bind("forward_proxy", addr).await else {
-            return ExitCode::from(1);
+            return Err(ExitCode::from(1));
         };
         let local = listener.local_addr().unwrap_or(addr);
         bound.insert("forward_proxy".to_string(), json!(local.to_string()));
@@ -169,22 +218,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         let proxy = forward::ForwardProxy::new(gate.clone(), limits, own, stop_rx.clone());
         tasks.push(tokio::spawn(forward::serve(proxy, listener)));
     }
-
-    // 4. Announce, reload, wait, drain.
-    println!("{}", json!({"listening": bound}));
-    let _ = std::io::stdout().flush();
-    tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
-    if let Some(path) = args.policy.clone() {
-        let interval = Duration::from_millis(args.reload_interval_ms.max(100));
-        tokio::spawn(reload::poll_policy_file(gate.clone(), path, interval));
-    }
-    wait_for_shutdown().await;
-    tracing::info!("shutting down: draining connections");
-    let _ = stop_tx.send(true);
-    let drain = futures_util::future::join_all(tasks);
-    let grace = Duration::from_millis(args.drain_timeout_ms) + Duration::from_secs(1);
-    let _ = tokio::time::timeout(grace, drain).await;
-    ExitCode::SUCCESS
+    Ok((bound, tasks))
 }
 
 /// Bind listener `name` on `addr`, saying on stderr why not.
