@@ -144,7 +144,7 @@ pub async fn api_or_llm(
 
 /// A route of the api listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
+enum ApiRoute {
     /// `POST /v1/extract`.
     Extract,
     /// `POST /v2/scrape`, `/v1/scrape`.
@@ -163,9 +163,9 @@ enum Route {
     NotFound,
 }
 
-// === impl Route ===
+// === impl ApiRoute ===
 
-impl Route {
+impl ApiRoute {
     fn of(method: &Method, path: &str) -> Self {
         use crate::vendor_fronts::search::SearchShape;
         match (method, path) {
@@ -209,16 +209,16 @@ impl Route {
 /// The api listener's router.
 pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
-    let route = Route::of(req.method(), req.uri().path());
+    let route = ApiRoute::of(req.method(), req.uri().path());
     let resp = match route {
-        Route::Extract => extract(&shared, req).await,
-        Route::FirecrawlScrape => firecrawl_scrape(&shared, req).await,
-        Route::TavilyExtract => tavily_extract(&shared, req).await,
-        Route::Search(shape) => search(&shared, req, shape).await,
-        Route::SearxngSearch => searxng_search(&shared, req).await,
-        Route::Watch => crate::watch::route::handle(&shared.gate, &shared.watches, req).await,
-        Route::MethodNotAllowed => respond::api_error(&ApiError::MethodNotAllowed),
-        Route::NotFound => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
+        ApiRoute::Extract => extract(&shared, req).await,
+        ApiRoute::FirecrawlScrape => firecrawl_scrape(&shared, req).await,
+        ApiRoute::TavilyExtract => tavily_extract(&shared, req).await,
+        ApiRoute::Search(shape) => search(&shared, req, shape).await,
+        ApiRoute::SearxngSearch => searxng_search(&shared, req).await,
+        ApiRoute::Watch => crate::watch::route::handle(&shared.gate, &shared.watches, req).await,
+        ApiRoute::MethodNotAllowed => respond::api_error(&ApiError::MethodNotAllowed),
+        ApiRoute::NotFound => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };
     shared
         .gate

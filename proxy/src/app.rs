@@ -214,7 +214,7 @@ async fn start_listeners(
         bound.insert("forward_proxy".to_string(), json!(local.to_string()));
         gate.bound("forward_proxy", local);
         let own: OwnListeners = gate.own_listeners();
-        let limits = forward_limits(&args);
+        let limits = forward_limits(args);
         let proxy = forward::ForwardProxy::new(gate.clone(), limits, own, stop_rx.clone());
         tasks.push(tokio::spawn(forward::serve(proxy, listener)));
     }

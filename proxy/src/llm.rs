@@ -71,16 +71,16 @@ impl LlmState {
 
 /// A parsed `/llm/<role>/<rest>` path.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct LlmRoute {
     /// Role key (`main`, `auxiliary:vision`, ...).
     pub role: String,
     /// The provider path after the role, starting with `/`.
     pub rest: String,
 }
 
-// === impl Route ===
+// === impl LlmRoute ===
 
-impl Route {
+impl LlmRoute {
     /// Parse a request path; `None` when it names no role.
     pub fn parse(path: &str) -> Option<Self> {
         let tail = path.strip_prefix(PREFIX)?;

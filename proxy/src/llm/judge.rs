@@ -10,7 +10,7 @@ use super::endpoint::LlmEndpoint;
 use super::enforce::{self, Edits, Rewrite};
 use super::request_facts::{self, RequestFacts};
 use super::scan::{self, ObjectScan, Rewriter};
-use super::{LlmContext, LlmError, Route, path};
+use super::{LlmContext, LlmError, LlmRoute, path};
 use crate::policy::llm::{LlmMode, LlmPolicy, LlmProvider};
 use crate::runtime::Runtime;
 
@@ -32,7 +32,7 @@ pub struct Prepared {
 pub fn endpoint(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     method: &http::Method,
 ) -> Result<LlmEndpoint, LlmError> {
     // Judged as a decoding provider routes it; in enforce mode only a path that is already
@@ -63,7 +63,7 @@ pub fn endpoint(
 pub fn prepare(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
     endpoint: LlmEndpoint,
     bytes: Bytes,
@@ -106,7 +106,7 @@ type Judged = (Option<RequestFacts>, Vec<Rewrite>, Option<String>);
 fn judge_request(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
     endpoint: LlmEndpoint,
     text: &str,
@@ -144,7 +144,7 @@ fn judge_request(
 fn judge_batch(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
     text: &str,
     scan: &ObjectScan<'_>,
@@ -214,7 +214,7 @@ fn judge_batch(
 fn refuse_duplicates(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     scan: &ObjectScan<'_>,
     at: &str,
 ) -> Result<(), LlmError> {
@@ -232,7 +232,7 @@ fn refuse_duplicates(
 fn judge_model(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     model: Option<&str>,
     what: &str,
 ) -> Result<(), LlmError> {
@@ -264,7 +264,7 @@ fn judge_model(
 pub fn judge(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     refusal: LlmError,
     model: Option<&str>,
 ) -> Result<(), LlmError> {
@@ -284,7 +284,7 @@ pub fn judge(
 }
 
 /// Count a refusal (`refused`) or a would-be one (`would_refuse`) of `code` for the role.
-pub fn count_refusal(cx: &LlmContext, rt: &Runtime, route: &Route, code: &str, action: &str) {
+pub fn count_refusal(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, code: &str, action: &str) {
     let role_label = request_facts::role_label(&rt.policy.llm, &route.role);
     cx.llm
         .metrics
@@ -304,7 +304,7 @@ fn scan_body<'a>(
     Some((text, scan))
 }
 
-fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &Route, rewrites: &[Rewrite]) {
+fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, rewrites: &[Rewrite]) {
     let enforce = rt.policy.llm.mode == LlmMode::Enforce;
     let action = if enforce {
         "rewritten"

@@ -12,7 +12,7 @@ use super::LlmContext;
 use super::body::{Finish, ObservingBody};
 use super::judge;
 use super::request_facts::{self, RequestFacts};
-use super::{LlmBody, LlmError, Route};
+use super::{LlmBody, LlmError, LlmRoute};
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
 use crate::relay::h1::strip_hop_by_hop;
 use crate::respond::ERROR_HEADER;
@@ -25,7 +25,7 @@ const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-
 pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody> {
     let started = Instant::now();
     let rt = cx.gate.runtime.load_full();
-    let Some(route) = Route::parse(req.uri().path()) else {
+    let Some(route) = LlmRoute::parse(req.uri().path()) else {
         return LlmError::NotFound(req.uri().path().to_string()).response(None);
     };
     let Some(provider) = rt.policy.llm.provider_for(&route.role).cloned() else {
@@ -46,7 +46,7 @@ pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody>
 async fn relay(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
     req: Request<Incoming>,
     started: Instant,
@@ -196,7 +196,7 @@ fn insert_key(
 fn inbound(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     facts: &RequestFacts,
     seq: u64,
     resp: Response<Incoming>,
