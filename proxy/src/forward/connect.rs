@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::proxy::{ActiveTunnel, ClientConn, Decision, Flow, ForwardProxy, TunnelHold};
+use super::proxy::{ClientConn, Decision, Flow, ForwardProxy, TunnelHold};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener, Named};
 use crate::dialer::connect_pinned;
@@ -25,6 +25,7 @@ use crate::metrics::ProxyMetrics;
 use crate::relay::capture_refusal::close_cleanly;
 use crate::relay::h1::Head;
 use crate::relay::limits::{Effective, TunnelPermit};
+use crate::relay::meter::ActiveTunnel;
 use crate::relay::meter::{Activity, MeteredIo};
 use crate::relay::own_dial::OwnDial;
 use crate::relay::sniff::Sniffed;
@@ -185,8 +186,7 @@ async fn establish(
         .metrics
         .active_tunnels
         .with_label_values(&[proxy.listener]);
-    gauge.inc();
-    let active = ActiveTunnel(gauge);
+    let active = ActiveTunnel::enter(gauge);
     let established = conn
         .stream
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use prometheus::{IntCounter, IntGauge};
+use prometheus::IntCounter;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::refusal::ProxyRefusal;
 use crate::dialer::OwnListeners;
 use crate::relay::limits::{Inflight, Limits, TunnelCap, TunnelPermit};
+use crate::relay::meter::ActiveTunnel;
 use crate::relay::own_dial::OwnDial;
 use crate::state::GateState;
 use crate::telemetry::decision::DecisionLine;
@@ -122,22 +123,12 @@ impl Upstream {
     }
 }
 
-/// Decrements the active-tunnel gauge however the tunnel task ends.
-#[derive(Debug)]
-pub(super) struct ActiveTunnel(pub IntGauge);
-
 /// A tunnel's place under the cap and in the gauge, held by a client connection whose tunnel
 /// carries plain HTTP through the relay.
 #[derive(Debug)]
 pub(super) struct TunnelHold {
     pub _permit: TunnelPermit,
     pub _active: ActiveTunnel,
-}
-
-impl Drop for ActiveTunnel {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
 }
 
 // === impl Decision ===

@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use prometheus::IntGauge;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -21,7 +20,7 @@ use crate::dialer::OwnListeners;
 use crate::forward::{ForwardProxy, Limits};
 use crate::gates::DenyReason;
 use crate::relay::capture_refusal::{CaptureRefusal, close_cleanly};
-use crate::relay::meter::Activity;
+use crate::relay::meter::{ActiveTunnel, Activity};
 use crate::relay::own_dial::{is_own_dial, mark_came_back};
 use crate::relay::sniff::{
     self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName, protocol_of,
@@ -292,22 +291,6 @@ impl Connection {
             started: self.started,
         }
         .write_with_sni(sni.as_deref());
-    }
-}
-
-/// Decrements the active-tunnel gauge however the splice ends (the drain may abort it).
-struct ActiveTunnel(IntGauge);
-
-impl ActiveTunnel {
-    fn enter(gauge: IntGauge) -> Self {
-        gauge.inc();
-        Self(gauge)
-    }
-}
-
-impl Drop for ActiveTunnel {
-    fn drop(&mut self) {
-        self.0.dec();
     }
 }
 
