@@ -6,7 +6,7 @@
 
 #![no_main]
 
-use fleetgate_proxy::llm::observe::effort_of;
+use fleetgate_proxy::llm::request_facts::effort_of;
 use fleetgate_proxy::llm::scan::{self, BATCH_ITEM, COMPLETION, scan_object};
 use fleetgate_proxy::llm::{enforce, path};
 use fleetgate_proxy::policy::llm::{LlmPin, ProviderKind};

@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use fleetgate_proxy::context::TargetUrl;
 use fleetgate_proxy::gates::secret_url::{self, SecretUrlGate};
 use fleetgate_proxy::gates::ssrf::precheck_url;
 use fleetgate_proxy::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
 use fleetgate_proxy::gates::{Gate, parse_items};
 use fleetgate_proxy::policy::Policy;
+use fleetgate_proxy::target_url::TargetUrl;
 use fleetgate_proxy::url_form;
 use libfuzzer_sys::fuzz_target;
 

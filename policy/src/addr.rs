@@ -23,7 +23,8 @@ mod table;
 pub use names::{BlockedName, classify_hostname, is_blocked_hostname};
 pub use table::{AddrClass, classify_addr, is_metadata_floor};
 
-/// Why [`AddrPolicy`] refuses an address or a name; the gate maps each to its E2 refusal.
+/// Why [`AddrPolicy`] refuses an address or a name; the gate carries it as its E2 refusal
+/// (`DenyReason::Address`), so its codes are the gate's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AddrRefusal {
     /// A refused host name (metadata name, `localhost`, ...), checked before DNS.

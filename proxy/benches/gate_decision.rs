@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use fleetgate_proxy::context::TargetUrl;
 use fleetgate_proxy::gates::secret_url::{
     SecretUrlGate, secret_in_url_forms, sensitive_fragment_param_name, sensitive_query_param_name,
 };
@@ -14,6 +13,7 @@ use fleetgate_proxy::gates::ssrf::{Precheck, precheck_url};
 use fleetgate_proxy::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
 use fleetgate_proxy::gates::{Gate, Verdict};
 use fleetgate_proxy::policy::{EgressPolicy, Policy};
+use fleetgate_proxy::target_url::TargetUrl;
 use tokio::time::Instant;
 
 const RULES: usize = 200;

@@ -9,8 +9,8 @@ use hyper::body::Incoming;
 use prometheus::{Encoder, TextEncoder};
 use serde_json::json;
 
+use crate::api::Shared;
 use crate::respond::{self, ApiError, Body};
-use crate::server::Shared;
 
 /// The admin router.
 pub async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {

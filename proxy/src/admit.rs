@@ -2,7 +2,7 @@
 //!
 //! Every path out of the pod asks the same question: may this URL (or this `host:port`) be
 //! reached, and which addresses may the gate dial? [`url`] and [`host`] answer it for every
-//! listener. Each runs, in one order, the gates its [`Listener`]'s row of [`Row::of`] names:
+//! listener. Each runs, in one order, the gates its [`Listener`]'s row of [`GateRow::of`] names:
 //!
 //! ```text
 //!  E1 secret URL ─► secret in host ─► egress.ports ─► E2 SSRF (own resolver, every answer) ─► E4 blocklist
@@ -18,13 +18,13 @@
 
 use std::net::IpAddr;
 
-use crate::context::TargetUrl;
 use crate::dialer::OwnListeners;
 use crate::gates::website_blocklist::WebsiteBlocklistGate;
 use crate::gates::{DenyReason, Gate, Verdict, secret_url, ssrf};
 use crate::metrics::ProxyMetrics;
 use crate::policy::EnforcementMode;
 use crate::runtime::Runtime;
+use crate::target_url::TargetUrl;
 
 /// Who asks: each listener has one row of gates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,7 +77,7 @@ pub enum Ports {
 
 /// The gates of one listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Row {
+pub struct GateRow {
     /// E1 over the whole URL (secret-shaped tokens, sensitive query names, userinfo).
     pub secret_url: bool,
     /// A token in a host label, on the name as the client sent it and on its canonical form.
@@ -88,9 +88,9 @@ pub struct Row {
     pub blocklist: bool,
 }
 
-// === impl Row ===
+// === impl GateRow ===
 
-impl Row {
+impl GateRow {
     /// The gates of `listener`. E2 (the address check) applies everywhere: it is what
     /// returns the addresses a listener may dial.
     pub const fn of(listener: Listener) -> Self {
@@ -158,7 +158,7 @@ impl Row {
 
 /// A target the gates let through.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Admission {
+pub struct GateAdmission {
     /// The checked addresses, in resolver order: the only ones the listener may dial.
     pub addrs: Vec<IpAddr>,
     /// Gates in report mode that would have refused: `(gate, reason)`, for the decision line.
@@ -168,7 +168,7 @@ pub struct Admission {
 /// A target a gate refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
-pub struct Refusal {
+pub struct GateRefusal {
     /// The gate that refused (`secret_url`, `port`, `ssrf`, `website_blocklist`).
     pub gate: &'static str,
     /// Why; its `code()` is the stable code every listener reports.
@@ -181,9 +181,9 @@ pub async fn url(
     metrics: &ProxyMetrics,
     listener: Listener,
     target: &TargetUrl,
-) -> Result<Admission, Refusal> {
-    let row = Row::of(listener);
-    let mut admission = Admission::default();
+) -> Result<GateAdmission, GateRefusal> {
+    let row = GateRow::of(listener);
+    let mut admission = GateAdmission::default();
     if row.secret_url {
         admission = secrets(rt, metrics, target)?;
     }
@@ -207,9 +207,9 @@ pub async fn host(
     raw: &str,
     host: &str,
     port: u16,
-) -> Result<Admission, Refusal> {
-    let row = Row::of(listener);
-    let mut admission = Admission::default();
+) -> Result<GateAdmission, GateRefusal> {
+    let row = GateRow::of(listener);
+    let mut admission = GateAdmission::default();
     if row.secret_in_host {
         decide(
             metrics,
@@ -236,9 +236,9 @@ pub fn stored_hop(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     target: &TargetUrl,
-) -> Result<Admission, Refusal> {
-    let row = Row::of(Listener::Recheck);
-    let mut admission = Admission::default();
+) -> Result<GateAdmission, GateRefusal> {
+    let row = GateRow::of(Listener::Recheck);
+    let mut admission = GateAdmission::default();
     if row.secret_url {
         admission = secrets(rt, metrics, target)?;
     }
@@ -259,11 +259,11 @@ pub fn secrets(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     target: &TargetUrl,
-) -> Result<Admission, Refusal> {
+) -> Result<GateAdmission, GateRefusal> {
     let gate = secret_url::SecretUrlGate {
         secrets: Some(&rt.policy.secrets),
     };
-    let mut admission = Admission::default();
+    let mut admission = GateAdmission::default();
     decide(metrics, "secret_url", gate.check(target), &mut admission)?;
     Ok(admission)
 }
@@ -274,9 +274,9 @@ pub fn port(
     metrics: &ProxyMetrics,
     listener: Listener,
     port: u16,
-) -> Result<(), Refusal> {
+) -> Result<(), GateRefusal> {
     let egress = &rt.policy.egress;
-    let applies = match Row::of(listener).ports {
+    let applies = match GateRow::of(listener).ports {
         Ports::Always => true,
         Ports::WhenSet => egress.ports_explicit,
         Ports::Never => false,
@@ -289,7 +289,7 @@ pub fn port(
     } else {
         Verdict::Deny(DenyReason::PortNotAllowed { port })
     };
-    decide(metrics, "port", verdict, &mut Admission::default())
+    decide(metrics, "port", verdict, &mut GateAdmission::default())
 }
 
 /// The loop check: whether a checked address on `port` reaches one of the gate's own
@@ -300,12 +300,17 @@ pub fn no_loop(
     own: &OwnListeners,
     addrs: &[IpAddr],
     port: u16,
-) -> Result<(), Refusal> {
+) -> Result<(), GateRefusal> {
     let verdict = match own.first_loop(addrs, port) {
         Some(target) => Verdict::Deny(DenyReason::ProxyLoop { target }),
         None => Verdict::Allow,
     };
-    decide(metrics, "proxy_loop", verdict, &mut Admission::default())
+    decide(
+        metrics,
+        "proxy_loop",
+        verdict,
+        &mut GateAdmission::default(),
+    )
 }
 
 /// A host as a client named it: `raw` as sent (case kept), `host` canonical (lowercase, IDNA,
@@ -335,9 +340,9 @@ pub async fn sni(
     name: Named<'_>,
     target: Named<'_>,
     dialled: IpAddr,
-) -> Result<Admission, Refusal> {
-    let row = Row::of(Listener::Connect);
-    let mut admission = Admission::default();
+) -> Result<GateAdmission, GateRefusal> {
+    let row = GateRow::of(Listener::Connect);
+    let mut admission = GateAdmission::default();
     if name.raw == target.raw {
         return Ok(admission);
     }
@@ -391,8 +396,8 @@ fn host_blocklist(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     host: &str,
-    admission: &mut Admission,
-) -> Result<(), Refusal> {
+    admission: &mut GateAdmission,
+) -> Result<(), GateRefusal> {
     let verdict = match rt.blocklist.check_host(host) {
         None => Verdict::Allow,
         Some(m) => Verdict::Deny(DenyReason::BlockedByPolicy {
@@ -414,8 +419,8 @@ fn decide(
     metrics: &ProxyMetrics,
     gate: &'static str,
     verdict: Verdict,
-    admission: &mut Admission,
-) -> Result<(), Refusal> {
+    admission: &mut GateAdmission,
+) -> Result<(), GateRefusal> {
     metrics.count_verdict(gate, &verdict);
     match verdict {
         Verdict::Allow => Ok(()),
@@ -423,12 +428,12 @@ fn decide(
             admission.reported.push((gate, reason));
             Ok(())
         }
-        Verdict::Deny(reason) => Err(Refusal { gate, reason }),
+        Verdict::Deny(reason) => Err(GateRefusal { gate, reason }),
     }
 }
 
 /// E2's outcome, counted.
-fn addresses(metrics: &ProxyMetrics, checked: ssrf::Checked) -> Result<Vec<IpAddr>, Refusal> {
+fn addresses(metrics: &ProxyMetrics, checked: ssrf::Checked) -> Result<Vec<IpAddr>, GateRefusal> {
     match checked {
         Ok(addrs) => {
             metrics.count_verdict("ssrf", &Verdict::Allow);
@@ -436,7 +441,7 @@ fn addresses(metrics: &ProxyMetrics, checked: ssrf::Checked) -> Result<Vec<IpAdd
         }
         Err(reason) => {
             metrics.count_verdict("ssrf", &Verdict::Deny(reason.clone()));
-            Err(Refusal {
+            Err(GateRefusal {
                 gate: "ssrf",
                 reason,
             })
@@ -449,8 +454,8 @@ fn blocklist_url(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     target: &TargetUrl,
-    admission: &mut Admission,
-) -> Result<(), Refusal> {
+    admission: &mut GateAdmission,
+) -> Result<(), GateRefusal> {
     let verdict = WebsiteBlocklistGate {
         list: &rt.blocklist,
     }

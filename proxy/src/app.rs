@@ -15,19 +15,21 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::accept::Acceptor;
+use crate::api::{self, Shared};
 use crate::dialer::OwnListeners;
 use crate::forward;
-use crate::policy::Policy;
+use crate::policy::{ListenPolicy, Policy};
 use crate::runtime::Runtime;
-use crate::server::{self, Shared};
 use crate::{admin, reload};
 
 /// `serve` options.
@@ -74,103 +76,21 @@ pub fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError
 
 /// Run the gate's listeners until SIGTERM or Ctrl-C, then drain.
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    // 1. The policy and its runtime.
-    let policy = match load_policy(args.policy.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            print_policy_errors(args.policy.as_deref(), &e);
-            return ExitCode::from(64);
-        }
-    };
-    let listen = policy.listen.clone();
-    let runtime = match Runtime::build(policy) {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("fleetgate-proxy: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    for w in &runtime.warnings {
-        tracing::warn!(warning = %w, "policy loaded with a warning");
-    }
-
-    // 2. The state.
-    let shared = match Shared::new(runtime) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("fleetgate-proxy: failed to set up metrics: {e}");
-            return ExitCode::from(1);
-        }
+    // 1. The policy, its runtime and the state.
+    let (shared, listen) = match start_state(&args) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let gate = &shared.gate;
 
-    // 3. The listeners.
+    // 2. The listeners.
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut bound = serde_json::Map::new();
-    let mut tasks = Vec::new();
-    for name in ["api", "admin"] {
-        let addr = if name == "api" {
-            listen.api
-        } else {
-            listen.admin
-        };
-        let Some(listener) = bind(name, addr).await else {
-            return ExitCode::from(1);
-        };
-        let local = listener.local_addr().unwrap_or(addr);
-        bound.insert(name.to_string(), json!(local.to_string()));
-        gate.bound(name, local);
-        let s = shared.clone();
-        let acceptor = Acceptor::new(name, Some(gate.metrics.accept_errors.clone()));
-        let rx = stop_rx.clone();
-        tasks.push(if name == "api" {
-            tokio::spawn(server::serve_http(
-                listener,
-                acceptor,
-                move |r| server::api_or_llm(s.clone(), r),
-                rx,
-            ))
-        } else {
-            tokio::spawn(server::serve_http(
-                listener,
-                acceptor,
-                move |r| admin::admin(s.clone(), r),
-                rx,
-            ))
-        });
-    }
-    // Transparent capture is bound before the forward proxy, so the forward proxy's loop
-    // check knows these listeners too.
-    if let Some(addr) = listen.transparent {
-        match crate::transparent::spawn(addr, gate, &stop_rx).await {
-            Ok(started) => {
-                for (name, local, task) in started {
-                    bound.insert(name.to_string(), json!(local.to_string()));
-                    tasks.push(task);
-                }
-            }
-            Err(e) => {
-                eprintln!(
-                    "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
-                );
-                return ExitCode::from(1);
-            }
-        }
-    }
-    if let Some(addr) = listen.forward_proxy {
-        let Some(listener) = bind("forward_proxy", addr).await else {
-            return ExitCode::from(1);
-        };
-        let local = listener.local_addr().unwrap_or(addr);
-        bound.insert("forward_proxy".to_string(), json!(local.to_string()));
-        gate.bound("forward_proxy", local);
-        let own: OwnListeners = gate.own_listeners();
-        let limits = forward_limits(&args);
-        let proxy = forward::ForwardProxy::new(gate.clone(), limits, own, stop_rx.clone());
-        tasks.push(tokio::spawn(forward::serve(proxy, listener)));
-    }
+    let (bound, tasks) = match start_listeners(&args, &shared, &listen, &stop_rx).await {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
 
-    // 4. Announce, reload, wait, drain.
+    // 3. Announce, reload, wait, drain.
     println!("{}", json!({"listening": bound}));
     let _ = std::io::stdout().flush();
     tracing::info!(listeners = %json!(bound), "fleetgate-proxy serving");
@@ -185,6 +105,120 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     let grace = Duration::from_millis(args.drain_timeout_ms) + Duration::from_secs(1);
     let _ = tokio::time::timeout(grace, drain).await;
     ExitCode::SUCCESS
+}
+
+/// Load the policy, build its runtime and the state every listener shares; the exit code
+/// when any of it fails.
+fn start_state(args: &ServeArgs) -> Result<(Arc<Shared>, ListenPolicy), ExitCode> {
+    let policy = match load_policy(args.policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            print_policy_errors(args.policy.as_deref(), &e);
+            return Err(ExitCode::from(64));
+        }
+    };
+    let listen = policy.listen.clone();
+    let runtime = match Runtime::build(policy) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fleetgate-proxy: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    for w in &runtime.warnings {
+        tracing::warn!(warning = %w, "policy loaded with a warning");
+    }
+
+    let shared = match Shared::new(runtime) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fleetgate-proxy: failed to set up metrics: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    Ok((shared, listen))
+}
+
+/// Bind and start every listener the policy names (api and admin, then transparent capture,
+/// then the forward proxy), each stopping when `stop_rx` flips: the addresses bound by name
+/// and the listener tasks, or the exit code when one cannot be bound.
+async fn start_listeners(
+    args: &ServeArgs,
+    shared: &Arc<Shared>,
+    listen: &ListenPolicy,
+    stop_rx: &watch::Receiver<bool>,
+) -> Result<
+    (
+        serde_json::Map<String, serde_json::Value>,
+        Vec<JoinHandle<()>>,
+    ),
+    ExitCode,
+> {
+    let gate = &shared.gate;
+    let mut bound = serde_json::Map::new();
+    let mut tasks = Vec::new();
+    for name in ["api", "admin"] {
+        let addr = if name == "api" {
+            listen.api
+        } else {
+            listen.admin
+        };
+        let Some(listener) = bind(name, addr).await else {
+            return Err(ExitCode::from(1));
+        };
+        let local = listener.local_addr().unwrap_or(addr);
+        bound.insert(name.to_string(), json!(local.to_string()));
+        gate.bound(name, local);
+        let s = shared.clone();
+        let acceptor = Acceptor::new(name, Some(gate.metrics.accept_errors.clone()));
+        let rx = stop_rx.clone();
+        tasks.push(if name == "api" {
+            tokio::spawn(api::serve_http(
+                listener,
+                acceptor,
+                move |r| api::api_or_llm(s.clone(), r),
+                rx,
+            ))
+        } else {
+            tokio::spawn(api::serve_http(
+                listener,
+                acceptor,
+                move |r| admin::admin(s.clone(), r),
+                rx,
+            ))
+        });
+    }
+    // Transparent capture is bound before the forward proxy, so the forward proxy's loop
+    // check knows these listeners too.
+    if let Some(addr) = listen.transparent {
+        match crate::transparent::spawn(addr, gate, stop_rx).await {
+            Ok(started) => {
+                for (name, local, task) in started {
+                    bound.insert(name.to_string(), json!(local.to_string()));
+                    tasks.push(task);
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "fleetgate-proxy: failed to bind the transparent listener on {addr}: {e}"
+                );
+                return Err(ExitCode::from(1));
+            }
+        }
+    }
+    if let Some(addr) = listen.forward_proxy {
+        let Some(listener) = bind("forward_proxy", addr).await else {
+            return Err(ExitCode::from(1));
+        };
+        let local = listener.local_addr().unwrap_or(addr);
+        bound.insert("forward_proxy".to_string(), json!(local.to_string()));
+        gate.bound("forward_proxy", local);
+        let own: OwnListeners = gate.own_listeners();
+        let limits = forward_limits(args);
+        let proxy = forward::ForwardProxy::new(gate.clone(), limits, own, stop_rx.clone());
+        tasks.push(tokio::spawn(forward::serve(proxy, listener)));
+    }
+    Ok((bound, tasks))
 }
 
 /// Bind listener `name` on `addr`, saying on stderr why not.

@@ -11,6 +11,7 @@ use serde_json::Value;
 pub mod binary;
 pub mod images;
 pub mod store;
+pub mod thousands;
 pub mod truncate;
 
 pub use store::{Store, StoreError};

@@ -21,7 +21,9 @@ pub mod connect;
 pub(crate) mod future_size;
 pub mod http;
 pub mod listener;
+pub mod proxy;
 pub mod refusal;
 
 pub use crate::relay::limits::Limits;
-pub use listener::{ForwardProxy, LISTENER, serve};
+pub use listener::serve;
+pub use proxy::{ForwardProxy, LISTENER};

@@ -7,7 +7,6 @@
 //! else.
 
 use std::fmt;
-use std::net::IpAddr;
 
 /// Gate E2's address and name table, shared with the controller through the policy crate.
 pub use fleetgate_policy::addr as ip_guard;
@@ -24,7 +23,7 @@ pub trait Gate {
     /// Stable name of the gate, used as the `gate` metric label and log field.
     fn name(&self) -> &'static str;
     /// Decide about `target`.
-    fn check(&self, target: &crate::context::TargetUrl) -> Verdict;
+    fn check(&self, target: &crate::target_url::TargetUrl) -> Verdict;
 }
 
 /// What a gate decided.
@@ -84,24 +83,11 @@ pub enum DenyReason {
         /// The id of the rule that matched.
         rule: String,
     },
-    /// E2: a host name that is always refused before DNS (metadata and cluster-internal names).
-    BlockedHostname {
-        /// The canonical host.
-        host: String,
-    },
-    /// E2: an address of the cloud-metadata floor, which no policy can open.
-    CloudMetadata {
-        /// The refused address.
-        addr: IpAddr,
-    },
-    /// E2: an address outside public unicast space (private, loopback, CGNAT, reserved,
-    /// IPv6 outside 2000::/3, embedded-IPv4 transition forms, ...).
-    PrivateAddress {
-        /// The refused address.
-        addr: IpAddr,
-        /// Its class code (`loopback`, `private`, `cgnat`, ...).
-        class: &'static str,
-    },
+    /// E2: what the address policy refuses, as the policy crate decides it (one source for
+    /// the gate and the controller): a host name always refused before DNS (metadata and
+    /// cluster-internal names, `blocked_hostname`), an address of the cloud-metadata floor
+    /// (`ip_cloud_metadata`), an address outside public unicast space (`ip_private_range`).
+    Address(ip_guard::AddrRefusal),
     /// E2: a host name with `_` in a label, refused before DNS (no web host name has one).
     UnderscoreInHostname,
     /// E2: the name did not resolve. Reported as a DNS failure, never as a private address.
@@ -203,9 +189,7 @@ impl DenyReason {
             Self::SensitiveQueryParam { .. } => "sensitive_query_param",
             Self::CredentialsInUserinfo => "credentials_in_userinfo",
             Self::SecretInHost { .. } => "secret_in_host",
-            Self::BlockedHostname { .. } => "blocked_hostname",
-            Self::CloudMetadata { .. } => "ip_cloud_metadata",
-            Self::PrivateAddress { .. } => "ip_private_range",
+            Self::Address(refusal) => refusal.code(),
             Self::UnderscoreInHostname => "hostname_underscore",
             Self::DnsFailure { .. } => "dns_failure",
             Self::DnsNoAddresses { .. } => "dns_no_addresses",
@@ -264,9 +248,7 @@ impl fmt::Display for DenyReason {
             Self::SecretInHost { .. } => f.write_str(
                 "Blocked: host name contains what appears to be an API key or token. Secrets must not be sent in URLs.",
             ),
-            Self::BlockedHostname { .. } | Self::CloudMetadata { .. } | Self::PrivateAddress { .. } => {
-                f.write_str(PRIVATE_ADDRESS_MESSAGE)
-            }
+            Self::Address(_) => f.write_str(PRIVATE_ADDRESS_MESSAGE),
             Self::UnderscoreInHostname => f.write_str(
                 "Blocked: the host name has a label with '_', which no web host name has; it was not resolved",
             ),
@@ -298,17 +280,14 @@ impl fmt::Display for DenyReason {
 
 impl From<ip_guard::AddrRefusal> for DenyReason {
     fn from(refusal: ip_guard::AddrRefusal) -> Self {
-        use ip_guard::AddrRefusal as A;
-        match refusal {
-            A::BlockedHostname { host } => Self::BlockedHostname { host },
-            A::CloudMetadata { addr } => Self::CloudMetadata { addr },
-            A::PrivateAddress { addr, class } => Self::PrivateAddress { addr, class },
-        }
+        Self::Address(refusal)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
     use super::*;
 
     #[test]
@@ -395,10 +374,10 @@ mod tests {
             "Invalid URL item at index 3: expected a URL string or an object with a string 'url' or 'href' field"
         );
         assert_eq!(
-            DenyReason::PrivateAddress {
+            DenyReason::Address(ip_guard::AddrRefusal::PrivateAddress {
                 addr: "10.0.0.1".parse().unwrap(),
                 class: "private"
-            }
+            })
             .message(),
             "Blocked: URL targets a private or internal network address"
         );

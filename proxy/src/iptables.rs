@@ -34,7 +34,7 @@ mod tests;
 /// The uid the gate runs as; its traffic is never redirected.
 pub const DEFAULT_PROXY_UID: u32 = 15000;
 /// The transparent listener's port.
-pub const DEFAULT_TO_PORT: u16 = crate::transparent::listener::DEFAULT_PORT;
+pub const DEFAULT_TO_PORT: u16 = crate::transparent::config::DEFAULT_PORT;
 /// The chain jumped to from nat OUTPUT: the exemptions.
 pub const OUTPUT_CHAIN: &str = "FLEETGATE_OUTPUT";
 /// The chain that redirects to the transparent listener.
@@ -73,8 +73,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Restore)]
     pub format: Format,
     /// Which iptables binaries: `auto` (nft, then the default, then legacy), `nft`, `legacy`.
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
-    pub backend: Backend,
+    #[arg(long, value_enum, default_value_t = RestoreBackend::Auto)]
+    pub backend: RestoreBackend,
 }
 
 /// How `--dry-run` prints.
@@ -88,7 +88,7 @@ pub enum Format {
 
 /// Which iptables implementation applies the rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
+pub enum RestoreBackend {
     /// `iptables-nft-restore`, else `iptables-restore`, else `iptables-legacy-restore`.
     Auto,
     /// Only the nft variant.
@@ -597,12 +597,12 @@ struct Tools {
 }
 
 impl Tools {
-    fn find(family: Family, backend: Backend) -> Result<Self, IptablesError> {
+    fn find(family: Family, backend: RestoreBackend) -> Result<Self, IptablesError> {
         let cmd = family.command();
         let variants: &[&str] = match backend {
-            Backend::Auto => &["-nft", "", "-legacy"],
-            Backend::Nft => &["-nft"],
-            Backend::Legacy => &["-legacy"],
+            RestoreBackend::Auto => &["-nft", "", "-legacy"],
+            RestoreBackend::Nft => &["-nft"],
+            RestoreBackend::Legacy => &["-legacy"],
         };
         for variant in variants {
             let restore = on_path(&format!("{cmd}{variant}-restore"));

@@ -108,140 +108,104 @@ impl GateAllows {
 impl ProxyMetrics {
     /// Create and register every metric in `reg`.
     pub fn register(reg: &Registry) -> prometheus::Result<Self> {
-        let gate_decisions = IntCounterVec::new(
-            Opts::new(
-                "fleetgate_gate_decisions_total",
-                "Gate decisions by gate, verdict and reason code.",
-            ),
+        let gate_decisions = counter_vec(
+            "fleetgate_gate_decisions_total",
+            "Gate decisions by gate, verdict and reason code.",
             &["gate", "verdict", "reason"],
         )?;
         let m = Self {
             allows: GateAllows::resolve(&gate_decisions),
             gate_decisions,
-            extract_items: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_extract_items_total",
-                    "Extract items by outcome code.",
-                ),
+            extract_items: counter_vec(
+                "fleetgate_extract_items_total",
+                "Extract items by outcome code.",
                 &["outcome"],
             )?,
-            request_duration: HistogramVec::new(
-                HistogramOpts::new(
-                    "fleetgate_http_request_duration_seconds",
-                    "Latency of requests served by the gate's listeners, by route.",
-                )
-                .buckets(vec![
+            request_duration: histogram_vec(
+                "fleetgate_http_request_duration_seconds",
+                "Latency of requests served by the gate's listeners, by route.",
+                vec![
                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
-                ]),
+                ],
                 &["route"],
             )?,
-            vendor_duration: HistogramVec::new(
-                HistogramOpts::new(
-                    "fleetgate_vendor_request_duration_seconds",
-                    "Latency of upstream fetches by backend and status class.",
-                )
-                .buckets(vec![
-                    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-                ]),
+            vendor_duration: histogram_vec(
+                "fleetgate_vendor_request_duration_seconds",
+                "Latency of upstream fetches by backend and status class.",
+                vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0],
                 &["vendor", "status_class"],
             )?,
-            policy_reloads: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_policy_reloads_total",
-                    "Policy reload attempts by result.",
-                ),
+            policy_reloads: counter_vec(
+                "fleetgate_policy_reloads_total",
+                "Policy reload attempts by result.",
                 &["result"],
             )?,
             policy_loaded_at: IntGauge::new(
                 "fleetgate_policy_last_reload_success_timestamp_seconds",
                 "Unix time of the last successful policy load.",
             )?,
-            store_writes: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_store_writes_total",
-                    "Full-text store writes by outcome.",
-                ),
+            store_writes: counter_vec(
+                "fleetgate_store_writes_total",
+                "Full-text store writes by outcome.",
                 &["outcome"],
             )?,
-            cache_lookups: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_cache_lookups_total",
-                    "Shared cache lookups by outcome.",
-                ),
+            cache_lookups: counter_vec(
+                "fleetgate_cache_lookups_total",
+                "Shared cache lookups by outcome.",
                 &["outcome"],
             )?,
-            cache_writes: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_cache_writes_total",
-                    "Shared cache writes by outcome.",
-                ),
+            cache_writes: counter_vec(
+                "fleetgate_cache_writes_total",
+                "Shared cache writes by outcome.",
                 &["outcome"],
             )?,
-            searches: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_search_requests_total",
-                    "Search calls by outcome.",
-                ),
+            searches: counter_vec(
+                "fleetgate_search_requests_total",
+                "Search calls by outcome.",
                 &["outcome"],
             )?,
-            rescues: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_extract_rescues_total",
-                    "Rescue passes after the extract backend failed every URL, by backend and outcome.",
-                ),
+            rescues: counter_vec(
+                "fleetgate_extract_rescues_total",
+                "Rescue passes after the extract backend failed every URL, by backend and outcome.",
                 &["from", "to", "outcome"],
             )?,
-            search_rescues: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_search_rescues_total",
-                    "Rescues after the search backend failed, by backend and outcome.",
-                ),
+            search_rescues: counter_vec(
+                "fleetgate_search_rescues_total",
+                "Rescues after the search backend failed, by backend and outcome.",
                 &["from", "to", "outcome"],
             )?,
             blocklist_rules: IntGauge::new(
                 "fleetgate_blocklist_rules",
                 "Rules in the active website blocklist.",
             )?,
-            listener_connections: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_listener_connections_total",
-                    "Client connections accepted by an egress listener.",
-                ),
+            listener_connections: counter_vec(
+                "fleetgate_listener_connections_total",
+                "Client connections accepted by an egress listener.",
                 &["listener"],
             )?,
-            accept_errors: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_listener_accept_errors_total",
-                    "Failed accepts by listener and kind (resource: out of descriptors or memory).",
-                ),
+            accept_errors: counter_vec(
+                "fleetgate_listener_accept_errors_total",
+                "Failed accepts by listener and kind (resource: out of descriptors or memory).",
                 &["listener", "kind"],
             )?,
-            listener_requests: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_listener_requests_total",
-                    "Egress requests by listener, proxy type and verdict.",
-                ),
+            listener_requests: counter_vec(
+                "fleetgate_listener_requests_total",
+                "Egress requests by listener, proxy type and verdict.",
                 &["listener", "proxy_type", "verdict"],
             )?,
-            listener_refusals: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_listener_refusals_total",
-                    "Refused or failed egress requests by listener and code.",
-                ),
+            listener_refusals: counter_vec(
+                "fleetgate_listener_refusals_total",
+                "Refused or failed egress requests by listener and code.",
                 &["listener", "code"],
             )?,
-            listener_bytes: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_listener_bytes_total",
-                    "Bytes relayed by an egress listener (in: client to upstream, out: upstream to client).",
-                ),
+            listener_bytes: counter_vec(
+                "fleetgate_listener_bytes_total",
+                "Bytes relayed by an egress listener (in: client to upstream, out: upstream to client).",
                 &["listener", "direction"],
             )?,
-            active_tunnels: IntGaugeVec::new(
-                Opts::new(
-                    "fleetgate_listener_active_tunnels",
-                    "Open CONNECT tunnels by listener.",
-                ),
+            active_tunnels: gauge_vec(
+                "fleetgate_listener_active_tunnels",
+                "Open CONNECT tunnels by listener.",
                 &["listener"],
             )?,
             log_lines_dropped: IntCounter::new(
@@ -249,28 +213,34 @@ impl ProxyMetrics {
                 "Log lines dropped because the log queue was full.",
             )?,
         };
-        reg.register(Box::new(m.log_lines_dropped.clone()))?;
-        reg.register(Box::new(m.gate_decisions.clone()))?;
-        reg.register(Box::new(m.extract_items.clone()))?;
-        reg.register(Box::new(m.request_duration.clone()))?;
-        reg.register(Box::new(m.vendor_duration.clone()))?;
-        reg.register(Box::new(m.policy_reloads.clone()))?;
-        reg.register(Box::new(m.policy_loaded_at.clone()))?;
-        reg.register(Box::new(m.store_writes.clone()))?;
-        reg.register(Box::new(m.blocklist_rules.clone()))?;
-        reg.register(Box::new(m.listener_connections.clone()))?;
-        reg.register(Box::new(m.accept_errors.clone()))?;
-        reg.register(Box::new(m.listener_requests.clone()))?;
-        reg.register(Box::new(m.listener_refusals.clone()))?;
-        reg.register(Box::new(m.listener_bytes.clone()))?;
-        reg.register(Box::new(m.active_tunnels.clone()))?;
-        reg.register(Box::new(m.rescues.clone()))?;
-        reg.register(Box::new(m.search_rescues.clone()))?;
-        reg.register(Box::new(m.cache_lookups.clone()))?;
-        reg.register(Box::new(m.cache_writes.clone()))?;
-        reg.register(Box::new(m.searches.clone()))?;
+        m.register_in(reg)?;
         m.start_alerted_series_at_zero();
         Ok(m)
+    }
+
+    /// Register every metric of `self` in `reg`.
+    fn register_in(&self, reg: &Registry) -> prometheus::Result<()> {
+        reg.register(Box::new(self.log_lines_dropped.clone()))?;
+        reg.register(Box::new(self.gate_decisions.clone()))?;
+        reg.register(Box::new(self.extract_items.clone()))?;
+        reg.register(Box::new(self.request_duration.clone()))?;
+        reg.register(Box::new(self.vendor_duration.clone()))?;
+        reg.register(Box::new(self.policy_reloads.clone()))?;
+        reg.register(Box::new(self.policy_loaded_at.clone()))?;
+        reg.register(Box::new(self.store_writes.clone()))?;
+        reg.register(Box::new(self.blocklist_rules.clone()))?;
+        reg.register(Box::new(self.listener_connections.clone()))?;
+        reg.register(Box::new(self.accept_errors.clone()))?;
+        reg.register(Box::new(self.listener_requests.clone()))?;
+        reg.register(Box::new(self.listener_refusals.clone()))?;
+        reg.register(Box::new(self.listener_bytes.clone()))?;
+        reg.register(Box::new(self.active_tunnels.clone()))?;
+        reg.register(Box::new(self.rescues.clone()))?;
+        reg.register(Box::new(self.search_rescues.clone()))?;
+        reg.register(Box::new(self.cache_lookups.clone()))?;
+        reg.register(Box::new(self.cache_writes.clone()))?;
+        reg.register(Box::new(self.searches.clone()))?;
+        Ok(())
     }
 
     /// Create, at 0, the series the shipped alerts watch for a first occurrence: a counter
@@ -355,6 +325,26 @@ pub fn status_class(status: Option<u16>) -> &'static str {
         Some(500..=599) => "5xx",
         _ => "error",
     }
+}
+
+/// An unregistered counter family `name` with `help` over `labels`.
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
+    IntCounterVec::new(Opts::new(name, help), labels)
+}
+
+/// An unregistered gauge family `name` with `help` over `labels`.
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
+    IntGaugeVec::new(Opts::new(name, help), labels)
+}
+
+/// An unregistered histogram family `name` with `help` and `buckets` over `labels`.
+fn histogram_vec(
+    name: &str,
+    help: &str,
+    buckets: Vec<f64>,
+    labels: &[&str],
+) -> prometheus::Result<HistogramVec> {
+    HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Each gate runs for every URL; a cache hit never skips a gate. Gates decide, this module
-//! orders them and turns their verdicts into rows; `respond` and `front` turn rows into HTTP.
+//! orders them and turns their verdicts into rows; `respond` and `vendor_fronts` turn rows into HTTP.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -16,11 +16,11 @@ use tokio::time::Instant;
 
 use crate::admit::{self, Listener};
 use crate::assemble;
-use crate::context::TargetUrl;
 use crate::dialer::OwnListeners;
 use crate::gates::{DenyReason, Scope, Verdict, parse_items};
 use crate::metrics::{ProxyMetrics, status_class};
 use crate::runtime::Runtime;
+use crate::target_url::TargetUrl;
 use crate::telemetry::{self, decision::DecisionLine};
 use crate::vendors::{Admitted, Backend, Page, VendorFailure};
 

@@ -5,7 +5,7 @@
 //! - [`h1`]: the HTTP/1.1 head parser, body framing and re-encoding — a relayed message is
 //!   decoded, checked and written anew, never passed through as the client framed it;
 //! - [`sniff`]: the first bytes of a captured connection (TLS ClientHello SNI, HTTP/1 head);
-//! - [`capture`]: why a captured connection or request is refused, and its wire forms;
+//! - [`capture_refusal`]: why a captured connection or request is refused, and its wire forms;
 //! - [`meter`]: byte counting and idle tracking of relayed streams;
 //! - [`limits`]: tunnel caps, connection caps and the relay timeouts;
 //! - [`own_dial`]: the registry of the gate's own upstream sockets, so one that the capture
@@ -15,7 +15,7 @@
 //! (iptables capture, which hands captured plain HTTP to the forward proxy's request relay).
 //! Nothing here imports either of them.
 
-pub mod capture;
+pub mod capture_refusal;
 pub mod h1;
 pub mod limits;
 pub mod meter;

@@ -377,7 +377,7 @@ mod tests {
             .chain(ApiError::ALL_CODES)
             .chain(crate::vendors::VendorFailure::ALL_CODES)
             .chain(crate::forward::refusal::ProxyRefusal::OWN_CODES)
-            .chain(crate::relay::capture::Refusal::OWN_CODES)
+            .chain(crate::relay::capture_refusal::CaptureRefusal::OWN_CODES)
             .chain(crate::llm::LlmError::OWN_CODES)
             .chain(crate::watch::WatchError::ALL_CODES)
             .chain(&["binary_content"])

@@ -21,6 +21,7 @@
 //!
 //! Not captured: UDP (QUIC/HTTP-3, DNS). The rules from `init-iptables` only redirect TCP.
 
+pub mod config;
 mod connection;
 pub mod decide;
 pub mod dial;
@@ -28,5 +29,6 @@ pub mod listener;
 pub mod original_dst;
 pub mod splice;
 
-pub use crate::relay::capture::Refusal;
-pub use listener::{LISTENER, OriginalDstSource, TransparentConfig, bind, serve, spawn};
+pub use crate::relay::capture_refusal::CaptureRefusal;
+pub use config::{DEFAULT_PORT, LISTENER, OriginalDstSource, TransparentConfig};
+pub use listener::{bind, serve, spawn};

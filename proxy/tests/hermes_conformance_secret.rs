@@ -23,11 +23,11 @@ mod support_hermes;
 
 use std::collections::{BTreeMap, HashSet};
 
-use fleetgate_proxy::context::TargetUrl;
 use fleetgate_proxy::gates::secret_url::{
     SecretUrlGate, find_credential_prefix, sensitive_query_param_name,
 };
 use fleetgate_proxy::gates::{DenyReason, Gate, Verdict};
+use fleetgate_proxy::target_url::TargetUrl;
 use fleetgate_proxy::url_form::{idna_encode_host, normalize_url_for_request, unquote};
 use support_hermes::{Record, corpus};
 

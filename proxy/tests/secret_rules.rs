@@ -7,12 +7,12 @@
 // A test crate: its helpers report failures by panicking.
 #![allow(clippy::expect_used)]
 
-use fleetgate_proxy::context::TargetUrl;
 use fleetgate_proxy::gates::secret_url::rules::{RuleError, RuleSet, shannon_entropy};
 use fleetgate_proxy::gates::secret_url::{
     SecretUrlGate, check_host_secret, redact_secrets, secret_in_text,
 };
 use fleetgate_proxy::gates::{DenyReason, Gate, Verdict};
+use fleetgate_proxy::target_url::TargetUrl;
 use fleetgate_proxy::telemetry::redact_url;
 
 /// A deterministic string of `n` characters from `charset` (xorshift), so tokens are random

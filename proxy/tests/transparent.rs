@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleetgate_e2e::dns::StubDns;
+use fleetgate_proxy::api::Shared;
 use fleetgate_proxy::policy::Policy;
 use fleetgate_proxy::runtime::Runtime;
-use fleetgate_proxy::server::Shared;
 use fleetgate_proxy::state::GateState;
 use fleetgate_proxy::transparent::{self, OriginalDstSource, TransparentConfig};
 use rustls::pki_types::ServerName;

@@ -104,7 +104,7 @@ const CASES: [Case; 7] = [
 
 /// Whether `listener`'s row runs the gate that refuses `case`.
 fn applies(listener: Listener, case: &Case) -> bool {
-    let row = Row::of(listener);
+    let row = GateRow::of(listener);
     match case.gate {
         "ssrf" => true,
         "website_blocklist" => row.blocklist,
@@ -212,7 +212,7 @@ fn the_table_leaves_a_gate_out_only_where_the_target_comes_from_the_policy_or_wa
     // Every listener an agent's bytes reach runs the blocklist; only the LLM upstream, whose
     // target the policy names, does not.
     for listener in Listener::ALL {
-        let row = Row::of(listener);
+        let row = GateRow::of(listener);
         assert_eq!(
             row.blocklist,
             listener != Listener::LlmUpstream,
@@ -233,7 +233,7 @@ async fn judge_sni(
     sni: &str,
     target: &str,
     dialled: &str,
-) -> Result<Admission, Refusal> {
+) -> Result<GateAdmission, GateRefusal> {
     let (sni_host, target_host) = (sni.to_ascii_lowercase(), target.to_ascii_lowercase());
     let name = Named {
         raw: sni,

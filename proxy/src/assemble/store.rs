@@ -363,8 +363,8 @@ fn write_capped(file: &mut File, content: &str) -> io::Result<()> {
     let total = MAX_STORED_CHARS + content[cut..].chars().count();
     let note = format!(
         "\n\n[... stored copy truncated at {} chars of {}; re-extract a more specific URL for the rest ...]",
-        super::truncate::thousands(MAX_STORED_CHARS),
-        super::truncate::thousands(total),
+        super::thousands::thousands(MAX_STORED_CHARS),
+        super::thousands::thousands(total),
     );
     file.write_all(&content.as_bytes()[..cut])?;
     file.write_all(note.as_bytes())

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use super::store::Store;
+use super::thousands::thousands;
 
 /// Between head and tail.
 pub const MIDDLE_MARKER: &str = "\n\n[... middle omitted — see footer ...]\n\n";
@@ -245,19 +246,6 @@ pub(crate) fn retreat_chars(s: &str, n: usize) -> usize {
 fn is_char_start(b: u8) -> bool {
     // Not a UTF-8 continuation byte (0b10xx_xxxx).
     (b as i8) >= -0x40
-}
-
-/// `n` with comma thousands separators, as Python's `{n:,}`.
-pub(crate) fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

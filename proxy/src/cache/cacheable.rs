@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use url::Url;
 
 use super::NoCacheReason;
-use crate::context::canonical_host;
+use crate::target_url::canonical_host;
 
 /// The compiled `web.cache.exemptHosts`: a pattern matches its host exactly or any subdomain;
 /// a leading `*.` is dropped, so `*.x.com` also matches `x.com` itself.

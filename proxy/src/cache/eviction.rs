@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::disk::unix_millis;
 use super::key::ENTRY_SUFFIX;
+use crate::clock::unix_millis;
 
 /// A temporary file untouched this long belongs to a writer that died; the sweep removes it.
 pub const TEMP_GRACE: Duration = Duration::from_secs(10 * 60);

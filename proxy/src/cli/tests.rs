@@ -25,10 +25,12 @@ fn check_url_lines_are_the_json_objects_check_url_has_always_printed() {
         },
         UrlCheck {
             url: "http://10.0.0.1/".into(),
-            refusal: Some(DenyReason::PrivateAddress {
-                addr: "10.0.0.1".parse().expect("an address"),
-                class: "private",
-            }),
+            refusal: Some(DenyReason::Address(
+                crate::gates::ip_guard::AddrRefusal::PrivateAddress {
+                    addr: "10.0.0.1".parse().expect("an address"),
+                    class: "private",
+                },
+            )),
             addresses: Vec::new(),
         },
         UrlCheck {

@@ -11,26 +11,26 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus::IntGauge;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
+use super::proxy::{ClientConn, Decision, Flow, ForwardProxy, TunnelHold};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener, Named};
-use crate::context::canonical_host;
 use crate::dialer::connect_pinned;
 use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
-use crate::relay::capture::close_cleanly;
+use crate::relay::capture_refusal::close_cleanly;
 use crate::relay::h1::Head;
 use crate::relay::limits::{Effective, TunnelPermit};
+use crate::relay::meter::ActiveTunnel;
 use crate::relay::meter::{Activity, MeteredIo};
 use crate::relay::own_dial::OwnDial;
 use crate::relay::sniff::Sniffed;
 use crate::runtime::Runtime;
+use crate::target_url::canonical_host;
 use crate::telemetry::decision::shown_sni;
 use first_bytes::Carried;
 
@@ -186,8 +186,7 @@ async fn establish(
         .metrics
         .active_tunnels
         .with_label_values(&[proxy.listener]);
-    gauge.inc();
-    let active = ActiveTunnel(gauge);
+    let active = ActiveTunnel::enter(gauge);
     let established = conn
         .stream
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -394,24 +393,6 @@ fn log_reported(reported: &[(&'static str, DenyReason)]) {
 fn raw_host(raw: &str) -> &str {
     let host = raw.rsplit_once(':').map_or(raw, |(h, _)| h);
     host.trim_start_matches('[').trim_end_matches(']')
-}
-
-/// Decrements the active-tunnel gauge however the tunnel task ends.
-#[derive(Debug)]
-struct ActiveTunnel(IntGauge);
-
-/// A tunnel's place under the cap and in the gauge, held by a client connection whose tunnel
-/// carries plain HTTP through the relay.
-#[derive(Debug)]
-pub(super) struct TunnelHold {
-    _permit: TunnelPermit,
-    _active: ActiveTunnel,
-}
-
-impl Drop for ActiveTunnel {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
 }
 
 /// Run one tunnel over the client connection: bytes the client sent past the CONNECT head

@@ -13,46 +13,24 @@ use std::net::{IpAddr, SocketAddr};
 
 use bytes::BytesMut;
 use http::Uri;
-use http::header::{self, HeaderMap, HeaderName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 use url::Position;
 
-use super::listener::{ClientConn, Decision, Flow, ForwardProxy};
+use super::proxy::{ClientConn, Decision, Flow, ForwardProxy, Upstream};
 use super::refusal::ProxyRefusal;
 use crate::admit::{self, Listener};
-use crate::context::TargetUrl;
 use crate::dialer::connect_pinned;
 use crate::gates::DenyReason;
 use crate::relay::h1::{self, BodyMeter, Clock, Framing, FramingError, Head};
 use crate::relay::own_dial::OwnDial;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
+use crate::target_url::TargetUrl;
 use crate::telemetry;
 use crate::vendors::Admitted;
 
 pub use crate::relay::h1::HOP_BY_HOP;
-
-/// The upstream connection a client connection keeps between its requests.
-#[derive(Debug)]
-pub(super) struct Upstream {
-    stream: TcpStream,
-    addr: SocketAddr,
-    buf: BytesMut,
-    /// Known as the gate's own while it lives: if capture rules send it back into the gate
-    /// (the gate's uid not exempt), the transparent listener refuses it as a loop.
-    own: OwnDial,
-}
-
-impl Upstream {
-    /// Whether the upstream closed (or sent unasked bytes) while the connection sat idle;
-    /// costs a syscall only when the socket reported readiness.
-    fn looks_closed(&self) -> bool {
-        let mut probe = [0u8; 1];
-        !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-    }
-}
 
 /// An exchange whose response head arrived: what the client is sent next.
 struct Exchange {
@@ -424,20 +402,20 @@ fn capture_target(
     original: SocketAddr,
     tunnelled: bool,
 ) -> Result<String, ProxyRefusal> {
-    use crate::relay::capture::Refusal;
+    use crate::relay::capture_refusal::CaptureRefusal;
     use crate::relay::sniff::{self, Progress, Protocol, SniffError, TargetName};
     let sniffed = match sniff::sniff(head.raw()) {
         Ok(Progress::Done(sniffed)) => sniffed,
         // The relay's parser found the end of the head; the sniffer did not (bare LF).
         Ok(Progress::NeedMore) => {
-            return Err(ProxyRefusal::Capture(Refusal::Sniff(
+            return Err(ProxyRefusal::Capture(CaptureRefusal::Sniff(
                 SniffError::Malformed {
                     protocol: Protocol::Http,
                     detail: "a request head not ended by CRLF CRLF",
                 },
             )));
         }
-        Err(e) => return Err(ProxyRefusal::Capture(Refusal::Sniff(e))),
+        Err(e) => return Err(ProxyRefusal::Capture(CaptureRefusal::Sniff(e))),
     };
     let host = match (&sniffed.name, sniffed.raw_name) {
         (Some(TargetName::Domain(_)), Some(raw)) => raw,
@@ -451,7 +429,7 @@ fn capture_target(
             IpAddr::V4(ip) => ip.to_string(),
             IpAddr::V6(ip) => format!("[{ip}]"),
         },
-        _ => return Err(ProxyRefusal::Capture(Refusal::NoTargetName)),
+        _ => return Err(ProxyRefusal::Capture(CaptureRefusal::NoTargetName)),
     };
     let path = sniffed.path.as_deref().unwrap_or("/");
     Ok(format!("http://{host}:{}{path}", original.port()))
@@ -498,7 +476,7 @@ async fn admit(proxy: &ForwardProxy, rt: &Runtime, raw: &str) -> Result<Admitted
     })
 }
 
-fn gate_refusal(refusal: admit::Refusal) -> ProxyRefusal {
+fn gate_refusal(refusal: admit::GateRefusal) -> ProxyRefusal {
     ProxyRefusal::Gate(refusal.reason)
 }
 
@@ -620,28 +598,8 @@ fn inbound_head(resp: &Head, tokens: &[String], framing: Framing, close: bool) -
     out
 }
 
-/// Remove the headers `Connection` names, then the fixed hop-by-hop set (for relays that hold
-/// a parsed [`HeaderMap`]).
-pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        headers.remove(*name);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use http::HeaderValue;
-
     use super::*;
 
     #[test]
@@ -661,35 +619,5 @@ mod tests {
             assert_eq!(unchecked.to_string(), want, "{raw} before the gates");
             assert_eq!(checked.to_string(), want, "{raw} after the gates");
         }
-    }
-
-    #[test]
-    fn hop_by_hop_headers_and_proxy_credentials_never_cross() {
-        let mut h = HeaderMap::new();
-        for (k, v) in [
-            ("connection", "keep-alive, X-Secret-Hop"),
-            ("x-secret-hop", "1"),
-            ("keep-alive", "timeout=5"),
-            ("proxy-connection", "keep-alive"),
-            ("proxy-authorization", "Basic dTpw"),
-            ("te", "trailers"),
-            ("trailer", "x-sum"),
-            ("upgrade", "websocket"),
-            ("accept", "text/html"),
-            ("authorization", "Bearer end-to-end"),
-        ] {
-            h.append(
-                HeaderName::from_static(k),
-                HeaderValue::from_str(v).expect("test header value"),
-            );
-        }
-        strip_hop_by_hop(&mut h);
-        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
-        left.sort_unstable();
-        assert_eq!(
-            left,
-            vec!["accept", "authorization"],
-            "only end-to-end headers may remain"
-        );
     }
 }

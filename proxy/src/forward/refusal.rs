@@ -56,7 +56,7 @@ pub enum ProxyRefusal {
     /// A captured request (transparent listener) names no host the gates may decide about,
     /// or its head breaks the capture's grammar: the transparent listener's code and message.
     #[error("{0}")]
-    Capture(crate::relay::capture::Refusal),
+    Capture(crate::relay::capture_refusal::CaptureRefusal),
 }
 
 // === impl ProxyRefusal ===
@@ -165,13 +165,7 @@ impl ProxyRefusal {
         W: tokio::io::AsyncWrite + Unpin,
     {
         use tokio::io::AsyncWriteExt;
-        let (parts, body) = self.response().into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
-        let out = crate::relay::h1::encode_response(&parts, &body, close);
+        let out = crate::relay::h1::encode_refusal(self.response(), close).await;
         w.write_all(&out).await
     }
 }

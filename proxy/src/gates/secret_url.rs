@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use super::{DenyReason, Gate, Verdict};
-use crate::context::TargetUrl;
+use crate::target_url::TargetUrl;
 use crate::url_form::{self, py_strip, unquote, unquote_plus};
 
 mod prefix;

@@ -5,9 +5,9 @@
 use std::net::IpAddr;
 
 use super::DenyReason;
-use crate::context::TargetUrl;
 use crate::policy::EgressPolicy;
 use crate::resolve::{GateResolver, LookupError};
+use crate::target_url::TargetUrl;
 
 /// The outcome of E2 for one target: the addresses that passed, in resolver order.
 pub type Checked = Result<Vec<IpAddr>, DenyReason>;

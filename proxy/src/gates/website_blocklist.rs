@@ -23,7 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use super::{DenyReason, Gate, Verdict};
-use crate::context::TargetUrl;
+use crate::target_url::TargetUrl;
 
 mod glob;
 mod rule;

@@ -57,7 +57,7 @@ impl ObservingBody {
         if let (Some(pinned), Some(served)) = (&f.pinned_tier, served)
             && pinned != served
         {
-            let tier = super::observe::tier_label(Some(served));
+            let tier = super::request_facts::tier_label(Some(served));
             f.cx.llm
                 .metrics
                 .tier_mismatches
@@ -70,7 +70,7 @@ impl ObservingBody {
             .with_label_values(&[
                 f.role_label.as_str(),
                 f.status_class,
-                super::observe::tier_label(served),
+                super::request_facts::tier_label(served),
             ])
             .inc();
     }

@@ -9,7 +9,7 @@ use crate::policy::llm::LlmPolicy;
 
 /// What the route does with an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
+pub enum LlmEndpoint {
     /// `chat/completions`, `completions`, `responses`, `messages`: the model judged, the call
     /// observed and pinned.
     Completion,
@@ -27,26 +27,26 @@ pub enum Endpoint {
 }
 
 /// Judged endpoints by their last path segments, most specific first.
-const JUDGED: &[(&[&str], Endpoint)] = &[
-    (&["messages", "batches"], Endpoint::MessageBatch),
-    (&["messages", "count_tokens"], Endpoint::ModelOnly),
-    (&["images", "generations"], Endpoint::ModelOnly),
-    (&["chat", "completions"], Endpoint::Completion),
-    (&["completions"], Endpoint::Completion),
-    (&["responses"], Endpoint::Completion),
-    (&["messages"], Endpoint::Completion),
-    (&["complete"], Endpoint::ModelOnly),
-    (&["embeddings"], Endpoint::ModelOnly),
-    (&["api", "show"], Endpoint::Metadata),
+const JUDGED: &[(&[&str], LlmEndpoint)] = &[
+    (&["messages", "batches"], LlmEndpoint::MessageBatch),
+    (&["messages", "count_tokens"], LlmEndpoint::ModelOnly),
+    (&["images", "generations"], LlmEndpoint::ModelOnly),
+    (&["chat", "completions"], LlmEndpoint::Completion),
+    (&["completions"], LlmEndpoint::Completion),
+    (&["responses"], LlmEndpoint::Completion),
+    (&["messages"], LlmEndpoint::Completion),
+    (&["complete"], LlmEndpoint::ModelOnly),
+    (&["embeddings"], LlmEndpoint::ModelOnly),
+    (&["api", "show"], LlmEndpoint::Metadata),
 ];
 
 /// How many leading segments may come before `models` in a model-list path
 /// (`/models`, `/v1/models`, `/api/v1/models`).
 const MODELS_DEPTH: usize = 3;
 
-// === impl Endpoint ===
+// === impl LlmEndpoint ===
 
-impl Endpoint {
+impl LlmEndpoint {
     /// The endpoint `method` on the normalised provider path `path` is, under `policy`.
     pub fn classify(method: &Method, path: &str, policy: &LlmPolicy) -> Self {
         let segments: Vec<&str> = path
@@ -100,37 +100,41 @@ mod tests {
             ..LlmPolicy::default()
         };
         let cases = [
-            ("POST", "/v1/chat/completions", Endpoint::Completion),
-            ("POST", "/v1/chat/completions/", Endpoint::Completion),
-            ("POST", "/api/v1/chat/completions", Endpoint::Completion),
-            ("POST", "/v1/completions", Endpoint::Completion),
-            ("POST", "/v1/responses", Endpoint::Completion),
-            ("POST", "/v1/messages", Endpoint::Completion),
-            ("POST", "/v1/messages/batches", Endpoint::MessageBatch),
-            ("POST", "/v1/messages/count_tokens", Endpoint::ModelOnly),
-            ("POST", "/v1/complete", Endpoint::ModelOnly),
-            ("POST", "/v1/embeddings", Endpoint::ModelOnly),
-            ("POST", "/v1/images/generations", Endpoint::ModelOnly),
-            ("POST", "/api/show", Endpoint::Metadata),
-            ("GET", "/v1/models", Endpoint::Metadata),
-            ("GET", "/api/v1/models", Endpoint::Metadata),
-            ("GET", "/v1/models/anthropic/claude-x", Endpoint::Metadata),
-            ("POST", "/v1/batches", Endpoint::Named),
-            ("GET", "/v1/batches/b1", Endpoint::Named),
-            ("GET", "/v1/batches", Endpoint::Unknown),
-            ("POST", "/v1/files", Endpoint::Unknown),
-            ("POST", "/v1/images/edits", Endpoint::Unknown),
-            ("POST", "/v1/audio/speech", Endpoint::Unknown),
-            ("GET", "/v1/chat/completions", Endpoint::Unknown),
-            ("PUT", "/v1/chat/completions", Endpoint::Unknown),
-            ("POST", "/v1/models", Endpoint::Unknown),
-            ("GET", "/v1/x/y/z/models", Endpoint::Unknown),
-            ("DELETE", "/v1/models/x", Endpoint::Unknown),
+            ("POST", "/v1/chat/completions", LlmEndpoint::Completion),
+            ("POST", "/v1/chat/completions/", LlmEndpoint::Completion),
+            ("POST", "/api/v1/chat/completions", LlmEndpoint::Completion),
+            ("POST", "/v1/completions", LlmEndpoint::Completion),
+            ("POST", "/v1/responses", LlmEndpoint::Completion),
+            ("POST", "/v1/messages", LlmEndpoint::Completion),
+            ("POST", "/v1/messages/batches", LlmEndpoint::MessageBatch),
+            ("POST", "/v1/messages/count_tokens", LlmEndpoint::ModelOnly),
+            ("POST", "/v1/complete", LlmEndpoint::ModelOnly),
+            ("POST", "/v1/embeddings", LlmEndpoint::ModelOnly),
+            ("POST", "/v1/images/generations", LlmEndpoint::ModelOnly),
+            ("POST", "/api/show", LlmEndpoint::Metadata),
+            ("GET", "/v1/models", LlmEndpoint::Metadata),
+            ("GET", "/api/v1/models", LlmEndpoint::Metadata),
+            (
+                "GET",
+                "/v1/models/anthropic/claude-x",
+                LlmEndpoint::Metadata,
+            ),
+            ("POST", "/v1/batches", LlmEndpoint::Named),
+            ("GET", "/v1/batches/b1", LlmEndpoint::Named),
+            ("GET", "/v1/batches", LlmEndpoint::Unknown),
+            ("POST", "/v1/files", LlmEndpoint::Unknown),
+            ("POST", "/v1/images/edits", LlmEndpoint::Unknown),
+            ("POST", "/v1/audio/speech", LlmEndpoint::Unknown),
+            ("GET", "/v1/chat/completions", LlmEndpoint::Unknown),
+            ("PUT", "/v1/chat/completions", LlmEndpoint::Unknown),
+            ("POST", "/v1/models", LlmEndpoint::Unknown),
+            ("GET", "/v1/x/y/z/models", LlmEndpoint::Unknown),
+            ("DELETE", "/v1/models/x", LlmEndpoint::Unknown),
         ];
         for (method, path, want) in cases {
             let method = Method::from_bytes(method.as_bytes()).expect("method");
             assert_eq!(
-                Endpoint::classify(&method, path, &policy),
+                LlmEndpoint::classify(&method, path, &policy),
                 want,
                 "{method} {path}"
             );

@@ -3,7 +3,7 @@
 //! provider's wire shape keeps them. In observe mode nothing changes; the same decisions are
 //! returned so they can be logged and counted as "would".
 
-use super::observe::{THINKING_BUDGETS, effort_of, shown};
+use super::request_facts::{THINKING_BUDGETS, effort_of, shown};
 use super::scan::{Member, ObjectScan, Rewriter, Splice, json_string};
 use crate::policy::llm::{LlmPin, LlmPolicy, ProviderKind};
 

@@ -6,11 +6,11 @@
 
 use bytes::Bytes;
 
-use super::endpoint::Endpoint;
+use super::endpoint::LlmEndpoint;
 use super::enforce::{self, Edits, Rewrite};
-use super::observe::{self, RequestFacts};
+use super::request_facts::{self, RequestFacts};
 use super::scan::{self, ObjectScan, Rewriter};
-use super::{LlmContext, LlmError, Route, path};
+use super::{LlmContext, LlmError, LlmRoute, path};
 use crate::policy::llm::{LlmMode, LlmPolicy, LlmProvider};
 use crate::runtime::Runtime;
 
@@ -32,9 +32,9 @@ pub struct Prepared {
 pub fn endpoint(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     method: &http::Method,
-) -> Result<Endpoint, LlmError> {
+) -> Result<LlmEndpoint, LlmError> {
     // Judged as a decoding provider routes it; in enforce mode only a path that is already
     // its own normal form goes out, so the path judged is the path sent.
     let judged_path = path::normalize(&route.rest);
@@ -48,8 +48,8 @@ pub fn endpoint(
             None,
         )?;
     }
-    let endpoint = Endpoint::classify(method, &judged_path, &rt.policy.llm);
-    if endpoint == Endpoint::Unknown {
+    let endpoint = LlmEndpoint::classify(method, &judged_path, &rt.policy.llm);
+    if endpoint == LlmEndpoint::Unknown {
         let message = format!(
             "fleetgate: {method} on this path is not an endpoint the gate judges (completions, responses, messages, message batches, complete, embeddings, image generations, token counts, model lists); the fleet policy can name others in llm.extraEndpoints"
         );
@@ -63,9 +63,9 @@ pub fn endpoint(
 pub fn prepare(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
-    endpoint: Endpoint,
+    endpoint: LlmEndpoint,
     bytes: Bytes,
 ) -> Result<Prepared, LlmError> {
     let untouched = |body| Prepared {
@@ -77,7 +77,7 @@ pub fn prepare(
         return Ok(untouched(bytes));
     }
     let schema = match endpoint {
-        Endpoint::MessageBatch => &scan::BATCH,
+        LlmEndpoint::MessageBatch => &scan::BATCH,
         _ => &scan::COMPLETION,
     };
     let Some((text, scan)) = scan_body(&bytes, schema) else {
@@ -87,7 +87,7 @@ pub fn prepare(
     };
     refuse_duplicates(cx, rt, route, &scan, "")?;
     let judged = match endpoint {
-        Endpoint::MessageBatch => judge_batch(cx, rt, route, provider, text, &scan)?,
+        LlmEndpoint::MessageBatch => judge_batch(cx, rt, route, provider, text, &scan)?,
         _ => judge_request(cx, rt, route, provider, endpoint, text, &scan)?,
     };
     let (facts, rewrites, rewritten) = judged;
@@ -106,16 +106,16 @@ type Judged = (Option<RequestFacts>, Vec<Rewrite>, Option<String>);
 fn judge_request(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
-    endpoint: Endpoint,
+    endpoint: LlmEndpoint,
     text: &str,
     scan: &ObjectScan<'_>,
 ) -> Result<Judged, LlmError> {
     let policy = &rt.policy.llm;
     let model = scan.str_at(&["model"]);
     judge_model(cx, rt, route, model.as_deref(), "the request")?;
-    if endpoint != Endpoint::Completion {
+    if endpoint != LlmEndpoint::Completion {
         return Ok((None, Vec::new(), None));
     }
     let facts = RequestFacts::of(scan);
@@ -144,7 +144,7 @@ fn judge_request(
 fn judge_batch(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
     text: &str,
     scan: &ObjectScan<'_>,
@@ -214,7 +214,7 @@ fn judge_batch(
 fn refuse_duplicates(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     scan: &ObjectScan<'_>,
     at: &str,
 ) -> Result<(), LlmError> {
@@ -232,7 +232,7 @@ fn refuse_duplicates(
 fn judge_model(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     model: Option<&str>,
     what: &str,
 ) -> Result<(), LlmError> {
@@ -264,14 +264,14 @@ fn judge_model(
 pub fn judge(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     refusal: LlmError,
     model: Option<&str>,
 ) -> Result<(), LlmError> {
     let enforce = rt.policy.llm.mode == LlmMode::Enforce;
     let action = if enforce { "refused" } else { "would_refuse" };
     count_refusal(cx, rt, route, refusal.code(), action);
-    let model = model.map(observe::shown).unwrap_or_default();
+    let model = model.map(request_facts::shown).unwrap_or_default();
     tracing::warn!(
         event = "llm.refusal", role = %route.role, action, code = refusal.code(),
         model, "request outside the fleet policy"
@@ -284,8 +284,8 @@ pub fn judge(
 }
 
 /// Count a refusal (`refused`) or a would-be one (`would_refuse`) of `code` for the role.
-pub fn count_refusal(cx: &LlmContext, rt: &Runtime, route: &Route, code: &str, action: &str) {
-    let role_label = observe::role_label(&rt.policy.llm, &route.role);
+pub fn count_refusal(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, code: &str, action: &str) {
+    let role_label = request_facts::role_label(&rt.policy.llm, &route.role);
     cx.llm
         .metrics
         .refusals
@@ -304,14 +304,14 @@ fn scan_body<'a>(
     Some((text, scan))
 }
 
-fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &Route, rewrites: &[Rewrite]) {
+fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, rewrites: &[Rewrite]) {
     let enforce = rt.policy.llm.mode == LlmMode::Enforce;
     let action = if enforce {
         "rewritten"
     } else {
         "would_rewrite"
     };
-    let role_label = observe::role_label(&rt.policy.llm, &route.role);
+    let role_label = request_facts::role_label(&rt.policy.llm, &route.role);
     for r in rewrites {
         cx.llm
             .metrics

@@ -11,10 +11,10 @@ use tokio::time::{Instant, timeout};
 use super::LlmContext;
 use super::body::{Finish, ObservingBody};
 use super::judge;
-use super::observe::{self, RequestFacts};
-use super::{LlmBody, LlmError, Route};
-use crate::forward::http::strip_hop_by_hop;
+use super::request_facts::{self, RequestFacts};
+use super::{LlmBody, LlmError, LlmRoute};
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
+use crate::relay::h1::strip_hop_by_hop;
 use crate::respond::ERROR_HEADER;
 use crate::runtime::Runtime;
 
@@ -25,7 +25,7 @@ const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-
 pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody> {
     let started = Instant::now();
     let rt = cx.gate.runtime.load_full();
-    let Some(route) = Route::parse(req.uri().path()) else {
+    let Some(route) = LlmRoute::parse(req.uri().path()) else {
         return LlmError::NotFound(req.uri().path().to_string()).response(None);
     };
     let Some(provider) = rt.policy.llm.provider_for(&route.role).cloned() else {
@@ -46,7 +46,7 @@ pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody>
 async fn relay(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     provider: &LlmProvider,
     req: Request<Incoming>,
     started: Instant,
@@ -196,22 +196,22 @@ fn insert_key(
 fn inbound(
     cx: &LlmContext,
     rt: &Runtime,
-    route: &Route,
+    route: &LlmRoute,
     facts: &RequestFacts,
     seq: u64,
     resp: Response<Incoming>,
     started: Instant,
 ) -> Response<LlmBody> {
     let policy = &rt.policy.llm;
-    let role_label = observe::role_label(policy, &route.role);
-    let model = observe::model_label(policy, facts.model.as_deref());
+    let role_label = request_facts::role_label(policy, &route.role);
+    let model = request_facts::model_label(policy, facts.model.as_deref());
     let m = &cx.llm.metrics;
     m.requests
         .with_label_values(&[
             role_label.as_str(),
             model.as_str(),
-            observe::effort_label(facts.effort.as_deref()),
-            observe::tier_label(facts.service_tier.as_deref()),
+            request_facts::effort_label(facts.effort.as_deref()),
+            request_facts::tier_label(facts.service_tier.as_deref()),
         ])
         .inc();
     m.first_byte

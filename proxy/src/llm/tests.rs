@@ -2,6 +2,9 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::*;
+use http::StatusCode;
+
+use crate::policy::llm::ProviderKind;
 use crate::respond::ERROR_HEADER;
 
 #[test]
@@ -29,7 +32,7 @@ fn role_paths_parse_into_a_role_key_and_the_provider_path() {
         ("/v1/extract", None),
     ];
     for (path, want) in cases {
-        let got = Route::parse(path);
+        let got = LlmRoute::parse(path);
         let got = got.as_ref().map(|r| (r.role.as_str(), r.rest.as_str()));
         assert_eq!(got, want, "{path} must parse to {want:?}");
     }

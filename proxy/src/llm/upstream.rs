@@ -14,12 +14,12 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::time::timeout;
 
-use super::LlmError;
+use super::error::LlmError;
 use crate::admit::{self, Listener};
-use crate::context::TargetUrl;
 use crate::dialer::{OwnListeners, connect_pinned};
 use crate::metrics::ProxyMetrics;
 use crate::runtime::Runtime;
+use crate::target_url::TargetUrl;
 
 /// Idle connections kept per target.
 const POOL_PER_TARGET: usize = 32;

@@ -89,7 +89,7 @@ impl Pipeline<'_> {
     /// no DNS, E4): a page cached through a redirect to a host blocklisted since is not served.
     fn readmit_hops(&self, entry: &CachedPage) -> Result<(), NoCacheReason> {
         for hop in &entry.hops {
-            let target = crate::context::TargetUrl::new(hop);
+            let target = crate::target_url::TargetUrl::new(hop);
             if admit::stored_hop(self.rt, self.metrics, &target).is_err() {
                 return Err(NoCacheReason::RefusedHop);
             }

@@ -12,6 +12,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderName};
 use prometheus::IntCounter;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, timeout_at};
@@ -397,6 +398,23 @@ pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// A refusal the gate answers itself (any listener's `{"error": {"code", "message"}}`
+/// response), its body read whole, as the HTTP/1.1 bytes of [`encode_response`]: the one
+/// wire form of the forward proxy's and the capture's refusals.
+pub async fn encode_refusal<B>(response: http::Response<B>, close: bool) -> Vec<u8>
+where
+    B: hyper::body::Body<Data = Bytes>,
+{
+    use http_body_util::BodyExt;
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    encode_response(&parts, &body, close)
+}
+
 /// A whole response the gate answers itself, as HTTP/1.1 bytes: the status line, the fields
 /// of `parts` except framing and `connection`, the `content-length` of `body`, and
 /// `connection: close` when `close`, then `body`.
@@ -548,6 +566,24 @@ where
                 _ => Err(FramingError::Truncated),
             };
         }
+    }
+}
+
+/// Remove the headers `Connection` names, then the fixed hop-by-hop set (for relays that hold
+/// a parsed [`HeaderMap`]).
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in listed {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(*name);
     }
 }
 

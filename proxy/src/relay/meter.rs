@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
-use prometheus::IntCounter;
+use prometheus::{IntCounter, IntGauge};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
@@ -242,6 +242,27 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// One open tunnel in a listener's `fleetgate_listener_active_tunnels` gauge: counted when
+/// entered, uncounted however the tunnel's task ends.
+#[derive(Debug)]
+pub struct ActiveTunnel(IntGauge);
+
+// === impl ActiveTunnel ===
+
+impl ActiveTunnel {
+    /// Count one more open tunnel in `gauge` until the guard drops.
+    pub fn enter(gauge: IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for ActiveTunnel {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -6,22 +6,21 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use prometheus::IntGauge;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::decide::{self, Admission};
+use super::config::{LISTENER, OriginalDstSource, TransparentConfig};
+use super::decide::{self, CaptureAdmission};
 use super::dial::{Dialed, dial};
-use super::listener::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::original_dst::original_dst;
 use super::splice::{SpliceLimits, splice};
 use crate::dialer::OwnListeners;
 use crate::forward::{ForwardProxy, Limits};
 use crate::gates::DenyReason;
-use crate::relay::capture::{Refusal, close_cleanly};
-use crate::relay::meter::Activity;
+use crate::relay::capture_refusal::{CaptureRefusal, close_cleanly};
+use crate::relay::meter::{ActiveTunnel, Activity};
 use crate::relay::own_dial::{is_own_dial, mark_came_back};
 use crate::relay::sniff::{
     self, MAX_SNIFF_BYTES, Progress, Protocol, Sniffed, TargetName, protocol_of,
@@ -77,7 +76,9 @@ impl Connection {
     pub(super) async fn run(self, mut client: TcpStream) {
         let _ = client.set_nodelay(true);
         let Some(original) = self.original(&client) else {
-            return self.refuse_unread(client, Refusal::NoOriginalDst).await;
+            return self
+                .refuse_unread(client, CaptureRefusal::NoOriginalDst)
+                .await;
         };
         let (prefix, sniffed) = match self.read_head(&mut client).await {
             Ok(v) => v,
@@ -98,7 +99,7 @@ impl Connection {
         if is_own_dial(self.peer) {
             // The capture rules sent the gate's own upstream connection back into the gate.
             mark_came_back(self.peer);
-            return self.refuse(client, seen, Refusal::Loop).await;
+            return self.refuse(client, seen, CaptureRefusal::Loop).await;
         }
         if sniffed.protocol == Protocol::Http {
             return self.serve_http(client, original, &prefix).await;
@@ -114,7 +115,7 @@ impl Connection {
     }
 
     /// Refuse before anything was read (cap reached, not redirected): log, count, close.
-    pub(super) async fn refuse_unread(&self, client: TcpStream, refusal: Refusal) {
+    pub(super) async fn refuse_unread(&self, client: TcpStream, refusal: CaptureRefusal) {
         self.refuse(client, Seen::default(), refusal).await;
     }
 
@@ -139,14 +140,14 @@ impl Connection {
     async fn read_head(
         &self,
         client: &mut TcpStream,
-    ) -> Result<(Vec<u8>, Sniffed), (Option<Protocol>, Refusal)> {
+    ) -> Result<(Vec<u8>, Sniffed), (Option<Protocol>, CaptureRefusal)> {
         let mut buf = Vec::with_capacity(2048);
         let deadline = Instant::now() + self.config.sniff_timeout;
         loop {
             match sniff::sniff(&buf) {
                 Ok(Progress::Done(sniffed)) => return Ok((buf, sniffed)),
                 Ok(Progress::NeedMore) => {}
-                Err(e) => return Err((protocol_of(&buf), Refusal::Sniff(e))),
+                Err(e) => return Err((protocol_of(&buf), CaptureRefusal::Sniff(e))),
             }
             let mut chunk = [0u8; 4096];
             let room = (MAX_SNIFF_BYTES - buf.len()).min(chunk.len());
@@ -154,7 +155,7 @@ impl Connection {
             match read {
                 Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
                 // EOF, a socket error or the deadline: the head never completed.
-                _ => return Err((protocol_of(&buf), Refusal::SniffTimeout)),
+                _ => return Err((protocol_of(&buf), CaptureRefusal::SniffTimeout)),
             }
         }
     }
@@ -163,7 +164,7 @@ impl Connection {
         &self,
         sniffed: &Sniffed,
         original: SocketAddr,
-    ) -> Result<(Admission, Dialed), Refusal> {
+    ) -> Result<(CaptureAdmission, Dialed), CaptureRefusal> {
         let rt = self.gate.runtime.load_full();
         let allow_raw_ip = rt.policy.egress.limits.allow_raw_ip;
         let admission =
@@ -211,7 +212,7 @@ impl Connection {
         mut upstream: Dialed,
         prefix: &[u8],
         seen: Seen<'_>,
-        admission: &Admission,
+        admission: &CaptureAdmission,
     ) {
         let upstream_addr = upstream.stream.peer_addr().ok();
         self.decide(seen, None, Some(admission), upstream_addr);
@@ -236,7 +237,7 @@ impl Connection {
     }
 
     /// Log, count, answer HTTP in-band, then close cleanly.
-    async fn refuse(&self, mut client: TcpStream, seen: Seen<'_>, refusal: Refusal) {
+    async fn refuse(&self, mut client: TcpStream, seen: Seen<'_>, refusal: CaptureRefusal) {
         self.decide(seen, Some(&refusal), None, None);
         if refusal.answers(seen.protocol) {
             let _ = client.write_all(&refusal.response_bytes().await).await;
@@ -249,8 +250,8 @@ impl Connection {
     fn decide(
         &self,
         seen: Seen<'_>,
-        refusal: Option<&Refusal>,
-        admission: Option<&Admission>,
+        refusal: Option<&CaptureRefusal>,
+        admission: Option<&CaptureAdmission>,
         upstream: Option<SocketAddr>,
     ) {
         let (gate, verdict, reason) = match refusal {
@@ -293,27 +294,11 @@ impl Connection {
     }
 }
 
-/// Decrements the active-tunnel gauge however the splice ends (the drain may abort it).
-struct ActiveTunnel(IntGauge);
-
-impl ActiveTunnel {
-    fn enter(gauge: IntGauge) -> Self {
-        gauge.inc();
-        Self(gauge)
-    }
-}
-
-impl Drop for ActiveTunnel {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
 /// The `sni` field: a ClientHello's server name, when one was read.
-fn tls_name(seen: Seen<'_>, refusal: Option<&Refusal>) -> Option<String> {
+fn tls_name(seen: Seen<'_>, refusal: Option<&CaptureRefusal>) -> Option<String> {
     let sniffed = seen.sniffed.filter(|s| s.protocol == Protocol::Tls)?;
     let rule = match refusal {
-        Some(Refusal::Gate(reason @ DenyReason::SecretInHost { .. })) => reason.rule(),
+        Some(CaptureRefusal::Gate(reason @ DenyReason::SecretInHost { .. })) => reason.rule(),
         _ => None,
     };
     let name = sniffed.name.as_ref()?.to_string();
@@ -321,7 +306,7 @@ fn tls_name(seen: Seen<'_>, refusal: Option<&Refusal>) -> Option<String> {
 }
 
 /// `tls://host:port` or `http://host[:port]/path` (query dropped), for the decision line.
-fn log_url(seen: Seen<'_>, admission: Option<&Admission>) -> String {
+fn log_url(seen: Seen<'_>, admission: Option<&CaptureAdmission>) -> String {
     let name = seen.sniffed.and_then(|s| s.name.as_ref());
     let host = match (admission, name) {
         (Some(a), _) => a.host.clone(),

@@ -13,13 +13,13 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::admit::{self, Listener};
 use crate::metrics::ProxyMetrics;
-use crate::relay::capture::Refusal;
+use crate::relay::capture_refusal::CaptureRefusal;
 use crate::relay::sniff::{Sniffed, TargetName};
 use crate::runtime::Runtime;
 
 /// A connection the gates let through.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Admission {
+pub struct CaptureAdmission {
     /// The canonical name (or the IP, for raw-IP egress), for logs.
     pub host: String,
     /// The checked answers, in resolver order: the only addresses the gate may dial.
@@ -35,7 +35,7 @@ pub async fn admit(
     sniffed: &Sniffed,
     original: SocketAddr,
     allow_raw_ip: bool,
-) -> Result<Admission, Refusal> {
+) -> Result<CaptureAdmission, CaptureRefusal> {
     match &sniffed.name {
         Some(TargetName::Domain(host)) => {
             let raw = sniffed.raw_name.as_deref().unwrap_or(host);
@@ -43,7 +43,7 @@ pub async fn admit(
             admit_name(rt, metrics, raw, host, original).await
         }
         None | Some(TargetName::Ip(_)) if allow_raw_ip => admit_raw_ip(rt, metrics, original).await,
-        None | Some(TargetName::Ip(_)) => Err(Refusal::NoTargetName),
+        None | Some(TargetName::Ip(_)) => Err(CaptureRefusal::NoTargetName),
     }
 }
 
@@ -53,12 +53,12 @@ async fn admit_name(
     raw: &str,
     host: &str,
     original: SocketAddr,
-) -> Result<Admission, Refusal> {
+) -> Result<CaptureAdmission, CaptureRefusal> {
     let port = original.port();
     let admitted = admit::host(rt, metrics, Listener::TransparentTls, raw, host, port)
         .await
-        .map_err(|r| Refusal::Gate(r.reason))?;
-    Ok(Admission {
+        .map_err(|r| CaptureRefusal::Gate(r.reason))?;
+    Ok(CaptureAdmission {
         host: host.to_string(),
         addrs: admitted.addrs,
         port,
@@ -70,7 +70,7 @@ async fn admit_raw_ip(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     original: SocketAddr,
-) -> Result<Admission, Refusal> {
+) -> Result<CaptureAdmission, CaptureRefusal> {
     let ip = original.ip().to_canonical().to_string();
     admit_name(rt, metrics, &ip, &ip, original).await
 }
@@ -84,14 +84,14 @@ fn check_first_request(
     metrics: &ProxyMetrics,
     host: &str,
     path: Option<&str>,
-) -> Result<(), Refusal> {
+) -> Result<(), CaptureRefusal> {
     let Some(path) = path else {
         return Ok(());
     };
-    let target = crate::context::TargetUrl::new(&format!("http://{host}{path}"));
+    let target = crate::target_url::TargetUrl::new(&format!("http://{host}{path}"));
     admit::secrets(rt, metrics, &target)
         .map(drop)
-        .map_err(|r| Refusal::Gate(r.reason))
+        .map_err(|r| CaptureRefusal::Gate(r.reason))
 }
 
 #[cfg(test)]

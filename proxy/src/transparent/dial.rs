@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::decide::Admission;
+use super::decide::CaptureAdmission;
 use crate::dialer::{OwnListeners, connect_pinned};
-use crate::relay::capture::Refusal;
+use crate::relay::capture_refusal::CaptureRefusal;
 use crate::relay::own_dial::OwnDial;
 
 /// An upstream connection, registered as the gate's own while it lives.
@@ -21,17 +21,17 @@ pub struct Dialed {
 /// Dial the admission's checked addresses on its port through the shared pinned connector.
 /// A target that reaches one of the gate's own listeners (`own`) is a loop, never dialed.
 pub async fn dial(
-    admission: &Admission,
+    admission: &CaptureAdmission,
     own: &OwnListeners,
     connect_timeout: Duration,
-) -> Result<Dialed, Refusal> {
+) -> Result<Dialed, CaptureRefusal> {
     if own.first_loop(&admission.addrs, admission.port).is_some() {
-        return Err(Refusal::Loop);
+        return Err(CaptureRefusal::Loop);
     }
     connect_pinned(&admission.addrs, admission.port, connect_timeout)
         .await
         .map(register)
-        .map_err(Refusal::UpstreamConnect)
+        .map_err(CaptureRefusal::UpstreamConnect)
 }
 
 fn register(stream: TcpStream) -> Dialed {
@@ -46,7 +46,7 @@ mod tests {
     #[tokio::test]
     async fn the_gates_own_listeners_are_never_dialed() {
         let own = OwnListeners::new(["127.0.0.1:15182".parse().unwrap()]);
-        let admission = Admission {
+        let admission = CaptureAdmission {
             host: "loop.test".into(),
             addrs: vec!["127.0.0.1".parse().unwrap()],
             port: 15182,

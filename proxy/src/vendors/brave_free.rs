@@ -4,7 +4,7 @@
 //! `Accept: application/json`; rows from `web.results[]`, cut to the limit; errors use
 //! Hermes' wording.
 
-use super::VendorErrorKind;
+use super::client::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 

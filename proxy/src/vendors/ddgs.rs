@@ -15,7 +15,7 @@
 
 use scraper::{ElementRef, Selector};
 
-use super::VendorErrorKind;
+use super::client::VendorErrorKind;
 use super::client::{CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 

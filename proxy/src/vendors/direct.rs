@@ -19,7 +19,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout};
 
-use super::{Admitted, Hop, HopGate, Page, VendorFailure, html};
+use super::html;
+use super::page::{Admitted, Hop, HopGate, Page, VendorFailure};
 use crate::policy::FetchPolicy;
 
 /// The `direct` backend.

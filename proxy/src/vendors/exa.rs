@@ -9,9 +9,10 @@
 
 use serde_json::{Value, json};
 
+use super::client::VendorErrorKind;
 use super::client::{Endpoint, HttpClient, VendorError};
+use super::page::{Page, VendorFailure, assign_rows, fail_all, same_url};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::{Page, VendorErrorKind, VendorFailure, assign_rows, fail_all, same_url};
 
 /// Hermes' error when the key is missing.
 pub const MISSING_KEY: &str =

@@ -9,9 +9,10 @@
 
 use serde_json::{Value, json};
 
+use super::client::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
+use super::page::{Page, VendorFailure};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::{Page, VendorErrorKind, VendorFailure};
 
 /// Hermes' error when neither a key nor a self-hosted URL is set.
 pub const NOT_CONFIGURED: &str = "Web tools are not configured. Set FIRECRAWL_API_KEY for cloud \
@@ -28,7 +29,7 @@ pub struct FirecrawlClient {
     http: HttpClient,
 }
 
-impl super::FetchOne for FirecrawlClient {
+impl super::page::FetchOne for FirecrawlClient {
     async fn fetch_one(&self, url: &str) -> Result<Page, VendorError> {
         self.scrape(url).await
     }
@@ -84,7 +85,7 @@ impl FirecrawlClient {
     /// A failure that cannot differ per URL (no credential, 401, 402, vendor unreachable)
     /// is reused for the remaining URLs instead of calling again.
     pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
-        super::per_url(self, urls).await
+        super::page::per_url(self, urls).await
     }
 
     async fn scrape(&self, url: &str) -> Result<Page, VendorError> {

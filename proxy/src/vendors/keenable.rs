@@ -21,8 +21,8 @@
 use serde_json::{Value, json};
 
 use super::client::{self, Endpoint, HttpClient, VendorError};
+use super::page::{Page, VendorFailure};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
-use super::{Page, VendorFailure};
 use crate::policy::VendorTier;
 
 /// Hermes' per-call timeout for Keenable.
@@ -43,7 +43,7 @@ pub struct KeenableClient {
     tier: VendorTier,
 }
 
-impl super::FetchOne for KeenableClient {
+impl super::page::FetchOne for KeenableClient {
     async fn fetch_one(&self, url: &str) -> Result<Page, VendorError> {
         self.fetch(url).await
     }
@@ -118,7 +118,7 @@ impl KeenableClient {
     /// Extract each URL with its own fetch; one result per URL in input order (a refused key
     /// is not asked again for the next URL).
     pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
-        super::per_url(self, urls).await
+        super::page::per_url(self, urls).await
     }
 
     async fn fetch(&self, url: &str) -> Result<Page, VendorError> {

@@ -24,13 +24,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::client::VendorErrorKind;
 use super::client::{self, Endpoint, HttpClient, VendorError};
+use super::firecrawl;
 use super::keenable::KeenableClient;
+use super::page::{Page, UrlRows, VendorFailure, assign_rows, fail_all, per_url};
 use super::search::{self, KeyOrder, RawHit, SearchHit, Searched};
-use super::{
-    BackendKind, Page, UrlRows, VendorErrorKind, VendorFailure, assign_rows, fail_all, firecrawl,
-    per_url,
-};
+use crate::policy::backends::BackendKind;
 use crate::policy::{VendorSettings, VendorTier};
 
 pub use fleetgate_policy::backends::RING;
@@ -146,11 +146,11 @@ fn extract_fails_over(rows: &[Result<Page, VendorFailure>]) -> bool {
 #[derive(Clone, Debug)]
 pub struct KeylessClient {
     kind: BackendKind,
-    route: Route,
+    route: KeylessRoute,
 }
 
 #[derive(Clone, Debug)]
-enum Route {
+enum KeylessRoute {
     /// Exa or Parallel over MCP.
     Mcp(HttpClient),
     /// Firecrawl's REST API without a key.
@@ -190,9 +190,11 @@ impl KeylessClient {
             endpoint.retries = c.retries.unwrap_or(endpoint.retries);
         }
         let route = match kind {
-            BackendKind::Exa | BackendKind::Parallel => Route::Mcp(HttpClient::new(endpoint)),
-            BackendKind::Firecrawl => Route::Firecrawl(HttpClient::new(endpoint)),
-            _ => Route::Keenable(KeenableClient::new(endpoint).with_tier(VendorTier::Free)),
+            BackendKind::Exa | BackendKind::Parallel => {
+                KeylessRoute::Mcp(HttpClient::new(endpoint))
+            }
+            BackendKind::Firecrawl => KeylessRoute::Firecrawl(HttpClient::new(endpoint)),
+            _ => KeylessRoute::Keenable(KeenableClient::new(endpoint).with_tier(VendorTier::Free)),
         };
         Some(Self { kind, route })
     }
@@ -205,8 +207,8 @@ impl KeylessClient {
     /// Search; rows are `{url, title, description, position}`.
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
         match &self.route {
-            Route::Keenable(k) => k.search(query, limit).await,
-            Route::Firecrawl(http) => {
+            KeylessRoute::Keenable(k) => k.search(query, limit).await,
+            KeylessRoute::Firecrawl(http) => {
                 let body = json!({ "query": query, "limit": limit.max(1) });
                 let answer = http
                     .post_for_json(self.name(), "search", "/v2/search", &[], &body)
@@ -225,12 +227,12 @@ impl KeylessClient {
                     .map(firecrawl::search_row);
                 Ok(search::numbered(KeyOrder::WebHit, rows, limit))
             }
-            Route::Mcp(http) if self.kind == BackendKind::Exa => {
+            KeylessRoute::Mcp(http) if self.kind == BackendKind::Exa => {
                 let args = json!({ "query": query, "numResults": limit.max(1) });
                 let text = self.tool(http, "web_search_exa", args, "search").await?;
                 Ok(search::numbered(KeyOrder::WebHit, exa_blocks(&text), limit))
             }
-            Route::Mcp(http) => {
+            KeylessRoute::Mcp(http) => {
                 let args = json!({
                     "objective": query,
                     "search_queries": [query],
@@ -251,8 +253,8 @@ impl KeylessClient {
     /// Extract `urls`; one result per URL in input order.
     pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         match &self.route {
-            Route::Keenable(k) => k.extract(urls).await,
-            Route::Mcp(http) if self.kind == BackendKind::Parallel => {
+            KeylessRoute::Keenable(k) => k.extract(urls).await,
+            KeylessRoute::Mcp(http) if self.kind == BackendKind::Parallel => {
                 let args = json!({
                     "urls": urls,
                     "objective": "Full page content",
@@ -271,7 +273,7 @@ impl KeylessClient {
                     Err(e) => fail_all(urls, e),
                 }
             }
-            Route::Mcp(_) | Route::Firecrawl(_) => per_url(self, urls).await,
+            KeylessRoute::Mcp(_) | KeylessRoute::Firecrawl(_) => per_url(self, urls).await,
         }
     }
 
@@ -334,10 +336,10 @@ impl KeylessClient {
     }
 }
 
-impl super::FetchOne for KeylessClient {
+impl super::page::FetchOne for KeylessClient {
     async fn fetch_one(&self, url: &str) -> Result<Page, VendorError> {
         match &self.route {
-            Route::Mcp(http) => {
+            KeylessRoute::Mcp(http) => {
                 let args = json!({ "urls": [url] });
                 let text = self.tool(http, "web_fetch_exa", args, "extract").await;
                 let text = text.map_err(|mut e| {
@@ -349,7 +351,7 @@ impl super::FetchOne for KeylessClient {
                 })?;
                 Ok(Page::from_vendor(url.to_string(), exa_title(&text), text))
             }
-            Route::Firecrawl(http) => {
+            KeylessRoute::Firecrawl(http) => {
                 let body = json!({ "url": url.trim(), "formats": ["markdown"] });
                 let bytes = http
                     .post_json("/v2/scrape", &[], &body)
@@ -374,7 +376,7 @@ impl super::FetchOne for KeylessClient {
                 }
                 Ok(firecrawl::page(url, &answer))
             }
-            Route::Keenable(k) => super::FetchOne::fetch_one(k, url).await,
+            KeylessRoute::Keenable(k) => super::page::FetchOne::fetch_one(k, url).await,
         }
     }
 }
@@ -455,19 +457,6 @@ pub enum Start {
     At(BackendKind),
     /// Pinned at a member already tried keylessly in this call, which is skipped.
     After(BackendKind),
-}
-
-// === impl Start ===
-
-impl Start {
-    /// The walk of a rescue for the configured backend `primary`.
-    pub fn rescuing(primary: &super::Backend) -> Self {
-        match primary {
-            super::Backend::Keyless(c) => Self::After(c.kind()),
-            super::Backend::Keenable(k) if k.keyless() => Self::After(BackendKind::Keenable),
-            other => Self::At(other.kind()),
-        }
-    }
 }
 
 /// The keyless ring.

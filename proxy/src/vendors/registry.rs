@@ -12,8 +12,12 @@
 
 use crate::policy::{VendorSettings, VendorTier, WebPolicy};
 
+use super::backend::Backend;
+use super::client::Endpoint;
+use super::direct::DirectFetcher;
 use super::keyless::{KeylessClient, Ring};
-use super::{Backend, BackendKind, Endpoint, direct::DirectFetcher, xai};
+use super::xai;
+use crate::policy::backends::BackendKind;
 
 /// The backends of one runtime.
 #[derive(Clone, Debug)]
@@ -64,7 +68,7 @@ fn build_backend(
     let endpoint = config
         .and_then(|c| c.base_url.clone())
         .map(Endpoint::new)
-        .or_else(|| super::default_endpoint(kind));
+        .or_else(|| super::backend::default_endpoint(kind));
     let Some(mut endpoint) = endpoint else {
         // Policy validation requires a base URL for SearXNG; this is unreachable in practice.
         warnings.push(format!(

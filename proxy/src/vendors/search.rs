@@ -60,7 +60,7 @@ pub struct Searched {
     /// The rows.
     pub hits: Vec<SearchHit>,
     /// The vendor that served them.
-    pub served_by: super::BackendKind,
+    pub served_by: crate::policy::backends::BackendKind,
 }
 
 impl crate::cache::memo::Memoizable for Searched {}

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::VendorErrorKind;
+use super::client::VendorErrorKind;
 use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 

@@ -16,7 +16,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 
-use super::WatchError;
+use super::error::WatchError;
 use crate::admit::{self, Listener};
 use crate::metrics::ProxyMetrics;
 use crate::policy::watch::WatchSpec;
@@ -31,8 +31,8 @@ pub async fn call(
     spec: &WatchSpec,
 ) -> Result<Vec<Value>, WatchError> {
     let url = spec.server_url.as_str();
-    let target = crate::context::TargetUrl::new(url);
-    let refused = |r: admit::Refusal| WatchError::Refused {
+    let target = crate::target_url::TargetUrl::new(url);
+    let refused = |r: admit::GateRefusal| WatchError::Refused {
         code: r.reason.code(),
         message: r.reason.message(),
     };
@@ -122,7 +122,8 @@ fn expand_headers(
 ) -> Result<HashMap<http::HeaderName, http::HeaderValue>, WatchError> {
     let mut out = HashMap::new();
     for (name, template) in &spec.headers {
-        let value = super::headers::expand(template).map_err(WatchError::Config)?;
+        let value =
+            fleetgate_policy::header_template::expand(template).map_err(WatchError::Config)?;
         let name = http::HeaderName::from_bytes(name.as_bytes())
             .map_err(|e| WatchError::Config(format!("failed to use header {name}: {e}")))?;
         let value = http::HeaderValue::from_str(&value).map_err(|_| {

@@ -9,8 +9,8 @@ use bytes::BufMut;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::super::listener::ClientConn;
-use crate::relay::capture::Refusal;
+use super::super::proxy::ClientConn;
+use crate::relay::capture_refusal::CaptureRefusal;
 use crate::relay::sniff::{
     self, MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, protocol_of,
 };
@@ -33,7 +33,7 @@ pub(super) enum Carried {
 
 /// A refused first message: the protocol its first byte announced (which decides whether the
 /// client is answered in-band) and why.
-pub(super) type Refused = (Option<Protocol>, Refusal);
+pub(super) type Refused = (Option<Protocol>, CaptureRefusal);
 
 /// Read `conn`'s first bytes until the sniffer decides, the deadline passes, or the client
 /// leaves. `raw_allowed` is whether the tunnel's port carries raw protocols: then bytes that
@@ -51,7 +51,7 @@ pub(super) async fn judge(
             Ok(Progress::Done(_)) => return Ok(Carried::Http),
             Ok(Progress::NeedMore) => {}
             Err(e) if raw_allowed && !is_tls(&e) => return Ok(Carried::Raw),
-            Err(e) => return Err((protocol_of(&conn.buf), Refusal::Sniff(e))),
+            Err(e) => return Err((protocol_of(&conn.buf), CaptureRefusal::Sniff(e))),
         }
         // The sniffer answers `TooLarge` before a prefix reaches the cap; this only bounds
         // the read.
@@ -61,7 +61,7 @@ pub(super) async fn judge(
         let protocol = protocol_of(&conn.buf);
         if room == 0 {
             let too_large = SniffError::TooLarge(protocol.unwrap_or(Protocol::Http));
-            return Err((protocol, Refusal::Sniff(too_large)));
+            return Err((protocol, CaptureRefusal::Sniff(too_large)));
         }
         // Readiness first, the buffer after: a tunnel whose client has not spoken yet holds
         // no read buffer (a thousand idle tunnels would hold a thousand).
@@ -71,7 +71,7 @@ pub(super) async fn judge(
                 Ok(Ok(())) => {}
                 Ok(Err(_)) if conn.buf.is_empty() => return Ok(Carried::Nothing),
                 // The deadline, or a client that left inside its first message.
-                _ => return Err((protocol, Refusal::SniffTimeout)),
+                _ => return Err((protocol, CaptureRefusal::SniffTimeout)),
             },
             ready = upstream.readable(), if raw_allowed && conn.buf.is_empty() => {
                 // TLS and HTTP servers never speak first.
@@ -86,7 +86,7 @@ pub(super) async fn judge(
             Ok(n) if n > 0 => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             _ if conn.buf.is_empty() => return Ok(Carried::Nothing),
-            _ => return Err((protocol, Refusal::SniffTimeout)),
+            _ => return Err((protocol, CaptureRefusal::SniffTimeout)),
         }
     }
 }

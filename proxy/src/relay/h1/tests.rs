@@ -289,3 +289,33 @@ async fn relay_body_gives_up_after_the_idle_limit() {
     .await;
     assert!(matches!(stalled, Err(FramingError::Idle(_))), "{stalled:?}");
 }
+
+#[test]
+fn hop_by_hop_headers_and_proxy_credentials_never_cross() {
+    let mut h = http::HeaderMap::new();
+    for (k, v) in [
+        ("connection", "keep-alive, X-Secret-Hop"),
+        ("x-secret-hop", "1"),
+        ("keep-alive", "timeout=5"),
+        ("proxy-connection", "keep-alive"),
+        ("proxy-authorization", "Basic dTpw"),
+        ("te", "trailers"),
+        ("trailer", "x-sum"),
+        ("upgrade", "websocket"),
+        ("accept", "text/html"),
+        ("authorization", "Bearer end-to-end"),
+    ] {
+        h.append(
+            HeaderName::from_static(k),
+            http::HeaderValue::from_str(v).expect("test header value"),
+        );
+    }
+    strip_hop_by_hop(&mut h);
+    let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+    left.sort_unstable();
+    assert_eq!(
+        left,
+        vec!["accept", "authorization"],
+        "only end-to-end headers may remain"
+    );
+}

@@ -3,7 +3,7 @@
 //!
 //! Nothing is decrypted or answered: the bytes are forwarded unchanged once the name passed.
 
-use super::{Progress, Protocol, SniffError, Sniffed, canonical_name};
+use super::sniffed::{MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, canonical_name};
 
 /// TLS record content type `handshake`.
 pub(super) const RECORD_HANDSHAKE: u8 = 22;
@@ -97,14 +97,14 @@ fn check_message_header(message: &[u8], partial: &[u8]) -> Result<Option<usize>,
         return Ok(None);
     }
     let total = 4 + u32::from_be_bytes([0, header[1], header[2], header[3]]) as usize;
-    if total > super::MAX_SNIFF_BYTES {
+    if total > MAX_SNIFF_BYTES {
         return Err(SniffError::TooLarge(Protocol::Tls));
     }
     Ok(Some(total))
 }
 
 fn need_more(wanted: usize) -> Result<Option<Vec<u8>>, SniffError> {
-    if wanted > super::MAX_SNIFF_BYTES {
+    if wanted > MAX_SNIFF_BYTES {
         Err(SniffError::TooLarge(Protocol::Tls))
     } else {
         Ok(None)

@@ -7,7 +7,9 @@
 //! a method the relay does not forward, or a line that is not `METHOD SP target SP HTTP/1.x`,
 //! is refused at once rather than after the sniff's timeout.
 
-use super::{MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, TargetName};
+use super::sniffed::{
+    MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, TargetName, parse_authority,
+};
 
 /// Longest method token the sniffer accepts before deciding the bytes are not HTTP.
 const MAX_METHOD: usize = 20;
@@ -165,15 +167,15 @@ fn is_token_byte(b: u8) -> bool {
 fn from_host(host: Option<&str>, path: &str) -> Result<Sniffed, SniffError> {
     let parsed = match host {
         None | Some("") => None,
-        Some(value) => Some(super::parse_authority(value)?),
+        Some(value) => Some(parse_authority(value)?),
     };
     Ok(sniffed(parsed, path))
 }
 
 fn from_absolute(authority: &str, host: Option<&str>, path: &str) -> Result<Sniffed, SniffError> {
-    let parsed = super::parse_authority(authority)?;
+    let parsed = parse_authority(authority)?;
     if let Some(value) = host.filter(|v| !v.is_empty()) {
-        let (_, header_name, _) = super::parse_authority(value)?;
+        let (_, header_name, _) = parse_authority(value)?;
         if header_name != parsed.1 {
             return Err(malformed(
                 "the Host header differs from the absolute-form target",

@@ -2,9 +2,7 @@
 //! stable code, and how a refusal looks on the wire: nothing for TLS (a clean close), a JSON
 //! answer for plain HTTP.
 
-use bytes::Bytes;
 use http::StatusCode;
-use http_body_util::BodyExt;
 
 use super::sniff::{Protocol, SniffError};
 use crate::dialer::ConnectError;
@@ -13,7 +11,7 @@ use crate::respond::{self, Shape};
 
 /// A refused transparent connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum CaptureRefusal {
     /// A gate refused the name (secret in host, port, SSRF, blocklist).
     #[error("{}", .0.message())]
     Gate(DenyReason),
@@ -43,12 +41,12 @@ pub enum Refusal {
     Overloaded(usize),
 }
 
-impl respond::Refusal for Refusal {
+impl respond::Refusal for CaptureRefusal {
     fn code(&self) -> &'static str {
-        Refusal::code(self)
+        CaptureRefusal::code(self)
     }
     fn status(&self) -> StatusCode {
-        Refusal::status(self)
+        CaptureRefusal::status(self)
     }
     fn message(&self) -> String {
         self.to_string()
@@ -64,9 +62,9 @@ impl respond::Refusal for Refusal {
     }
 }
 
-// === impl Refusal ===
+// === impl CaptureRefusal ===
 
-impl Refusal {
+impl CaptureRefusal {
     /// Codes this module adds to the other families, for uniqueness tests and docs. A loop,
     /// the connection cap and a failed dial reuse the forward proxy's and the connector's codes
     /// (`proxy_loop`, `too_many_tunnels`, `upstream_connect_failed`, `upstream_timeout`): the
@@ -143,13 +141,7 @@ impl Refusal {
     /// The answer to a plain-HTTP client as HTTP/1.1 bytes: `{"error": {"code", "message"}}`,
     /// `x-fleetgate-error`, `content-length`, `connection: close` (the connection ends after it).
     pub async fn response_bytes(&self) -> Vec<u8> {
-        let (parts, body) = respond::refuse(self, Shape::Error).into_parts();
-        let body: Bytes = body
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
-        super::h1::encode_response(&parts, &body, true)
+        super::h1::encode_refusal(respond::refuse(self, Shape::Error), true).await
     }
 }
 
@@ -185,21 +177,21 @@ mod tests {
     #[test]
     fn own_codes_are_listed_and_do_not_collide_with_other_families() {
         let samples = [
-            Refusal::NoTargetName,
-            Refusal::Sniff(SniffError::Unrecognised),
-            Refusal::Sniff(SniffError::TooLarge(Protocol::Tls)),
-            Refusal::SniffTimeout,
-            Refusal::NoOriginalDst,
+            CaptureRefusal::NoTargetName,
+            CaptureRefusal::Sniff(SniffError::Unrecognised),
+            CaptureRefusal::Sniff(SniffError::TooLarge(Protocol::Tls)),
+            CaptureRefusal::SniffTimeout,
+            CaptureRefusal::NoOriginalDst,
         ];
         for refusal in &samples {
             assert!(
-                Refusal::OWN_CODES.contains(&refusal.code()),
+                CaptureRefusal::OWN_CODES.contains(&refusal.code()),
                 "{} must be listed in OWN_CODES",
                 refusal.code()
             );
         }
         let mut seen = std::collections::HashSet::new();
-        let all = Refusal::OWN_CODES
+        let all = CaptureRefusal::OWN_CODES
             .iter()
             .chain(crate::forward::refusal::ProxyRefusal::OWN_CODES)
             .chain(DenyReason::ALL_CODES)
@@ -212,8 +204,8 @@ mod tests {
             );
         }
         let shared = [
-            (Refusal::Loop.code(), "proxy_loop"),
-            (Refusal::Overloaded(1).code(), "too_many_tunnels"),
+            (CaptureRefusal::Loop.code(), "proxy_loop"),
+            (CaptureRefusal::Overloaded(1).code(), "too_many_tunnels"),
         ];
         for (got, forward) in shared {
             let forward_codes = crate::forward::refusal::ProxyRefusal::OWN_CODES
@@ -228,7 +220,7 @@ mod tests {
 
     #[tokio::test]
     async fn http_refusal_bytes_carry_status_header_and_json_error() {
-        let refusal = Refusal::Gate(DenyReason::PortNotAllowed { port: 25 });
+        let refusal = CaptureRefusal::Gate(DenyReason::PortNotAllowed { port: 25 });
         let bytes = refusal.response_bytes().await;
         let text = String::from_utf8(bytes).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
@@ -255,7 +247,7 @@ mod tests {
 
     #[test]
     fn only_http_is_answered_in_band() {
-        let gate = Refusal::Gate(DenyReason::SecretInHost { rule: "r".into() });
+        let gate = CaptureRefusal::Gate(DenyReason::SecretInHost { rule: "r".into() });
         assert!(
             gate.answers(Some(Protocol::Http)),
             "HTTP refusals must be answered"
@@ -268,7 +260,7 @@ mod tests {
             !gate.answers(None),
             "unknown protocols must be a clean close"
         );
-        let bad_http = Refusal::Sniff(SniffError::Malformed {
+        let bad_http = CaptureRefusal::Sniff(SniffError::Malformed {
             protocol: Protocol::Http,
             detail: "x",
         });

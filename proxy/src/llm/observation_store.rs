@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::enforce::Rewrite;
-use super::observe::RequestFacts;
+use super::request_facts::RequestFacts;
 use crate::report::time::format_iso_z;
 use crate::report::{GateCounters, Observed, RoleObservation};
 

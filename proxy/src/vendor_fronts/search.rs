@@ -10,7 +10,7 @@ use crate::respond::{self, ApiError, Body};
 
 /// The search shapes the api listener speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
+pub enum SearchShape {
     /// `{"success": true, "data": {"web": [...]}, "served_by", "cached"}` (Hermes' own shape;
     /// a rescued answer adds `data.rescued_from` and `data.backend_error`).
     Native,
@@ -58,7 +58,7 @@ pub fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
 }
 
 /// Shape a search outcome for `shape`.
-pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Body> {
+pub fn respond(shape: SearchShape, query: &str, outcome: SearchOutcome) -> Response<Body> {
     let (hits, served_by, cached, rescue) = match outcome {
         SearchOutcome::Hits {
             hits,
@@ -71,7 +71,7 @@ pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Bo
     };
     let score = |i: usize| 1.0 - (i as f64) / (hits.len().max(1) as f64 * 2.0);
     let body = match shape {
-        Shape::Native => {
+        SearchShape::Native => {
             let mut data = json!({"web": hits});
             // Hermes marks a rescued answer in `data`: the backend that failed and why.
             if let Some((from, note)) = rescue {
@@ -85,13 +85,15 @@ pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Bo
                 "cached": cached,
             })
         }
-        Shape::FirecrawlV2 => json!({"success": true, "data": {"web": hits.iter().map(|h| json!({
+        SearchShape::FirecrawlV2 => {
+            json!({"success": true, "data": {"web": hits.iter().map(|h| json!({
             "url": h.url, "title": h.title, "description": h.description, "position": h.position,
-        })).collect::<Vec<_>>()}}),
-        Shape::FirecrawlV1 => json!({"success": true, "data": hits.iter().map(|h| json!({
+        })).collect::<Vec<_>>()}})
+        }
+        SearchShape::FirecrawlV1 => json!({"success": true, "data": hits.iter().map(|h| json!({
             "url": h.url, "title": h.title, "description": h.description,
         })).collect::<Vec<_>>()}),
-        Shape::Tavily => json!({
+        SearchShape::Tavily => json!({
             "query": query,
             "answer": null,
             "images": [],
@@ -101,7 +103,7 @@ pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Bo
             })).collect::<Vec<_>>(),
             "response_time": 0.0,
         }),
-        Shape::Searxng => json!({
+        SearchShape::Searxng => json!({
             "query": query,
             "number_of_results": hits.len(),
             "results": hits.iter().enumerate().map(|(i, h)| json!({
@@ -114,7 +116,7 @@ pub fn respond(shape: Shape, query: &str, outcome: SearchOutcome) -> Response<Bo
 }
 
 /// A failed search in each vendor's error shape, with fleetgate's message and code.
-fn failure(shape: Shape, code: &'static str, message: &str) -> Response<Body> {
+fn failure(shape: SearchShape, code: &'static str, message: &str) -> Response<Body> {
     let status = match code {
         "invalid_request" => StatusCode::BAD_REQUEST,
         "vendor_not_configured" | "vendor_capability_missing" => StatusCode::SERVICE_UNAVAILABLE,
@@ -122,9 +124,11 @@ fn failure(shape: Shape, code: &'static str, message: &str) -> Response<Body> {
         _ => StatusCode::BAD_GATEWAY,
     };
     let wire = match shape {
-        Shape::Native | Shape::FirecrawlV1 | Shape::FirecrawlV2 => respond::Shape::Firecrawl,
-        Shape::Tavily => respond::Shape::Tavily,
-        Shape::Searxng => respond::Shape::Searxng,
+        SearchShape::Native | SearchShape::FirecrawlV1 | SearchShape::FirecrawlV2 => {
+            respond::Shape::Firecrawl
+        }
+        SearchShape::Tavily => respond::Shape::Tavily,
+        SearchShape::Searxng => respond::Shape::Searxng,
     };
     let coded = respond::Coded {
         code,

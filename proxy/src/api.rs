@@ -144,7 +144,7 @@ pub async fn api_or_llm(
 
 /// A route of the api listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
+enum ApiRoute {
     /// `POST /v1/extract`.
     Extract,
     /// `POST /v2/scrape`, `/v1/scrape`.
@@ -152,7 +152,7 @@ enum Route {
     /// `POST /tavily/extract`.
     TavilyExtract,
     /// `POST /v1/search`, `/v2/search`, `/tavily/search`, in their shapes.
-    Search(crate::front::search::Shape),
+    Search(crate::vendor_fronts::search::SearchShape),
     /// `GET /searxng/search`.
     SearxngSearch,
     /// `GET|POST /v1/watch/<name>`.
@@ -163,18 +163,18 @@ enum Route {
     NotFound,
 }
 
-// === impl Route ===
+// === impl ApiRoute ===
 
-impl Route {
+impl ApiRoute {
     fn of(method: &Method, path: &str) -> Self {
-        use crate::front::search::Shape;
+        use crate::vendor_fronts::search::SearchShape;
         match (method, path) {
             (&Method::POST, "/v1/extract") => Self::Extract,
             (&Method::POST, "/v2/scrape" | "/v1/scrape") => Self::FirecrawlScrape,
             (&Method::POST, "/tavily/extract") => Self::TavilyExtract,
-            (&Method::POST, "/v1/search") => Self::Search(Shape::Native),
-            (&Method::POST, "/v2/search") => Self::Search(Shape::FirecrawlV2),
-            (&Method::POST, "/tavily/search") => Self::Search(Shape::Tavily),
+            (&Method::POST, "/v1/search") => Self::Search(SearchShape::Native),
+            (&Method::POST, "/v2/search") => Self::Search(SearchShape::FirecrawlV2),
+            (&Method::POST, "/tavily/search") => Self::Search(SearchShape::Tavily),
             (&Method::GET, "/searxng/search") => Self::SearxngSearch,
             (&Method::GET | &Method::POST, p) if p.starts_with(crate::watch::route::PREFIX) => {
                 Self::Watch
@@ -190,15 +190,15 @@ impl Route {
 
     /// The `route` label of `fleetgate_http_request_duration_seconds`.
     fn label(self) -> &'static str {
-        use crate::front::search::Shape;
+        use crate::vendor_fronts::search::SearchShape;
         match self {
             Self::Extract => "extract",
             Self::FirecrawlScrape => "firecrawl_scrape",
             Self::TavilyExtract => "tavily_extract",
-            Self::Search(Shape::Native) => "search",
-            Self::Search(Shape::FirecrawlV2 | Shape::FirecrawlV1) => "firecrawl_search",
-            Self::Search(Shape::Tavily) => "tavily_search",
-            Self::Search(Shape::Searxng) | Self::SearxngSearch => "searxng_search",
+            Self::Search(SearchShape::Native) => "search",
+            Self::Search(SearchShape::FirecrawlV2 | SearchShape::FirecrawlV1) => "firecrawl_search",
+            Self::Search(SearchShape::Tavily) => "tavily_search",
+            Self::Search(SearchShape::Searxng) | Self::SearxngSearch => "searxng_search",
             Self::Watch => "watch",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::NotFound => "not_found",
@@ -209,16 +209,16 @@ impl Route {
 /// The api listener's router.
 pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
-    let route = Route::of(req.method(), req.uri().path());
+    let route = ApiRoute::of(req.method(), req.uri().path());
     let resp = match route {
-        Route::Extract => extract(&shared, req).await,
-        Route::FirecrawlScrape => firecrawl_scrape(&shared, req).await,
-        Route::TavilyExtract => tavily_extract(&shared, req).await,
-        Route::Search(shape) => search(&shared, req, shape).await,
-        Route::SearxngSearch => searxng_search(&shared, req).await,
-        Route::Watch => crate::watch::route::handle(&shared.gate, &shared.watches, req).await,
-        Route::MethodNotAllowed => respond::api_error(&ApiError::MethodNotAllowed),
-        Route::NotFound => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
+        ApiRoute::Extract => extract(&shared, req).await,
+        ApiRoute::FirecrawlScrape => firecrawl_scrape(&shared, req).await,
+        ApiRoute::TavilyExtract => tavily_extract(&shared, req).await,
+        ApiRoute::Search(shape) => search(&shared, req, shape).await,
+        ApiRoute::SearxngSearch => searxng_search(&shared, req).await,
+        ApiRoute::Watch => crate::watch::route::handle(&shared.gate, &shared.watches, req).await,
+        ApiRoute::MethodNotAllowed => respond::api_error(&ApiError::MethodNotAllowed),
+        ApiRoute::NotFound => respond::api_error(&ApiError::NotFound(req.uri().path().to_string())),
     };
     shared
         .gate
@@ -262,7 +262,7 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
     let client = client_of(&req);
     let parsed = read_json(req)
         .await
-        .and_then(|body| crate::front::firecrawl::parse_scrape(&body));
+        .and_then(|body| crate::vendor_fronts::firecrawl::parse_scrape(&body));
     let (urls, limit) = match parsed {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
@@ -274,14 +274,14 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
         .with_own(&own)
         .extract(&urls, limit.as_ref())
         .await;
-    crate::front::firecrawl::scrape_response(outcome)
+    crate::vendor_fronts::firecrawl::scrape_response(outcome)
 }
 
 async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
     let urls = match read_json(req)
         .await
-        .and_then(|b| crate::front::tavily::parse_extract(&b))
+        .and_then(|b| crate::vendor_fronts::tavily::parse_extract(&b))
     {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
@@ -293,17 +293,17 @@ async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Bod
         .with_own(&own)
         .extract(&urls, None)
         .await;
-    crate::front::tavily::extract_response(outcome)
+    crate::vendor_fronts::tavily::extract_response(outcome)
 }
 
 async fn search(
     shared: &Shared,
     req: Request<Incoming>,
-    shape: crate::front::search::Shape,
+    shape: crate::vendor_fronts::search::SearchShape,
 ) -> Response<Body> {
     let (query, limit) = match read_json(req)
         .await
-        .and_then(|b| crate::front::search::parse_body(&b))
+        .and_then(|b| crate::vendor_fronts::search::parse_body(&b))
     {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
@@ -312,11 +312,11 @@ async fn search(
     let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
         .search(&query, limit.as_ref())
         .await;
-    crate::front::search::respond(shape, &query, outcome)
+    crate::vendor_fronts::search::respond(shape, &query, outcome)
 }
 
 async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
-    let query = match crate::front::search::parse_searxng_query(req.uri().query()) {
+    let query = match crate::vendor_fronts::search::parse_searxng_query(req.uri().query()) {
         Ok(q) => q,
         Err(e) => return respond::api_error(&e),
     };
@@ -326,7 +326,11 @@ async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Bod
     let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
         .search(&query, Some(&limit))
         .await;
-    crate::front::search::respond(crate::front::search::Shape::Searxng, &query, outcome)
+    crate::vendor_fronts::search::respond(
+        crate::vendor_fronts::search::SearchShape::Searxng,
+        &query,
+        outcome,
+    )
 }
 
 /// Read a JSON body of at most [`MAX_REQUEST_BYTES`].

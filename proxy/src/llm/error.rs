@@ -1,0 +1,146 @@
+//! Why the LLM route answered itself instead of relaying the provider's answer: the
+//! [`LlmError`] codes, statuses, and the answer in the provider's own error shape.
+
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+
+use super::boxed_body::LlmBody;
+use crate::dialer::ConnectError;
+use crate::gates::DenyReason;
+use crate::policy::llm::ProviderKind;
+use crate::respond::{self, Refusal, Shape};
+
+/// Why the route answered itself instead of relaying the provider's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The path names no role.
+    #[error("failed to route: {0} is not /llm/<main|delegation|cron|auxiliary/<task>>/...")]
+    NotFound(String),
+    /// No provider serves the role.
+    #[error("failed to route: no provider serves role '{0}'; set llm.roles in the policy")]
+    RoleNotConfigured(String),
+    /// The model is outside `llm.allowedModels` (enforce mode).
+    #[error("{0}")]
+    ModelNotAllowed(String),
+    /// A completion request whose model is missing or not a string (enforce mode with an
+    /// allow-list: a provider would apply its own default model).
+    #[error("{0}")]
+    ModelMissing(String),
+    /// A key the gate judges or rewrites appears twice in one object (enforce mode): providers
+    /// differ on which one counts, so the one judged might not be the one run.
+    #[error("{0}")]
+    DuplicateKey(String),
+    /// The provider path is not its own normal form (enforce mode): a provider that decodes
+    /// or resolves it would route it elsewhere than it reads.
+    #[error("{0}")]
+    PathNotCanonical(String),
+    /// The method and path are not an endpoint the gate judges, nor one the policy names in
+    /// `llm.extraEndpoints` (enforce mode).
+    #[error("{0}")]
+    EndpointNotAllowed(String),
+    /// The request body is over `llm.maxRequestBytes`.
+    #[error("failed to read the request: the body is larger than {0} bytes")]
+    TooLarge(u64),
+    /// The request body could not be read.
+    #[error("failed to read the request: {0}")]
+    BadRequest(String),
+    /// The provider key could not be read.
+    #[error("failed to read the key of provider '{0}'")]
+    KeyUnavailable(String),
+    /// An egress gate refused the upstream.
+    #[error("failed to reach the provider: {}", .0.message())]
+    Refused(DenyReason),
+    /// No checked address accepted the connection.
+    #[error("failed to reach the provider: {0}")]
+    Connect(ConnectError),
+    /// TLS failed.
+    #[error("failed to reach the provider: TLS: {0}")]
+    Tls(String),
+    /// The provider sent no response head in time.
+    #[error("failed to reach the provider: no response within {0} s")]
+    Timeout(u64),
+    /// HTTP failed.
+    #[error("failed to reach the provider: {0}")]
+    Protocol(String),
+}
+
+// === impl LlmError ===
+
+impl LlmError {
+    /// Codes only the LLM route gives; its other codes are the api's, the gates' and the
+    /// connector's (`not_found`, `invalid_request`, `payload_too_large`, a gate code,
+    /// `proxy_loop`, `upstream_*`).
+    pub const OWN_CODES: &'static [&'static str] = &[
+        "llm_role_not_configured",
+        "llm_model_not_allowed",
+        "llm_model_missing",
+        "llm_duplicate_key",
+        "llm_path_not_canonical",
+        "llm_endpoint_not_allowed",
+        "llm_key_unavailable",
+    ];
+
+    /// Stable code (body `code`, `x-fleetgate-error`, metric label).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::RoleNotConfigured(_) => "llm_role_not_configured",
+            Self::ModelNotAllowed(_) => "llm_model_not_allowed",
+            Self::ModelMissing(_) => "llm_model_missing",
+            Self::DuplicateKey(_) => "llm_duplicate_key",
+            Self::PathNotCanonical(_) => "llm_path_not_canonical",
+            Self::EndpointNotAllowed(_) => "llm_endpoint_not_allowed",
+            Self::TooLarge(_) => "payload_too_large",
+            Self::BadRequest(_) => "invalid_request",
+            Self::KeyUnavailable(_) => "llm_key_unavailable",
+            Self::Refused(reason) => reason.code(),
+            Self::Connect(e) => e.code(),
+            Self::Tls(_) => "upstream_tls_failed",
+            Self::Timeout(_) => "upstream_timeout",
+            Self::Protocol(_) => "upstream_protocol_error",
+        }
+    }
+
+    /// HTTP status of the answer.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
+            Self::ModelNotAllowed(_) | Self::EndpointNotAllowed(_) | Self::Refused(_) => {
+                StatusCode::FORBIDDEN
+            }
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BadRequest(_)
+            | Self::ModelMissing(_)
+            | Self::DuplicateKey(_)
+            | Self::PathNotCanonical(_) => StatusCode::BAD_REQUEST,
+            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::KeyUnavailable(_) | Self::Connect(_) | Self::Tls(_) | Self::Protocol(_) => {
+                StatusCode::BAD_GATEWAY
+            }
+        }
+    }
+
+    /// The answer in the provider's own error shape, so the agent's SDK shows the message.
+    pub fn response(&self, kind: Option<ProviderKind>) -> Response<LlmBody> {
+        let shape = match kind {
+            Some(ProviderKind::Anthropic) => Shape::Anthropic,
+            _ => Shape::OpenAi {
+                param: matches!(self, Self::ModelNotAllowed(_) | Self::ModelMissing(_))
+                    .then_some("model"),
+            },
+        };
+        respond::refuse(self, shape).map(|body| body.map_err(|never| match never {}).boxed())
+    }
+}
+
+impl Refusal for LlmError {
+    fn code(&self) -> &'static str {
+        LlmError::code(self)
+    }
+    fn status(&self) -> StatusCode {
+        LlmError::status(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+}
