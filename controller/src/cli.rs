@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::crd::FleetPolicy;
-use crate::crd::baseline::ClusterFleetPolicy;
+use crate::crd::cluster_fleet_policy::ClusterFleetPolicy;
 use crate::desired::{RenderError, render_with};
 
 #[cfg(test)]

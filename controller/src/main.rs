@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use fleetgate_controller::admin::{self, AdminState};
-use fleetgate_controller::baselines::Baselines;
+use fleetgate_controller::cluster_baselines::ClusterBaselines;
 use fleetgate_controller::crd::FleetPolicy;
-use fleetgate_controller::crd::baseline::ClusterFleetPolicy;
+use fleetgate_controller::crd::cluster_fleet_policy::ClusterFleetPolicy;
 use fleetgate_controller::leader::{Leadership, LeaseConfig};
 use fleetgate_controller::metrics::Metrics;
 use fleetgate_controller::reconcile::{self, Context, FleetConfig};
@@ -159,7 +159,9 @@ fn main() -> ExitCode {
         }
         Command::Crd { kind } => match kind {
             CrdKind::FleetPolicy => fleetgate_controller::crd::crd_yaml(),
-            CrdKind::ClusterFleetPolicy => fleetgate_controller::crd::baseline::crd_yaml(),
+            CrdKind::ClusterFleetPolicy => {
+                fleetgate_controller::crd::cluster_fleet_policy::crd_yaml()
+            }
         }
         .map_err(|e| format!("failed to print the CRD: {e}")),
         Command::Render { files, baselines } => {
@@ -216,7 +218,7 @@ fn run(args: RunArgs) -> Result<(), String> {
     let fleet = args.report_token_secret.map(|token_secret| FleetConfig {
         token_secret,
         token_key: args.report_token_key,
-        admin_port: fleetgate_controller::scrape::ADMIN_PORT,
+        admin_port: fleetgate_controller::gate_poll::ADMIN_PORT,
         per_pod_timeout: std::time::Duration::from_millis(args.scrape_timeout_ms),
         concurrency: args.scrape_concurrency,
     });
@@ -262,7 +264,7 @@ fn run(args: RunArgs) -> Result<(), String> {
                 cfps.list(&ListParams::default().limit(1)).await.map_err(|e| {
                     format!("failed to list ClusterFleetPolicies ({e}); install the cluster part (charts/fleetgate-baseline) or turn clusterBaseline off")
                 })?;
-                let (view, changes, task) = Baselines::watch(client.clone());
+                let (view, changes, task) = ClusterBaselines::watch(client.clone());
                 state.synced.push(("the ClusterFleetPolicy reflector", view.synced()));
                 (Some(view), Some(changes), Some(task))
             }
