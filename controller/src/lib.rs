@@ -12,12 +12,14 @@
 //!
 //! The fleet status follows the same split: [`gate_poll`] fetches `/v1/status` and `/v1/report`
 //! from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`] aggregates the
-//! answers (pure). [`cli`] holds the offline subcommands (`crd`, `render`), [`admin`] the
+//! answers (pure). [`cli`] holds the command line and the offline subcommands (`crd`,
+//! `render`), [`app`] runs it (the binary's `main` is one call), [`admin`] the
 //! `/live` `/ready` `/metrics` listener, [`leader`] the election that lets one replica of
 //! several reconcile and write while every replica serves the webhook, [`cluster_baselines`] the
 //! cluster-wide `ClusterFleetPolicy` objects every FleetPolicy is tightened by.
 
 pub mod admin;
+pub mod app;
 pub mod cli;
 pub mod cluster_baselines;
 pub mod crd;
