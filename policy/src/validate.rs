@@ -336,45 +336,7 @@ impl<'a> Validator<'a> {
                 "at most 5 allowed or excluded domains (xAI restriction)",
             );
         }
-        let tier = match raw.tier.as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("auto") => VendorTier::Auto,
-            Some("free") => VendorTier::Free,
-            Some("paid") => VendorTier::Paid,
-            Some(other) => {
-                self.err(
-                    format!("{field}.tier"),
-                    format!("'{other}' is not a tier; use free, paid or auto"),
-                );
-                VendorTier::Auto
-            }
-        };
-        let keyless = vendors::BackendKind::from_name(name).is_some_and(|k| k.has_keyless_tier());
-        if tier == VendorTier::Free && !keyless {
-            self.err(
-                format!("{field}.tier"),
-                format!(
-                    "'{name}' has no keyless tier; free applies to exa, parallel, firecrawl and keenable"
-                ),
-            );
-        }
-        let keyless_url = match raw.keyless_url.as_deref().map(url::Url::parse) {
-            None => None,
-            Some(_) if !keyless => {
-                self.err(
-                    format!("{field}.keylessUrl"),
-                    format!("'{name}' has no keyless tier; keylessUrl applies to exa, parallel, firecrawl and keenable"),
-                );
-                None
-            }
-            Some(Ok(u)) if matches!(u.scheme(), "http" | "https") => Some(u),
-            Some(_) => {
-                self.err(
-                    format!("{field}.keylessUrl"),
-                    "must be an absolute http(s) URL, e.g. `https://mcp.exa.ai/mcp`",
-                );
-                None
-            }
-        };
+        let (tier, keyless_url) = self.vendor_tier(name, &field, raw);
         Some(VendorSettings {
             name: name.to_string(),
             base_url,
@@ -390,6 +352,56 @@ impl<'a> Validator<'a> {
             tier,
             keyless_url,
         })
+    }
+
+    /// `web.vendors.<name>.tier` and `.keylessUrl`: free and a keyless URL only for a backend
+    /// with a keyless tier.
+    fn vendor_tier(
+        &mut self,
+        name: &str,
+        field: &str,
+        raw: &raw::RawVendor,
+    ) -> (VendorTier, Option<url::Url>) {
+        let tier = match raw.tier.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("auto") => VendorTier::Auto,
+            Some("free") => VendorTier::Free,
+            Some("paid") => VendorTier::Paid,
+            Some(other) => {
+                self.err(
+                    format!("{field}.tier"),
+                    format!("'{other}' is not a tier; use free, paid or auto"),
+                );
+                VendorTier::Auto
+            }
+        };
+        let keyless = vendors::BackendKind::from_name(name).is_some_and(|k| k.has_keyless_tier());
+        if tier == VendorTier::Free && !keyless {
+            self.err(
+                    format!("{field}.tier"),
+                    format!(
+                        "'{name}' has no keyless tier; free applies to exa, parallel, firecrawl and keenable"
+                    ),
+                );
+        }
+        let keyless_url = match raw.keyless_url.as_deref().map(url::Url::parse) {
+            None => None,
+            Some(_) if !keyless => {
+                self.err(
+                        format!("{field}.keylessUrl"),
+                        format!("'{name}' has no keyless tier; keylessUrl applies to exa, parallel, firecrawl and keenable"),
+                    );
+                None
+            }
+            Some(Ok(u)) if matches!(u.scheme(), "http" | "https") => Some(u),
+            Some(_) => {
+                self.err(
+                    format!("{field}.keylessUrl"),
+                    "must be an absolute http(s) URL, e.g. `https://mcp.exa.ai/mcp`",
+                );
+                None
+            }
+        };
+        (tier, keyless_url)
     }
 
     fn cache(&mut self, raw: raw::RawCache) -> CachePolicy {
