@@ -131,17 +131,7 @@ pub fn validate(
                 "missing; name the field that identifies an item".into(),
             );
         });
-        let arguments = match &w.arguments {
-            None => serde_json::Map::new(),
-            Some(serde_json::Value::Object(m)) => m.clone(),
-            Some(_) => {
-                err(
-                    field("arguments"),
-                    "must be a mapping of tool arguments".into(),
-                );
-                serde_json::Map::new()
-            }
-        };
+        let arguments = arguments(w.arguments.as_ref(), &field("arguments"), &mut err);
         let mut bounded = |f: &str, v: Option<i64>, default: usize, max: usize| match v {
             None => default,
             Some(n) if n >= 1 && n as u64 <= max as u64 => n as usize,
@@ -217,6 +207,25 @@ fn server_url(
                 "missing; set the MCP endpoint, e.g. `http://mcp.tools.svc:8787/mcp`".into(),
             );
             None
+        }
+    }
+}
+
+/// `watches[i].arguments`: a mapping of tool arguments, empty when absent or after an error.
+fn arguments(
+    given: Option<&serde_json::Value>,
+    field: &str,
+    err: &mut impl FnMut(String, String),
+) -> serde_json::Map<String, serde_json::Value> {
+    match given {
+        None => serde_json::Map::new(),
+        Some(serde_json::Value::Object(m)) => m.clone(),
+        Some(_) => {
+            err(
+                field.to_string(),
+                "must be a mapping of tool arguments".into(),
+            );
+            serde_json::Map::new()
         }
     }
 }
