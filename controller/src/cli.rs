@@ -1,15 +1,137 @@
-//! The offline subcommands: `crd` and `render FILE...` (no cluster needed).
+//! The command line: the flags of every subcommand ([`Cli`]), and the offline subcommands,
+//! `crd` and `render FILE...` (no cluster needed). [`crate::app`] runs them.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::crd::FleetPolicy;
-use crate::crd::baseline::ClusterFleetPolicy;
+use crate::crd::cluster_fleet_policy::ClusterFleetPolicy;
 use crate::desired::{RenderError, render_with};
 
 #[cfg(test)]
 mod tests;
+
+/// The fleetgate controller.
+#[derive(Debug, clap::Parser)]
+#[command(name = "fleetgate-controller", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    /// The subcommand.
+    pub command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Run the controller: reconcile FleetPolicies, serve /live /ready /metrics.
+    Run(Box<RunArgs>),
+    /// Print a CRD as YAML: the FleetPolicy's (default) or the ClusterFleetPolicy's.
+    Crd {
+        /// Which CRD.
+        #[arg(value_enum, default_value = "fleet-policy")]
+        kind: CrdKind,
+    },
+    /// Render the ConfigMaps of FleetPolicy files offline and print them as YAML.
+    Render {
+        /// FleetPolicy YAML files (several documents per file are fine).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// ClusterFleetPolicy YAML files: render each FleetPolicy under these baselines, as a
+        /// controller with `--cluster-baseline` would (repeat the flag for several files).
+        #[arg(long = "baseline", value_name = "FILE")]
+        baselines: Vec<PathBuf>,
+    },
+}
+
+/// The CRDs the controller defines.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CrdKind {
+    /// `fleetpolicies.fleetgate.dev` (namespaced).
+    FleetPolicy,
+    /// `clusterfleetpolicies.fleetgate.dev` (cluster-scoped).
+    ClusterFleetPolicy,
+}
+
+/// `run` options.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Namespace to watch (the chart passes the release namespace).
+    #[arg(long, env = "POD_NAMESPACE", conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Watch every namespace instead.
+    #[arg(long)]
+    pub all_namespaces: bool,
+    /// Address of the admin listener.
+    #[arg(long, env = "FLEETGATE_ADMIN_ADDR", default_value = "0.0.0.0:8080")]
+    pub admin_addr: SocketAddr,
+    /// Events name this instance (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub instance: Option<String>,
+    /// Secret holding the gates' report bearer token; fleet scraping is off without it.
+    #[arg(long, env = "FLEETGATE_REPORT_TOKEN_SECRET")]
+    pub report_token_secret: Option<String>,
+    /// Key of the token in that Secret.
+    #[arg(long, default_value = "token")]
+    pub report_token_key: String,
+    /// Deadline of one pod's scrape, in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    pub scrape_timeout_ms: u64,
+    /// Pods scraped at once.
+    #[arg(long, default_value_t = 8)]
+    pub scrape_concurrency: usize,
+    /// Address of the sidecar-injection webhook's HTTPS listener.
+    #[arg(long, env = "FLEETGATE_WEBHOOK_ADDR", default_value = "0.0.0.0:9443")]
+    pub webhook_addr: SocketAddr,
+    /// Serving certificate chain (PEM) of the webhook; the webhook is off without it.
+    #[arg(
+        long,
+        env = "FLEETGATE_WEBHOOK_CERT",
+        requires = "webhook_key",
+        requires = "injector_config"
+    )]
+    pub webhook_cert: Option<PathBuf>,
+    /// Private key (PEM) of the webhook certificate; both files are re-read when they change.
+    #[arg(long, env = "FLEETGATE_WEBHOOK_KEY", requires = "webhook_cert")]
+    pub webhook_key: Option<PathBuf>,
+    /// Injector configuration (YAML) the chart renders: image, uid, resources, volumes.
+    #[arg(long, env = "FLEETGATE_INJECTOR_CONFIG")]
+    pub injector_config: Option<PathBuf>,
+    /// Render every FleetPolicy under the cluster's ClusterFleetPolicies (needs their CRD and
+    /// get/list/watch on them): nothing is rendered until they are listed.
+    #[arg(long, env = "FLEETGATE_CLUSTER_BASELINE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub cluster_baseline: bool,
+    /// Elect one leader through a Lease among the replicas; `false` makes this replica
+    /// reconcile unconditionally (run exactly one replica then).
+    #[arg(long, env = "FLEETGATE_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Name of the Lease.
+    #[arg(
+        long,
+        env = "FLEETGATE_LEASE_NAME",
+        default_value = "fleetgate-controller"
+    )]
+    pub lease_name: String,
+    /// Namespace of the Lease; defaults to the watched namespace.
+    #[arg(long, env = "FLEETGATE_LEASE_NAMESPACE")]
+    pub lease_namespace: Option<String>,
+    /// Seconds one renewal keeps the lease; a new leader takes over at most this long after
+    /// the old one stopped renewing.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// Seconds before the lease runs out that the holder renews it; also the clock skew
+    /// tolerated between nodes.
+    #[arg(long, default_value_t = 5)]
+    pub lease_grace_seconds: u64,
+}
+
+/// The YAML of the CRD `kind`.
+pub fn crd_yaml(kind: CrdKind) -> Result<String, serde_yaml::Error> {
+    match kind {
+        CrdKind::FleetPolicy => crate::crd::crd_yaml(),
+        CrdKind::ClusterFleetPolicy => crate::crd::cluster_fleet_policy::crd_yaml(),
+    }
+}
 
 /// Why an offline render failed.
 #[derive(Debug, thiserror::Error)]

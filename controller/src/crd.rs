@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub mod baseline;
+pub mod cluster_fleet_policy;
 pub mod llm;
 #[cfg(test)]
 mod tests;

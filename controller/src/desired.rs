@@ -15,26 +15,26 @@
 //!   would refuse can never be rendered.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
 use crate::crd::FleetPolicy;
-use crate::crd::baseline::ClusterFleetPolicy;
+use crate::crd::cluster_fleet_policy::ClusterFleetPolicy;
 
-pub mod baseline;
 pub mod llm;
 pub mod managed;
+pub mod pod_layout;
 pub mod policy;
+pub mod problems;
 #[cfg(test)]
 mod tests;
+pub mod tighten;
 
-/// Key of the Hermes managed config in the rendered ConfigMap.
-pub const CONFIG_KEY: &str = "config.yaml";
-/// Key of the gate policy in the rendered ConfigMap.
-pub const POLICY_KEY: &str = "policy.yaml";
+pub use pod_layout::{CONFIG_KEY, POLICY_KEY};
+pub use problems::{Problems, RenderError, SpecProblem};
+
 /// Label naming the FleetPolicy a ConfigMap was rendered from.
 pub const POLICY_LABEL: &str = "fleetgate.dev/policy";
 /// Annotation carrying the sha256 of `policy.yaml` (what each gate reports as `policy.sha256`).
@@ -75,84 +75,6 @@ pub struct BaselineApplied {
     pub notes: Vec<String>,
 }
 
-/// One problem of a spec, naming the field (`spec.web.charLimit`) and the fix.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpecProblem {
-    /// Dotted path of the field in the FleetPolicy.
-    pub field: String,
-    /// What is wrong and how to fix it.
-    pub message: String,
-}
-
-/// Why a FleetPolicy cannot be rendered.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RenderError {
-    /// The object has no `metadata.name`.
-    #[error("failed to render: the FleetPolicy has no metadata.name")]
-    MissingName,
-    /// The spec is invalid; every problem names its field.
-    #[error("failed to render an invalid spec: {}", Problems(.0))]
-    InvalidSpec(Vec<SpecProblem>),
-    /// The cluster baselines refuse the spec: a field they bound would be left empty.
-    #[error("failed to render under the cluster baseline: {}", Problems(&.0.problems))]
-    Baseline(baseline::Conflict),
-    /// A rendered file could not be serialized (a bug, not a user error).
-    #[error("failed to serialize {file}: {message}")]
-    Serialize {
-        /// The file being written.
-        file: &'static str,
-        /// The serializer's message.
-        message: String,
-    },
-}
-
-/// Display helper: `field: message; field: message`.
-#[derive(Debug)]
-pub struct Problems<'a>(pub &'a [SpecProblem]);
-
-// === impl RenderError ===
-
-impl RenderError {
-    /// The fields named by the error, for tests and the `Valid` condition.
-    pub fn fields(&self) -> Vec<&str> {
-        match self {
-            Self::InvalidSpec(problems) => problems.iter().map(|p| p.field.as_str()).collect(),
-            Self::Baseline(c) => c.problems.iter().map(|p| p.field.as_str()).collect(),
-            Self::MissingName => vec!["metadata.name"],
-            Self::Serialize { .. } => Vec::new(),
-        }
-    }
-
-    /// Stable CamelCase reason for the `Valid=False` condition.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::MissingName => "MissingName",
-            Self::InvalidSpec(_) => "InvalidSpec",
-            Self::Baseline(_) => "BaselineConflict",
-            Self::Serialize { .. } => "RenderFailed",
-        }
-    }
-
-    fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::InvalidSpec(vec![SpecProblem {
-            field: field.into(),
-            message: message.into(),
-        }])
-    }
-}
-
-impl fmt::Display for Problems<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, p) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{}: {}", p.field, p.message)?;
-        }
-        Ok(())
-    }
-}
-
 /// Name of the ConfigMap rendered for the FleetPolicy `policy_name`.
 pub fn config_map_name(policy_name: &str) -> String {
     format!("{policy_name}-managed")
@@ -167,7 +89,7 @@ pub fn render(fp: &FleetPolicy) -> Result<Desired, RenderError> {
 }
 
 /// [`render`] under the cluster baselines: `Some` (even empty) when the controller reads
-/// ClusterFleetPolicies, and the spec is then first tightened by [`baseline::merge`].
+/// ClusterFleetPolicies, and the spec is then first tightened by [`tighten::merge`].
 pub fn render_with(
     fp: &FleetPolicy,
     baselines: Option<&[ClusterFleetPolicy]>,
@@ -177,7 +99,7 @@ pub fn render_with(
     let (spec, applied) = match baselines {
         None => (std::borrow::Cow::Borrowed(&fp.spec), None),
         Some(baselines) => {
-            let merged = baseline::merge(baselines, &fp.spec).map_err(RenderError::Baseline)?;
+            let merged = tighten::merge(baselines, &fp.spec).map_err(RenderError::Baseline)?;
             let applied = BaselineApplied {
                 baselines: merged.baselines,
                 changes: merged.changes,

@@ -1,7 +1,7 @@
 //! Fleet status (pure): what the selected pods' gates answered → pod counts, observed tiers
 //! with drift against the pins, cron cost per job, and the `Propagated` / `Drift` verdicts.
 //!
-//! Sits between the scraper ([`crate::scrape`], I/O) and the status writer. The gate's report
+//! Sits between the scraper ([`crate::gate_poll`], I/O) and the status writer. The gate's report
 //! JSON (`GET /v1/report`, the fleet-policy contract) is read through small tolerant views, so
 //! a gate of a newer version with extra keys still counts. Everything is sorted, and costs are
 //! rounded to the cent, so the same answers always give the same status and a steady fleet
@@ -14,8 +14,6 @@ use serde_json::{Map, Value};
 
 use crate::crd::{CronJobCost, EgressMode, ObservedTier, PodCounts};
 
-#[cfg(test)]
-mod sim;
 #[cfg(test)]
 mod tests;
 

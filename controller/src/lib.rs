@@ -10,25 +10,27 @@
 //! 3. [`reconcile`]: the I/O shell — server-side apply, status patch, events, error policy —
 //!    with [`metrics`] counting reconciles, failures and writes.
 //!
-//! The fleet status follows the same split: [`scrape`] fetches `/v1/status` and `/v1/report`
+//! The fleet status follows the same split: [`gate_poll`] fetches `/v1/status` and `/v1/report`
 //! from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`] aggregates the
-//! answers (pure). [`cli`] holds the offline subcommands (`crd`, `render`), [`admin`] the
+//! answers (pure). [`cli`] holds the command line and the offline subcommands (`crd`,
+//! `render`), [`app`] runs it (the binary's `main` is one call), [`admin`] the
 //! `/live` `/ready` `/metrics` listener, [`leader`] the election that lets one replica of
-//! several reconcile and write while every replica serves the webhook, [`baselines`] the
+//! several reconcile and write while every replica serves the webhook, [`cluster_baselines`] the
 //! cluster-wide `ClusterFleetPolicy` objects every FleetPolicy is tightened by.
 
 pub mod admin;
-pub mod baselines;
+pub mod app;
 pub mod cli;
+pub mod cluster_baselines;
 pub mod crd;
 pub mod desired;
 #[cfg(test)]
 pub mod fixtures;
 pub mod fleet;
+pub mod gate_poll;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;
-pub mod scrape;
 pub mod status;
 pub mod watch_backoff;
 pub mod webhook;

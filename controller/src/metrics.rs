@@ -86,98 +86,7 @@ impl Write {
 impl Metrics {
     /// Create and register every metric in `reg`.
     pub fn register(reg: &Registry) -> prometheus::Result<Self> {
-        let m = Self {
-            runs: IntCounter::new(
-                "fleetgate_controller_reconcile_runs_total",
-                "Reconcile calls.",
-            )?,
-            accept_errors: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_accept_errors_total",
-                    "Failed accepts of the admin and webhook listeners by kind (resource: out of descriptors or memory).",
-                ),
-                &["listener", "kind"],
-            )?,
-            webhook_reviews: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_webhook_reviews_total",
-                    "Admission reviews answered by the injection webhook, by outcome.",
-                ),
-                &["outcome"],
-            )?,
-            failures: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_reconcile_failures_total",
-                    "Failed reconciles by error code.",
-                ),
-                &["error"],
-            )?,
-            duration: Histogram::with_opts(
-                HistogramOpts::new(
-                    "fleetgate_controller_reconcile_duration_seconds",
-                    "Reconcile latency.",
-                )
-                .buckets(vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 15.0, 60.0]),
-            )?,
-            writes: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_writes_total",
-                    "Writes to the API server by object.",
-                ),
-                &["object"],
-            )?,
-            invalid_specs: IntCounter::new(
-                "fleetgate_controller_invalid_specs_total",
-                "Reconciles that found the FleetPolicy spec invalid.",
-            )?,
-            scrape_failures: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_scrape_failures_total",
-                    "Pods whose gate did not answer the fleet scrape, by failure code.",
-                ),
-                &["reason"],
-            )?,
-            fleet_cost_per_day: GaugeVec::new(
-                Opts::new(
-                    "fleetgate_controller_fleet_cost_per_day_usd",
-                    "Cron cost per day of the pods a FleetPolicy selects, in USD.",
-                ),
-                &["namespace", "policy"],
-            )?,
-            fleet_flagged: IntGaugeVec::new(
-                Opts::new(
-                    "fleetgate_controller_fleet_flagged_jobs",
-                    "Cron jobs of the selected pods carrying a flag.",
-                ),
-                &["namespace", "policy"],
-            )?,
-            fleet_pods: IntGaugeVec::new(
-                Opts::new(
-                    "fleetgate_controller_fleet_pods",
-                    "Pods a FleetPolicy selects, by state (selected, reporting, current).",
-                ),
-                &["namespace", "policy", "state"],
-            )?,
-            leader: IntGauge::new(
-                "fleetgate_controller_leader",
-                "1 while this replica holds the reconcile lease, else 0.",
-            )?,
-            lease_transitions: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_lease_transitions_total",
-                    "Times this replica acquired or lost the reconcile lease.",
-                ),
-                &["change"],
-            )?,
-            fenced_writes: IntCounterVec::new(
-                Opts::new(
-                    "fleetgate_controller_fenced_writes_total",
-                    "Writes not made because this replica could not show it holds the lease, by reason.",
-                ),
-                &["reason"],
-            )?,
-            fleet_series: Arc::default(),
-        };
+        let m = Self::unregistered_series()?;
         reg.register(Box::new(m.fleet_cost_per_day.clone()))?;
         reg.register(Box::new(m.fleet_flagged.clone()))?;
         reg.register(Box::new(m.fleet_pods.clone()))?;
@@ -200,6 +109,85 @@ impl Metrics {
         }
         // At 0 from the start, so the alert sees the first malformed review.
         m.webhook_reviews.with_label_values(&["malformed"]);
+        Ok(m)
+    }
+
+    /// Every series, not yet in a registry.
+    fn unregistered_series() -> prometheus::Result<Self> {
+        let m = Self {
+            runs: IntCounter::new(
+                "fleetgate_controller_reconcile_runs_total",
+                "Reconcile calls.",
+            )?,
+            accept_errors: counter_vec(
+                "fleetgate_controller_accept_errors_total",
+                "Failed accepts of the admin and webhook listeners by kind (resource: out of descriptors or memory).",
+                &["listener", "kind"],
+            )?,
+            webhook_reviews: counter_vec(
+                "fleetgate_controller_webhook_reviews_total",
+                "Admission reviews answered by the injection webhook, by outcome.",
+                &["outcome"],
+            )?,
+            failures: counter_vec(
+                "fleetgate_controller_reconcile_failures_total",
+                "Failed reconciles by error code.",
+                &["error"],
+            )?,
+            duration: Histogram::with_opts(
+                HistogramOpts::new(
+                    "fleetgate_controller_reconcile_duration_seconds",
+                    "Reconcile latency.",
+                )
+                .buckets(vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 15.0, 60.0]),
+            )?,
+            writes: counter_vec(
+                "fleetgate_controller_writes_total",
+                "Writes to the API server by object.",
+                &["object"],
+            )?,
+            invalid_specs: IntCounter::new(
+                "fleetgate_controller_invalid_specs_total",
+                "Reconciles that found the FleetPolicy spec invalid.",
+            )?,
+            scrape_failures: counter_vec(
+                "fleetgate_controller_scrape_failures_total",
+                "Pods whose gate did not answer the fleet scrape, by failure code.",
+                &["reason"],
+            )?,
+            fleet_cost_per_day: GaugeVec::new(
+                Opts::new(
+                    "fleetgate_controller_fleet_cost_per_day_usd",
+                    "Cron cost per day of the pods a FleetPolicy selects, in USD.",
+                ),
+                &["namespace", "policy"],
+            )?,
+            fleet_flagged: int_gauge_vec(
+                "fleetgate_controller_fleet_flagged_jobs",
+                "Cron jobs of the selected pods carrying a flag.",
+                &["namespace", "policy"],
+            )?,
+            fleet_pods: int_gauge_vec(
+                "fleetgate_controller_fleet_pods",
+                "Pods a FleetPolicy selects, by state (selected, reporting, current).",
+                &["namespace", "policy", "state"],
+            )?,
+            leader: IntGauge::new(
+                "fleetgate_controller_leader",
+                "1 while this replica holds the reconcile lease, else 0.",
+            )?,
+            lease_transitions: counter_vec(
+                "fleetgate_controller_lease_transitions_total",
+                "Times this replica acquired or lost the reconcile lease.",
+                &["change"],
+            )?,
+            fenced_writes: counter_vec(
+                "fleetgate_controller_fenced_writes_total",
+                "Writes not made because this replica could not show it holds the lease, by reason.",
+                &["reason"],
+            )?,
+            fleet_series: Arc::default(),
+        };
         Ok(m)
     }
 
@@ -279,6 +267,16 @@ impl Metrics {
             series.remove(&(namespace.to_string(), policy.to_string()));
         }
     }
+}
+
+/// An [`IntCounterVec`] named `name` with the labels `labels`.
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
+    IntCounterVec::new(Opts::new(name, help), labels)
+}
+
+/// An [`IntGaugeVec`] named `name` with the labels `labels`.
+fn int_gauge_vec(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
+    IntGaugeVec::new(Opts::new(name, help), labels)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //!    manager [`FIELD_MANAGER`] only when it differs (a steady fleet writes nothing);
 //!    invalid: touch nothing, so the last good ConfigMap stays in place;
 //! 3. when a [`FleetConfig`] is set and the spec is valid, list the selected pods and scrape
-//!    their gates ([`crate::scrape`]), aggregated by [`crate::fleet::aggregate`] (pure);
+//!    their gates ([`crate::gate_poll`]), aggregated by [`crate::fleet::aggregate`] (pure);
 //! 4. compute the status ([`crate::status::compute`], pure) and, only when it changed, publish
 //!    an event and server-side apply it on the `/status` subresource;
 //! 5. requeue after `spec.resyncSeconds`.
@@ -39,16 +39,18 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tracing::{info, warn};
 
-use crate::baselines::Baselines;
+use crate::cluster_baselines::ClusterBaselines;
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
 use crate::desired::{self, Desired, MANAGED_BY};
 use crate::fleet::{self, Expected, FleetView};
+use crate::gate_poll::{ScrapeConfig, failure_code, scrape_all};
 use crate::leader::Leadership;
 use crate::metrics::{Metrics, Write};
-use crate::scrape::{ScrapeConfig, failure_code, scrape_all};
 use crate::status;
 use crate::{Error, Result};
 
+#[cfg(test)]
+mod fleet_sim;
 mod pods;
 #[cfg(test)]
 mod tests;
@@ -81,8 +83,8 @@ pub struct Context {
     pub leader: Leadership,
     /// The cluster baselines every FleetPolicy is rendered under; `None` when the controller
     /// does not read them (the cluster part is not installed).
-    pub baselines: Option<Baselines>,
-    /// Scrapes in flight over every FleetPolicy ([`crate::scrape::MAX_IN_FLIGHT`]).
+    pub baselines: Option<ClusterBaselines>,
+    /// Scrapes in flight over every FleetPolicy ([`crate::gate_poll::MAX_IN_FLIGHT`]).
     scrapes_in_flight: Arc<tokio::sync::Semaphore>,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
@@ -135,7 +137,9 @@ impl Context {
             baselines: None,
             metrics,
             fleet: None,
-            scrapes_in_flight: Arc::new(tokio::sync::Semaphore::new(crate::scrape::MAX_IN_FLIGHT)),
+            scrapes_in_flight: Arc::new(tokio::sync::Semaphore::new(
+                crate::gate_poll::MAX_IN_FLIGHT,
+            )),
             failures: Arc::default(),
             written: Arc::default(),
             pods: PodIndex::default(),
@@ -149,7 +153,7 @@ impl Context {
     }
 
     /// The same context, rendering every FleetPolicy under `baselines`.
-    pub fn with_baselines(mut self, baselines: Baselines) -> Self {
+    pub fn with_baselines(mut self, baselines: ClusterBaselines) -> Self {
         self.baselines = Some(baselines);
         self
     }

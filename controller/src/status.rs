@@ -117,6 +117,48 @@ pub fn compute(
         conditions: Vec::new(),
         ..old.clone()
     };
+    let mut verdicts = render_verdicts(&mut status, rendered, fleet);
+    if let Some(v) = baseline_verdict(rendered) {
+        verdicts.push((ConditionType::Baseline, v));
+    }
+    if let Some(f) = fleet {
+        status.pods = Some(f.pods.clone());
+        status.observed_tiers = f.observed_tiers.clone();
+        status.cron_jobs = f.cron_jobs.clone();
+        status.cron_job_count = Some(f.cron_job_count);
+        status.total_cost_per_day = Some(f.total_cost_per_day);
+        status.flagged = Some(f.flagged);
+        verdicts.push((ConditionType::Propagated, f.propagated.clone()));
+        verdicts.push((ConditionType::Drift, f.drift.clone()));
+    }
+    for (kind, v) in &verdicts {
+        status.conditions.push(condition(
+            &old.conditions,
+            *kind,
+            v.ok,
+            v.reason,
+            v.message.clone(),
+            generation,
+            now,
+        ));
+    }
+    // Conditions this computation does not own this time are kept as they are.
+    status.conditions.extend(
+        old.conditions
+            .iter()
+            .filter(|c| !verdicts.iter().any(|(k, _)| c.type_ == k.as_str()))
+            .cloned(),
+    );
+    status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+    status
+}
+
+/// The `Valid` and `Ready` verdicts of a render, and its digests written into `status`.
+fn render_verdicts(
+    status: &mut FleetPolicyStatus,
+    rendered: &Result<Desired, RenderError>,
+    fleet: Option<&FleetView>,
+) -> Vec<(ConditionType, Verdict)> {
     let mut verdicts = Vec::new();
     match rendered {
         Ok(d) => {
@@ -163,39 +205,7 @@ pub fn compute(
             ));
         }
     }
-    if let Some(v) = baseline_verdict(rendered) {
-        verdicts.push((ConditionType::Baseline, v));
-    }
-    if let Some(f) = fleet {
-        status.pods = Some(f.pods.clone());
-        status.observed_tiers = f.observed_tiers.clone();
-        status.cron_jobs = f.cron_jobs.clone();
-        status.cron_job_count = Some(f.cron_job_count);
-        status.total_cost_per_day = Some(f.total_cost_per_day);
-        status.flagged = Some(f.flagged);
-        verdicts.push((ConditionType::Propagated, f.propagated.clone()));
-        verdicts.push((ConditionType::Drift, f.drift.clone()));
-    }
-    for (kind, v) in &verdicts {
-        status.conditions.push(condition(
-            &old.conditions,
-            *kind,
-            v.ok,
-            v.reason,
-            v.message.clone(),
-            generation,
-            now,
-        ));
-    }
-    // Conditions this computation does not own this time are kept as they are.
-    status.conditions.extend(
-        old.conditions
-            .iter()
-            .filter(|c| !verdicts.iter().any(|(k, _)| c.type_ == k.as_str()))
-            .cloned(),
-    );
-    status.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
-    status
+    verdicts
 }
 
 /// The `Baseline` condition: applied (naming each baseline with its generation and each field

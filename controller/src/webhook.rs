@@ -14,6 +14,7 @@
 //! mode the `fleetgate-init` container that installs the iptables capture.
 
 pub mod config;
+pub mod egress_floor;
 pub mod mutate;
 mod patch;
 pub mod review;

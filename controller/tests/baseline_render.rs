@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use fleetgate_controller::cli::{baselines_of, render_files_with};
-use fleetgate_controller::crd::baseline::ClusterFleetPolicy;
+use fleetgate_controller::crd::cluster_fleet_policy::ClusterFleetPolicy;
 use kube::CustomResourceExt;
 use serde::Deserialize;
 use serde_json::Value;

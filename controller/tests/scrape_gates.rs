@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use fleetgate_controller::fleet::{self, Expected, ScrapeFailure};
-use fleetgate_controller::scrape::{ScrapeConfig, ScrapeTarget, scrape_all};
+use fleetgate_controller::gate_poll::{ScrapeConfig, ScrapeTarget, scrape_all};
 use fleetgate_e2e::gate::GateProcess;
 use serde_json::json;
 use sha2::{Digest, Sha256};

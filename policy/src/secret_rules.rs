@@ -267,45 +267,7 @@ impl RuleSet {
                 })?,
             );
         }
-        let mut patterns: Vec<String> = Vec::new();
-        let mut owners: Vec<Vec<usize>> = Vec::new();
-        let mut unkeyed = Vec::new();
-        for (rule, words) in keywords_per_rule.into_iter().enumerate() {
-            let words: Vec<String> = words
-                .into_iter()
-                .filter(|w| !w.is_empty())
-                .map(|w| w.to_ascii_lowercase())
-                .collect();
-            if words.is_empty() {
-                unkeyed.push(rule);
-            }
-            for w in words {
-                match patterns.iter().position(|p| *p == w) {
-                    Some(i) => owners[i].push(rule),
-                    None => {
-                        patterns.push(w);
-                        owners.push(vec![rule]);
-                    }
-                }
-            }
-        }
-        let keywords = if patterns.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    // A contiguous NFA rather than a full DFA: the DFA of the built-in
-                    // keywords held ~0.5 MB on every idle gate; the NFA scans a URL a little
-                    // slower in far less heap.
-                    .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-                    .build(&patterns)
-                    .map_err(|e| RuleError::Parse {
-                        origin: origin.into(),
-                        message: format!("failed to build the keyword index: {e}"),
-                    })?,
-            )
-        };
+        let (keywords, owners, unkeyed) = keyword_index(keywords_per_rule, origin)?;
         Ok(Self {
             rules,
             keywords,
@@ -586,6 +548,56 @@ pub fn find_jwt(text: &str) -> Option<Hit> {
 
 fn is_b64url(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+/// The keyword index of a rule set: one Aho-Corasick automaton over every rule's keywords
+/// (lower-cased, each once), the rules owning each keyword, and the rules with no keyword
+/// (checked on every URL).
+#[allow(clippy::type_complexity)]
+fn keyword_index(
+    keywords_per_rule: Vec<Vec<String>>,
+    origin: &str,
+) -> Result<(Option<AhoCorasick>, Vec<Vec<usize>>, Vec<usize>), RuleError> {
+    let mut patterns: Vec<String> = Vec::new();
+    let mut owners: Vec<Vec<usize>> = Vec::new();
+    let mut unkeyed = Vec::new();
+    for (rule, words) in keywords_per_rule.into_iter().enumerate() {
+        let words: Vec<String> = words
+            .into_iter()
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
+        if words.is_empty() {
+            unkeyed.push(rule);
+        }
+        for w in words {
+            match patterns.iter().position(|p| *p == w) {
+                Some(i) => owners[i].push(rule),
+                None => {
+                    patterns.push(w);
+                    owners.push(vec![rule]);
+                }
+            }
+        }
+    }
+    let keywords = if patterns.is_empty() {
+        None
+    } else {
+        Some(
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                // A contiguous NFA rather than a full DFA: the DFA of the built-in
+                // keywords held ~0.5 MB on every idle gate; the NFA scans a URL a little
+                // slower in far less heap.
+                .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+                .build(&patterns)
+                .map_err(|e| RuleError::Parse {
+                    origin: origin.into(),
+                    message: format!("failed to build the keyword index: {e}"),
+                })?,
+        )
+    };
+    Ok((keywords, owners, unkeyed))
 }
 
 #[cfg(test)]

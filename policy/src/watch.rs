@@ -115,32 +115,13 @@ pub fn validate(
         } else if out.iter().any(|o| o.name == name) {
             err(field("name"), format!("duplicate watch name '{name}'"));
         }
-        let server_url = match (w.server_url.as_deref(), &pinned) {
-            (Some(s), Some(p)) => match parse_http_url(s) {
-                Ok(u) if u == *p => Some(u),
-                _ => {
-                    err(
-                        field("serverUrl"),
-                        format!(
-                            "'{s}' is refused: watch.pinnedServerUrl pins the MCP endpoint to {p}; omit serverUrl"
-                        ),
-                    );
-                    None
-                }
-            },
-            (None, Some(p)) => Some(p.clone()),
-            (Some(s), None) => parse_http_url(s)
-                .map_err(|m| err(field("serverUrl"), m))
-                .ok(),
-            (None, None) if settings.pinned_server_url.is_some() => None,
-            (None, None) => {
-                err(
-                    field("serverUrl"),
-                    "missing; set the MCP endpoint, e.g. `http://mcp.tools.svc:8787/mcp`".into(),
-                );
-                None
-            }
-        };
+        let server_url = server_url(
+            w.server_url.as_deref(),
+            pinned.as_ref(),
+            settings.pinned_server_url.is_some(),
+            &field("serverUrl"),
+            &mut err,
+        );
         let tool = non_empty(&w.tool).ok_or_else(|| {
             err(field("tool"), "missing; name the read tool to call".into());
         });
@@ -150,17 +131,7 @@ pub fn validate(
                 "missing; name the field that identifies an item".into(),
             );
         });
-        let arguments = match &w.arguments {
-            None => serde_json::Map::new(),
-            Some(serde_json::Value::Object(m)) => m.clone(),
-            Some(_) => {
-                err(
-                    field("arguments"),
-                    "must be a mapping of tool arguments".into(),
-                );
-                serde_json::Map::new()
-            }
-        };
+        let arguments = arguments(w.arguments.as_ref(), &field("arguments"), &mut err);
         let mut bounded = |f: &str, v: Option<i64>, default: usize, max: usize| match v {
             None => default,
             Some(n) if n >= 1 && n as u64 <= max as u64 => n as usize,
@@ -201,6 +172,62 @@ pub fn validate(
         }
     }
     out
+}
+
+/// `watches[i].serverUrl`: the pinned endpoint when `watch.pinnedServerUrl` is set (another URL
+/// is refused), else the watch's own; `None` after an error.
+fn server_url(
+    given: Option<&str>,
+    pinned: Option<&url::Url>,
+    pinned_set: bool,
+    field: &str,
+    err: &mut impl FnMut(String, String),
+) -> Option<url::Url> {
+    match (given, pinned) {
+        (Some(s), Some(p)) => match parse_http_url(s) {
+            Ok(u) if u == *p => Some(u),
+            _ => {
+                err(
+                    field.to_string(),
+                    format!(
+                        "'{s}' is refused: watch.pinnedServerUrl pins the MCP endpoint to {p}; omit serverUrl"
+                    ),
+                );
+                None
+            }
+        },
+        (None, Some(p)) => Some(p.clone()),
+        (Some(s), None) => parse_http_url(s)
+            .map_err(|m| err(field.to_string(), m))
+            .ok(),
+        (None, None) if pinned_set => None,
+        (None, None) => {
+            err(
+                field.to_string(),
+                "missing; set the MCP endpoint, e.g. `http://mcp.tools.svc:8787/mcp`".into(),
+            );
+            None
+        }
+    }
+}
+
+/// `watches[i].arguments`: a mapping of tool arguments, empty when absent or after an error.
+fn arguments(
+    given: Option<&serde_json::Value>,
+    field: &str,
+    err: &mut impl FnMut(String, String),
+) -> serde_json::Map<String, serde_json::Value> {
+    match given {
+        None => serde_json::Map::new(),
+        Some(serde_json::Value::Object(m)) => m.clone(),
+        Some(_) => {
+            err(
+                field.to_string(),
+                "must be a mapping of tool arguments".into(),
+            );
+            serde_json::Map::new()
+        }
+    }
 }
 
 fn non_empty(v: &Option<String>) -> Option<String> {

@@ -778,7 +778,7 @@ fn the_cluster_part_grants_read_only_access_to_baselines_and_renders_its_default
     );
     let baseline = find(&docs, "ClusterFleetPolicy", Some("platform"));
     assert_eq!(baseline["spec"]["egress"]["minimumMode"], "proxy");
-    let parsed: fleetgate_controller::crd::baseline::ClusterFleetPolicy =
+    let parsed: fleetgate_controller::crd::cluster_fleet_policy::ClusterFleetPolicy =
         serde_json::from_value(baseline.clone()).expect("the default baseline must parse");
     assert!(
         parsed.metadata.namespace.is_none(),

@@ -48,7 +48,10 @@ fn no_value_of_the_crd_reads_as_a_boolean_in_yaml_1_1() {
         fleet.contains("- 'off'"),
         "the egress mode `off` must be quoted"
     );
-    for generated in [fleet, baseline::crd_yaml().expect("the CRD must print")] {
+    for generated in [
+        fleet,
+        cluster_fleet_policy::crd_yaml().expect("the CRD must print"),
+    ] {
         for line in generated.lines() {
             let value = line.trim_start().trim_start_matches("- ");
             let value = value.rsplit_once(": ").map_or(value, |(_, v)| v);
@@ -256,7 +259,7 @@ fn spec_and_status_round_trip_in_camel_case() {
 
 #[test]
 fn committed_cluster_baseline_crd_copies_match_the_code() {
-    let generated = baseline::crd_yaml().expect("the CRD must print as YAML");
+    let generated = cluster_fleet_policy::crd_yaml().expect("the CRD must print as YAML");
     for rel in [
         "deploy/crd/clusterfleetpolicy.yaml",
         "charts/fleetgate/crds/clusterfleetpolicy.yaml",
@@ -266,14 +269,15 @@ fn committed_cluster_baseline_crd_copies_match_the_code() {
         assert!(
             committed == generated,
             "{rel} is out of date with the ClusterFleetPolicy types; regenerate it with:\n  {}",
-            baseline::REGENERATE_HINT
+            cluster_fleet_policy::REGENERATE_HINT
         );
     }
 }
 
 #[test]
 fn the_cluster_baseline_crd_is_cluster_scoped_with_its_short_name() {
-    let crd = serde_json::to_value(baseline::ClusterFleetPolicy::crd()).expect("serializes");
+    let crd =
+        serde_json::to_value(cluster_fleet_policy::ClusterFleetPolicy::crd()).expect("serializes");
     let cases: &[(&str, Value)] = &[
         (
             "/metadata/name",

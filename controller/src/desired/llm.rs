@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use fleetgate_policy::llm::{RawLlm, RawLlmPin, RawLlmProvider};
 use serde_json::{Map, Value};
 
-use super::RenderError;
-use super::policy::LISTEN_API;
+use super::pod_layout::LISTEN_API;
+use super::problems::RenderError;
 use crate::crd::llm::{LlmModeSpec, LlmProviderKind, LlmSpec};
 
 /// Where each provider's Secret is mounted in the gate: `<dir>/<secret>/<key>`.

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::RenderError;
+use super::problems::RenderError;
 
 /// The keys under `web` the controller pins, with their values.
 pub const WEB_PINS: [(&str, &str); 2] = [
@@ -62,7 +62,7 @@ pub fn render(managed: Option<&Map<String, Value>>) -> Result<RenderedManaged, R
     }
     let pinned_keys = fleetgate_policy::managed::pinned_keys(&config).len();
     let body = serde_yaml::to_string(&config).map_err(|e| RenderError::Serialize {
-        file: super::CONFIG_KEY,
+        file: super::pod_layout::CONFIG_KEY,
         message: e.to_string(),
     })?;
     let yaml = format!("{HEADER}{body}");

@@ -18,33 +18,15 @@ use fleetgate_policy::raw::{
 use fleetgate_policy::watch::{RawWatch, RawWatchSettings};
 use fleetgate_policy::{POLICY_VERSION, Policy, PolicyError};
 
-use super::{RenderError, SpecProblem};
+use super::pod_layout::POLICY_KEY;
+use super::problems::{RenderError, SpecProblem};
 use crate::crd::{BlocklistMode, EgressMode, FleetPolicySpec, vendor_entries};
 
-/// Gate API listener (Firecrawl / Tavily / SearXNG fronts, LLM route).
-pub const LISTEN_API: &str = "127.0.0.1:15180";
-/// Gate forward proxy listener (`HTTP(S)_PROXY`).
-pub const LISTEN_FORWARD_PROXY: &str = "127.0.0.1:15181";
-/// Gate transparent listener (iptables REDIRECT target).
-pub const LISTEN_TRANSPARENT: &str = "127.0.0.1:15182";
-/// Gate admin listener; all addresses, since one ConfigMap serves every pod of the fleet.
-pub const LISTEN_ADMIN: &str = "0.0.0.0:15190";
-/// The shared cache volume in the gate container.
-pub const STORE_ROOT: &str = "/var/cache/fleetgate";
-/// The same volume as the agent sees it.
-pub const STORE_AGENT_ROOT: &str = "/opt/data/cache/fleetgate";
-/// The agent's `$HERMES_HOME`, mounted read-only in the gate.
-pub const HERMES_HOME: &str = "/hermes";
-/// The managed ConfigMap as mounted in the gate (for the report's managed digest).
-pub const MANAGED_DIR: &str = "/etc/hermes";
-/// The report bearer token (Secret created by the chart) in the gate.
-pub const REPORT_TOKEN_FILE: &str = "/etc/fleetgate/report-token/token";
-/// Where the vendor credentials Secret is mounted in the gate, one file per key.
-pub const VENDOR_KEYS_DIR: &str = "/etc/fleetgate/vendor-keys";
-/// Where blocklist ConfigMaps are mounted in the gate: `<dir>/<configMap>/<key>`.
-pub const BLOCKLISTS_DIR: &str = "/etc/fleetgate/blocklists";
-/// Where secret-rule ConfigMaps (gitleaks rule files) are mounted: `<dir>/<configMap>/<key>`.
-pub const SECRET_RULES_DIR: &str = "/etc/fleetgate/secret-rules";
+pub use super::pod_layout::{
+    BLOCKLISTS_DIR, HERMES_HOME, LISTEN_ADMIN, LISTEN_API, LISTEN_FORWARD_PROXY,
+    LISTEN_TRANSPARENT, MANAGED_DIR, REPORT_TOKEN_FILE, SECRET_RULES_DIR, STORE_AGENT_ROOT,
+    STORE_ROOT, VENDOR_KEYS_DIR,
+};
 
 /// The rendered gate policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,7 +87,7 @@ pub fn render_named(
         ..RawPolicy::default()
     };
     let body = serde_yaml::to_string(&raw).map_err(|e| RenderError::Serialize {
-        file: super::POLICY_KEY,
+        file: POLICY_KEY,
         message: e.to_string(),
     })?;
     let yaml = format!("{HEADER}{body}");

@@ -17,7 +17,7 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::reflector::Store;
 
-use crate::scrape::ScrapeTarget;
+use crate::gate_poll::ScrapeTarget;
 use crate::webhook::EGRESS_MODE_ANNOTATION;
 
 #[cfg(test)]

@@ -234,7 +234,7 @@ impl Setup {
         client: kube::Client,
         namespace: Option<&str>,
         metrics: Option<Metrics>,
-        baselines: Option<crate::baselines::Baselines>,
+        baselines: Option<crate::cluster_baselines::ClusterBaselines>,
     ) -> Result<JoinHandle<()>, ServerError> {
         let acceptor = self.certs.acceptor()?;
         let listener = TcpListener::bind(self.addr)
@@ -267,7 +267,7 @@ impl Setup {
                         while baselines.current().is_none() {
                             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                         }
-                        Arc::new(crate::baselines::Baselined {
+                        Arc::new(super::egress_floor::EgressFloor {
                             policies: reader,
                             baselines,
                         })

@@ -15,11 +15,13 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::*;
-use crate::crd::EgressMode;
-use crate::crd::baseline::{ClusterFleetPolicySpec, MinimumMode};
+use crate::crd::cluster_fleet_policy::{ClusterFleetPolicySpec, MinimumMode};
+use crate::crd::{EgressMode, FleetPolicy};
 use crate::fixtures::fleet::FleetCluster;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, Context};
+use crate::webhook::PolicySource;
+use crate::webhook::egress_floor::EgressFloor;
 
 const NAMESPACES: [&str; 3] = ["team-a", "team-b", "team-c"];
 
@@ -60,7 +62,7 @@ impl Drop for Running {
 async fn start(cluster: &FleetCluster) -> Running {
     let client = cluster.client();
     let metrics = Metrics::unregistered().expect("metrics must register");
-    let (view, changes, reflector) = Baselines::watch(client.clone());
+    let (view, changes, reflector) = ClusterBaselines::watch(client.clone());
     let ctx = Context::new(client, metrics.clone(), None).with_baselines(view);
     let run = tokio::spawn(async move {
         reconcile::run(
@@ -227,9 +229,9 @@ async fn baselines_that_cannot_be_listed_render_nothing() {
 #[test]
 fn the_webhook_injects_the_baselines_floor_for_a_namespace_asking_for_less() {
     use crate::webhook::mutate::{Decision, mutate};
-    let source = Baselined {
+    let source = EgressFloor {
         policies: policies().into_iter().map(Arc::new).collect::<Vec<_>>(),
-        baselines: Baselines::fixed(vec![baseline("capture-all", |b| {
+        baselines: ClusterBaselines::fixed(vec![baseline("capture-all", |b| {
             b.egress.minimum_mode = Some(MinimumMode::Transparent)
         })]),
     };
@@ -253,9 +255,9 @@ fn the_webhook_injects_the_baselines_floor_for_a_namespace_asking_for_less() {
         ops.iter().any(|o| o.path == "/spec/initContainers"),
         "the raised pod gets the capture init container"
     );
-    let unraised = Baselined {
+    let unraised = EgressFloor {
         policies: policies().into_iter().map(Arc::new).collect::<Vec<_>>(),
-        baselines: Baselines::fixed(Vec::new()),
+        baselines: ClusterBaselines::fixed(Vec::new()),
     };
     assert_eq!(
         unraised.policies("team-b")[0].spec.egress.mode,

@@ -10,7 +10,7 @@
 //! computed here from the same model and not by the controller's code.
 //!
 //! Not part of CI; run it with
-//! `cargo test --release -p fleetgate-controller --lib fleet::sim -- --ignored --nocapture`
+//! `cargo test --release -p fleetgate-controller --lib reconcile::fleet_sim -- --ignored --nocapture`
 //! (`FLEETGATE_SIM_SIZES=2000,10000` by default).
 
 use std::collections::BTreeMap;
@@ -28,11 +28,11 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::{Context, FleetConfig, reconcile};
 use crate::crd::FleetPolicy;
 use crate::desired;
 use crate::fixtures::fleet::FleetCluster;
 use crate::metrics::Metrics;
-use crate::reconcile::{Context, FleetConfig, reconcile};
 
 /// FleetPolicies the pods are spread over (`FLEETGATE_SIM_POLICIES`, default 5); the child
 /// process inherits the variable.
@@ -255,7 +255,7 @@ fn start_gates(n: usize, hashes: &[(String, String)]) -> Gates {
         .args([
             "--ignored",
             "--exact",
-            "fleet::sim::sim_gate_server",
+            "reconcile::fleet_sim::sim_gate_server",
             "--nocapture",
         ])
         .env("FLEETGATE_SIM_HASHES", spec.join(","))
@@ -463,7 +463,7 @@ async fn run(n: usize) -> Row {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the fleet simulation: cargo test --release -p fleetgate-controller --lib fleet::sim -- --ignored --nocapture"]
+#[ignore = "the fleet simulation: cargo test --release -p fleetgate-controller --lib reconcile::fleet_sim -- --ignored --nocapture"]
 async fn a_simulated_fleet_reports_what_its_gates_served() {
     let sizes: Vec<usize> = std::env::var("FLEETGATE_SIM_SIZES")
         .unwrap_or_else(|_| "2000,10000".into())

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use proptest::prelude::*;
 
 use super::*;
-use crate::crd::baseline::{
+use crate::crd::cluster_fleet_policy::{
     BaselineBlocklist, BaselineCron, BaselineEgress, BaselineLlm, BaselineSecrets,
 };
 use crate::crd::llm::{LlmEffort, LlmPinSpec, LlmProviderKind, LlmProviderSpec, LlmSecretRef};

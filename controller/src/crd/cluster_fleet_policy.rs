@@ -2,7 +2,7 @@
 //! baseline a platform team sets for every namespace, which each namespace's FleetPolicy can
 //! only tighten.
 //!
-//! Every field states what it does to a FleetPolicy; [`crate::desired::baseline::merge`] is the
+//! Every field states what it does to a FleetPolicy; [`crate::desired::tighten::merge`] is the
 //! one place that does it. Two kinds of rule:
 //!
 //! - **raise**: the stricter value wins (`egress.minimumMode`, every `mode: enforce`, the pins,

@@ -3,7 +3,7 @@
 //! and reconciles every FleetPolicy when one changes) and the webhook (which raises the
 //! injected egress mode to the baselines' floor).
 //!
-//! Fail closed: until the reflector has listed, [`Baselines::current`] answers `None`, the
+//! Fail closed: until the reflector has listed, [`ClusterBaselines::current`] answers `None`, the
 //! reconciler writes nothing and the webhook does not serve. Once listed, the store keeps the
 //! last state it saw while the watch reconnects, so an API hiccup never drops a baseline.
 
@@ -19,30 +19,27 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::crd::FleetPolicy;
-use crate::crd::baseline::ClusterFleetPolicy;
-use crate::desired::baseline::egress_mode;
+use crate::crd::cluster_fleet_policy::ClusterFleetPolicy;
 use crate::watch_backoff::WatchBackoff;
-use crate::webhook::PolicySource;
 
 /// The shared view of every ClusterFleetPolicy.
 #[derive(Clone)]
-pub struct Baselines {
+pub struct ClusterBaselines {
     store: Store<ClusterFleetPolicy>,
     synced: Arc<AtomicBool>,
 }
 
-impl std::fmt::Debug for Baselines {
+impl std::fmt::Debug for ClusterBaselines {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Baselines")
+        f.debug_struct("ClusterBaselines")
             .field("synced", &self.synced.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
 
-// === impl Baselines ===
+// === impl ClusterBaselines ===
 
-impl Baselines {
+impl ClusterBaselines {
     /// Start the reflector. Returns the view, a stream that yields once per change of any
     /// baseline (and once per relist), and the reflector's task.
     pub fn watch(
@@ -131,35 +128,6 @@ impl Baselines {
     /// True once the first list has completed (for `/ready`).
     pub fn synced(&self) -> Arc<AtomicBool> {
         self.synced.clone()
-    }
-}
-
-/// The webhook's FleetPolicies with the egress mode raised to the baselines' floor, so a pod
-/// of a namespace that asks for `off` under `minimumMode: proxy` is injected with the proxy.
-#[derive(Debug)]
-pub struct Baselined<S> {
-    /// The FleetPolicies.
-    pub policies: S,
-    /// The baselines.
-    pub baselines: Baselines,
-}
-
-impl<S: PolicySource> PolicySource for Baselined<S> {
-    fn policies(&self, namespace: &str) -> Vec<Arc<FleetPolicy>> {
-        let baselines = self.baselines.current().unwrap_or_default();
-        self.policies
-            .policies(namespace)
-            .into_iter()
-            .map(|fp| {
-                let mode = egress_mode(&baselines, &fp.spec);
-                if fp.spec.egress.mode.unwrap_or(crate::crd::EgressMode::Proxy) == mode {
-                    return fp;
-                }
-                let mut raised = FleetPolicy::clone(&fp);
-                raised.spec.egress.mode = Some(mode);
-                Arc::new(raised)
-            })
-            .collect()
     }
 }
 

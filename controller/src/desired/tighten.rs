@@ -7,14 +7,15 @@
 //! "any", so an empty intersection cannot be rendered and the last good ConfigMap stays.
 //!
 //! With no baseline the spec comes back unchanged, byte for byte, so turning the cluster part
-//! on rolls no pod. The rules of each field are stated on [`crate::crd::baseline`].
+//! on rolls no pod. The rules of each field are stated on [`crate::crd::cluster_fleet_policy`].
 
 use std::collections::BTreeSet;
 
 use fleetgate_policy::secret_rules::RuleSet;
 
-use super::SpecProblem;
-use crate::crd::baseline::{ClusterFleetPolicy, ClusterFleetPolicySpec, MinimumMode};
+pub use super::problems::Conflict;
+use super::problems::SpecProblem;
+use crate::crd::cluster_fleet_policy::{ClusterFleetPolicy, ClusterFleetPolicySpec, MinimumMode};
 use crate::crd::llm::{LlmModeSpec, LlmSpec};
 use crate::crd::{BlocklistMode, EgressMode, FleetPolicySpec};
 
@@ -38,15 +39,6 @@ pub struct Merged {
     pub changes: Vec<SpecProblem>,
     /// Baseline rules with nothing to apply to (a model ceiling without an LLM route).
     pub notes: Vec<String>,
-}
-
-/// Why the baselines refuse a FleetPolicy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conflict {
-    /// The baselines involved, by name, with their generation.
-    pub baselines: Vec<(String, Option<i64>)>,
-    /// Each field that cannot be tightened into something the gate would enforce.
-    pub problems: Vec<SpecProblem>,
 }
 
 /// Tighten `spec` by every baseline, in name order.
@@ -190,7 +182,7 @@ impl Merger {
         }
     }
 
-    fn allow_cidrs(&mut self, e: &crate::crd::baseline::BaselineEgress) {
+    fn allow_cidrs(&mut self, e: &crate::crd::cluster_fleet_policy::BaselineEgress) {
         let parse = |list: &[String]| -> Vec<cidr::Prefix> {
             list.iter().filter_map(|s| cidr::Prefix::parse(s)).collect()
         };
