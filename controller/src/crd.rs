@@ -9,12 +9,15 @@
 
 use std::collections::BTreeMap;
 
+pub use backend_names::{ExtractBackend, SearchBackend};
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod backend_names;
 pub mod cluster_fleet_policy;
 pub mod llm;
 #[cfg(test)]
@@ -166,56 +169,6 @@ pub struct WebSpec {
         regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
     )]
     pub credentials_secret: Option<String>,
-}
-
-/// A backend that can extract pages, by the gate's name for it.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExtractBackend {
-    /// The gate fetches the page itself (keyless).
-    Direct,
-    /// Firecrawl.
-    Firecrawl,
-    /// Tavily.
-    Tavily,
-    /// Exa.
-    Exa,
-    /// Parallel.
-    Parallel,
-    /// Keenable (keyless through its public endpoints when no key is configured).
-    Keenable,
-    /// The keyless ring: exa, parallel, firecrawl and keenable without keys, each call
-    /// starting at the next member.
-    Keyless,
-}
-
-/// A backend that can search, by the gate's name for it.
-#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum SearchBackend {
-    /// Firecrawl.
-    Firecrawl,
-    /// Tavily.
-    Tavily,
-    /// Exa.
-    Exa,
-    /// Parallel.
-    Parallel,
-    /// Keenable (keyless through its public endpoints when no key is configured).
-    Keenable,
-    /// Perplexity's Search API.
-    Perplexity,
-    /// A self-hosted SearXNG (needs `vendors.searxng.baseURL`).
-    Searxng,
-    /// Brave Search (free tier).
-    BraveFree,
-    /// DuckDuckGo's HTML search (keyless: DuckDuckGo reads the agent's queries).
-    Ddgs,
-    /// xAI web search.
-    Xai,
-    /// The keyless ring: exa, parallel, firecrawl and keenable without keys, each call
-    /// starting at the next member.
-    Keyless,
 }
 
 /// `spec.web.vendors`: per-vendor connection settings.
@@ -693,44 +646,6 @@ fn quote_yaml11_booleans(text: &str) -> String {
         }
     }
     out
-}
-
-// === impl ExtractBackend ===
-
-impl ExtractBackend {
-    /// The gate's name for this backend.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Direct => "direct",
-            Self::Firecrawl => "firecrawl",
-            Self::Tavily => "tavily",
-            Self::Exa => "exa",
-            Self::Parallel => "parallel",
-            Self::Keenable => "keenable",
-            Self::Keyless => "keyless",
-        }
-    }
-}
-
-// === impl SearchBackend ===
-
-impl SearchBackend {
-    /// The gate's name for this backend.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Firecrawl => "firecrawl",
-            Self::Tavily => "tavily",
-            Self::Exa => "exa",
-            Self::Parallel => "parallel",
-            Self::Keenable => "keenable",
-            Self::Perplexity => "perplexity",
-            Self::Searxng => "searxng",
-            Self::BraveFree => "brave-free",
-            Self::Ddgs => "ddgs",
-            Self::Xai => "xai",
-            Self::Keyless => "keyless",
-        }
-    }
 }
 
 /// The per-vendor settings by the gate's backend name, in a stable order.

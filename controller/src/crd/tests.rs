@@ -293,3 +293,72 @@ fn the_cluster_baseline_crd_is_cluster_scoped_with_its_short_name() {
         assert_eq!(crd.pointer(pointer), Some(want), "{pointer} must be {want}");
     }
 }
+
+#[test]
+fn the_backend_enums_are_the_policy_catalogues_names_by_capability() {
+    use fleetgate_policy::backends::BackendKind;
+    let schema = schema();
+    let web = "/properties/spec/properties/web/properties";
+    let listed = |path: &str| -> Vec<String> {
+        let values = schema
+            .pointer(&format!("{web}/{path}/enum"))
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("{path} must be an enum"));
+        values
+            .iter()
+            .map(|v| v.as_str().expect("enum values are names").to_owned())
+            .collect()
+    };
+    let catalogue = |can: fn(BackendKind) -> bool| -> Vec<String> {
+        BackendKind::ALL
+            .into_iter()
+            .filter(|k| can(*k))
+            .map(|k| k.name().to_owned())
+            .collect()
+    };
+    let extract = catalogue(|k| k.capabilities().extract);
+    let search = catalogue(|k| k.capabilities().search);
+    assert_eq!(listed("extractBackend"), extract);
+    assert_eq!(listed("rescue/items"), extract);
+    assert_eq!(listed("searchBackend"), search);
+    assert!(extract.contains(&"direct".to_owned()) && !search.contains(&"direct".to_owned()));
+    assert!(search.contains(&"ddgs".to_owned()) && !extract.contains(&"ddgs".to_owned()));
+    assert_eq!(
+        ExtractBackend::all()
+            .map(ExtractBackend::name)
+            .collect::<Vec<_>>(),
+        extract
+    );
+    assert_eq!(
+        SearchBackend::all()
+            .map(SearchBackend::name)
+            .collect::<Vec<_>>(),
+        search
+    );
+}
+
+#[test]
+fn a_backend_name_reads_only_where_it_has_the_capability() {
+    use fleetgate_policy::backends::BackendKind;
+    let exa: ExtractBackend = serde_json::from_value(json!("exa")).expect("exa extracts");
+    assert_eq!(exa.kind(), BackendKind::Exa);
+    let err = serde_json::from_value::<ExtractBackend>(json!("ddgs"))
+        .expect_err("ddgs cannot extract")
+        .to_string();
+    assert!(
+        err.starts_with("unknown variant `ddgs`, expected one of `direct`, `firecrawl`"),
+        "{err}"
+    );
+    let err = serde_json::from_value::<SearchBackend>(json!("direct"))
+        .expect_err("direct cannot search")
+        .to_string();
+    assert!(err.starts_with("unknown variant `direct`"), "{err}");
+    let brave: SearchBackend =
+        serde_json::from_value(json!("brave-free")).expect("brave-free searches");
+    assert_eq!(brave.kind(), BackendKind::BraveFree);
+    assert_eq!(
+        serde_json::to_value(brave).expect("serializes"),
+        json!("brave-free")
+    );
+    assert!(ExtractBackend::new(BackendKind::Xai).is_none());
+}

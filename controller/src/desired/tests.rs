@@ -1,4 +1,5 @@
 use fleetgate_policy::Policy;
+use fleetgate_policy::backends::BackendKind;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -47,13 +48,13 @@ fn every_spec_field_lands_in_the_gate_policy() {
     let cases: &[(&str, Edit, &str, Value)] = &[
         (
             "extract backend",
-            |s| s.web.extract_backend = Some(ExtractBackend::Tavily),
+            |s| s.web.extract_backend = Some(ExtractBackend::new(BackendKind::Tavily).unwrap()),
             "/web/extractBackend",
             json!("tavily"),
         ),
         (
             "search backend by its gate name",
-            |s| s.web.search_backend = Some(SearchBackend::BraveFree),
+            |s| s.web.search_backend = Some(SearchBackend::new(BackendKind::BraveFree).unwrap()),
             "/web/searchBackend",
             json!("brave-free"),
         ),
@@ -83,7 +84,12 @@ fn every_spec_field_lands_in_the_gate_policy() {
         ),
         (
             "rescue order kept",
-            |s| s.web.rescue = Some(vec![ExtractBackend::Exa, ExtractBackend::Direct]),
+            |s| {
+                s.web.rescue = Some(vec![
+                    ExtractBackend::new(BackendKind::Exa).unwrap(),
+                    ExtractBackend::new(BackendKind::Direct).unwrap(),
+                ])
+            },
             "/web/rescue",
             json!(["exa", "direct"]),
         ),
@@ -122,7 +128,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
         (
             "vendor tier under the gate name",
             |s| {
-                s.web.search_backend = Some(SearchBackend::Keenable);
+                s.web.search_backend = Some(SearchBackend::new(BackendKind::Keenable).unwrap());
                 s.web.vendors = Some(VendorsSpec {
                     keenable: Some(VendorSpec {
                         tier: Some(crate::crd::VendorTier::Paid),
@@ -137,7 +143,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
         (
             "keyless endpoint under the gate name",
             |s| {
-                s.web.rescue = Some(vec![ExtractBackend::Keyless]);
+                s.web.rescue = Some(vec![ExtractBackend::new(BackendKind::Keyless).unwrap()]);
                 s.web.vendors = Some(VendorsSpec {
                     exa: Some(VendorSpec {
                         keyless_url: Some("https://mcp.mirror.example/mcp".into()),
@@ -151,14 +157,19 @@ fn every_spec_field_lands_in_the_gate_policy() {
         ),
         (
             "the keyless ring as a rescue",
-            |s| s.web.rescue = Some(vec![ExtractBackend::Direct, ExtractBackend::Keyless]),
+            |s| {
+                s.web.rescue = Some(vec![
+                    ExtractBackend::new(BackendKind::Direct).unwrap(),
+                    ExtractBackend::new(BackendKind::Keyless).unwrap(),
+                ])
+            },
             "/web/rescue/1",
             json!("keyless"),
         ),
         (
             "credentials secret gives the extract backend a key file",
             |s| {
-                s.web.extract_backend = Some(ExtractBackend::Firecrawl);
+                s.web.extract_backend = Some(ExtractBackend::new(BackendKind::Firecrawl).unwrap());
                 s.web.credentials_secret = Some("vendor-keys".into());
             },
             "/web/vendors/firecrawl/apiKeyFile",
@@ -167,7 +178,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
         (
             "credentials secret gives rescue backends a key file",
             |s| {
-                s.web.rescue = Some(vec![ExtractBackend::Tavily]);
+                s.web.rescue = Some(vec![ExtractBackend::new(BackendKind::Tavily).unwrap()]);
                 s.web.credentials_secret = Some("vendor-keys".into());
             },
             "/web/vendors/tavily/apiKeyFile",
@@ -176,7 +187,7 @@ fn every_spec_field_lands_in_the_gate_policy() {
         (
             "searxng base url",
             |s| {
-                s.web.search_backend = Some(SearchBackend::Searxng);
+                s.web.search_backend = Some(SearchBackend::new(BackendKind::Searxng).unwrap());
                 s.web.vendors = searxng("http://searxng.search.svc:8080");
             },
             "/web/vendors/searxng/baseUrl",
@@ -375,7 +386,7 @@ fn invalid_specs_name_the_field() {
         ),
         (
             "searxng without a base url",
-            |s| s.web.search_backend = Some(SearchBackend::Searxng),
+            |s| s.web.search_backend = Some(SearchBackend::new(BackendKind::Searxng).unwrap()),
             "spec.web.vendors.searxng.baseURL",
         ),
         (

@@ -1,4 +1,5 @@
 use clap::Parser;
+use fleetgate_policy::backends::BackendKind;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
@@ -217,7 +218,7 @@ fn container<'a>(doc: &'a Value, list: &str, name: &str) -> &'a Value {
 #[test]
 fn every_file_the_rendered_gate_policy_reads_is_mounted_in_the_gate() {
     let fp = FleetPolicy::test().with_spec(|s| {
-        s.web.extract_backend = Some(crate::crd::ExtractBackend::Exa);
+        s.web.extract_backend = Some(crate::crd::ExtractBackend::new(BackendKind::Exa).unwrap());
         s.web.credentials_secret = Some("vendor-keys".into());
         s.website_blocklist.shared_lists = vec![SharedListRef {
             config_map: "lists".into(),
