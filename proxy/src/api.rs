@@ -229,6 +229,23 @@ pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
     resp
 }
 
+/// The extract pipeline for one client's URLs, on the gate's current runtime: what every
+/// extract front (`/v1/extract`, Firecrawl's scrape, Tavily's extract) runs.
+async fn run_extract(
+    shared: &Shared,
+    client: Option<SocketAddr>,
+    urls: &Value,
+    char_limit: Option<&Value>,
+) -> ExtractOutcome {
+    let runtime = shared.gate.runtime.load_full();
+    let own = shared.gate.own_listeners();
+    Pipeline::new(&runtime, &shared.gate.metrics)
+        .for_client(client)
+        .with_own(&own)
+        .extract(urls, char_limit)
+        .await
+}
+
 async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
     let body = match read_json(req).await {
@@ -240,12 +257,7 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
             "the body needs a `urls` list".into(),
         ));
     };
-    let runtime = shared.gate.runtime.load_full();
-    let own = shared.gate.own_listeners();
-    let pipeline = Pipeline::new(&runtime, &shared.gate.metrics)
-        .for_client(client)
-        .with_own(&own);
-    match pipeline.extract(urls, body.get("char_limit")).await {
+    match run_extract(shared, client, urls, body.get("char_limit")).await {
         ExtractOutcome::Refused(reason) => respond::extract_refusal(&reason),
         ExtractOutcome::Rows(rows) if rows.is_empty() => respond::json(
             StatusCode::OK,
@@ -267,13 +279,7 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let runtime = shared.gate.runtime.load_full();
-    let own = shared.gate.own_listeners();
-    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
-        .for_client(client)
-        .with_own(&own)
-        .extract(&urls, limit.as_ref())
-        .await;
+    let outcome = run_extract(shared, client, &urls, limit.as_ref()).await;
     crate::vendor_fronts::firecrawl::scrape_response(outcome)
 }
 
@@ -286,13 +292,7 @@ async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Bod
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let runtime = shared.gate.runtime.load_full();
-    let own = shared.gate.own_listeners();
-    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
-        .for_client(client)
-        .with_own(&own)
-        .extract(&urls, None)
-        .await;
+    let outcome = run_extract(shared, client, &urls, None).await;
     crate::vendor_fronts::tavily::extract_response(outcome)
 }
 
