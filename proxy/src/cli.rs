@@ -12,13 +12,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::gates::DenyReason;
 use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
 use crate::policy::Policy;
+use crate::respond::escape;
 use crate::runtime::Runtime;
 use crate::telemetry;
 
@@ -177,18 +176,24 @@ async fn check_url(path: Option<&Path>, urls: &[String]) -> ExitCode {
     };
     let pipeline = Pipeline::new(&runtime, &metrics);
     let mut any_denied = false;
-    // One buffer for the whole batch: stdout is line-buffered, so writing it line by line
-    // costs one write(2) per URL, more than the decision itself.
-    let mut out = std::io::BufWriter::with_capacity(CHECK_URL_BUFFER, std::io::stdout().lock());
+    // One buffer for the whole batch, written out a chunk at a time: stdout is line-buffered,
+    // so writing it line by line costs one write(2) per URL, more than the decision itself.
+    let mut stdout = std::io::stdout().lock();
+    let mut out = Vec::with_capacity(CHECK_URL_BUFFER + 4096);
+    let mut scratch = String::new();
     for url in urls {
         let check = pipeline.check_url(url).await;
         any_denied |= check.refusal.is_some();
-        if write_check_line(&mut out, &check).is_err() {
-            // stdout is gone (a closed pipe): nobody reads the rest.
-            break;
+        write_check_line(&mut out, &check, &mut scratch);
+        if out.len() >= CHECK_URL_BUFFER {
+            if stdout.write_all(&out).is_err() {
+                // stdout is gone (a closed pipe): nobody reads the rest.
+                break;
+            }
+            out.clear();
         }
     }
-    let _ = out.flush();
+    let _ = stdout.write_all(&out).and_then(|()| stdout.flush());
     if any_denied {
         ExitCode::from(1)
     } else {
@@ -199,35 +204,41 @@ async fn check_url(path: Option<&Path>, urls: &[String]) -> ExitCode {
 /// Bytes of `check-url` output gathered before one write to stdout.
 const CHECK_URL_BUFFER: usize = 64 * 1024;
 
-/// One `check-url` output line: `{"url","verdict","scope","code","message","addresses"}`.
-#[derive(Serialize)]
-struct CheckLine<'a> {
-    url: &'a str,
-    verdict: &'static str,
-    scope: Option<&'static str>,
-    code: Option<&'static str>,
-    message: Option<String>,
-    addresses: &'a [std::net::IpAddr],
-}
-
-impl<'a> CheckLine<'a> {
-    fn of(check: &'a UrlCheck) -> Self {
-        let refusal = check.refusal.as_ref();
-        Self {
-            url: &check.url,
-            verdict: if refusal.is_some() { "deny" } else { "allow" },
-            scope: refusal.map(|r| if r.ends_call() { "call" } else { "item" }),
-            code: refusal.map(DenyReason::code),
-            message: refusal.map(DenyReason::message),
-            addresses: &check.addresses,
+/// Appends `check` as one JSON line, `{"url","verdict","scope","code","message","addresses"}`,
+/// byte for byte as serde_json writes that object, with no serialiser in between: strings go
+/// through the response writer's escaper, the message is formatted into `scratch` (reused from
+/// line to line), and an address is its `Display` form, which never needs an escape.
+fn write_check_line(out: &mut Vec<u8>, check: &UrlCheck, scratch: &mut String) {
+    use std::fmt::Write as _;
+    out.extend_from_slice(b"{\"url\":");
+    escape::write_str(out, &check.url);
+    match &check.refusal {
+        None => out.extend_from_slice(
+            b",\"verdict\":\"allow\",\"scope\":null,\"code\":null,\"message\":null",
+        ),
+        Some(reason) => {
+            out.extend_from_slice(b",\"verdict\":\"deny\",\"scope\":");
+            escape::write_str(out, if reason.ends_call() { "call" } else { "item" });
+            out.extend_from_slice(b",\"code\":");
+            escape::write_str(out, reason.code());
+            out.extend_from_slice(b",\"message\":");
+            scratch.clear();
+            // Writing into a String cannot fail.
+            let _ = write!(scratch, "{reason}");
+            escape::write_str(out, scratch);
         }
     }
-}
-
-/// Write `check` as one JSON line (serialised straight into the buffer, no `Value` tree).
-fn write_check_line(out: &mut impl Write, check: &UrlCheck) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, &CheckLine::of(check))?;
-    out.write_all(b"\n")
+    out.extend_from_slice(b",\"addresses\":[");
+    for (i, addr) in check.addresses.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{addr}");
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"]}\n");
 }
 
 async fn extract(path: Option<&Path>, char_limit: Option<u64>, urls: &[String]) -> ExitCode {

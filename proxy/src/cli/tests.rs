@@ -1,4 +1,5 @@
 use super::*;
+use crate::gates::DenyReason;
 
 /// The line as `check-url` rendered it through a `serde_json::Value` before the output was
 /// buffered: the reference the streamed line must match byte for byte.
@@ -34,6 +35,22 @@ fn check_url_lines_are_the_json_objects_check_url_has_always_printed() {
             addresses: Vec::new(),
         },
         UrlCheck {
+            url: "https://two.example/\u{2028}\t".into(),
+            refusal: None,
+            addresses: vec![
+                "93.184.1.1".parse().expect("an address"),
+                "2606:4700::6810:85e5".parse().expect("an address"),
+                "::ffff:1.2.3.4".parse().expect("an address"),
+            ],
+        },
+        UrlCheck {
+            url: "https://x.example/?to\"ken\u{e9}=abc".into(),
+            refusal: Some(DenyReason::SensitiveQueryParam {
+                key: "to\"ken\u{e9}\\".into(),
+            }),
+            addresses: Vec::new(),
+        },
+        UrlCheck {
             url: "https://x.example/?token=abc".into(),
             refusal: Some(DenyReason::SensitiveQueryParam {
                 key: "token".into(),
@@ -43,7 +60,8 @@ fn check_url_lines_are_the_json_objects_check_url_has_always_printed() {
     ];
     for check in &cases {
         let mut out = Vec::new();
-        write_check_line(&mut out, check).expect("writing to memory must succeed");
+        let mut scratch = String::from("left over from the line before");
+        write_check_line(&mut out, check, &mut scratch);
         assert_eq!(
             String::from_utf8(out).expect("the line must be UTF-8"),
             value_line(check),
