@@ -14,10 +14,10 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
+use crate::json_escape as escape;
 use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
 use crate::policy::Policy;
-use crate::respond::escape;
 use crate::runtime::Runtime;
 use crate::telemetry;
 

@@ -46,6 +46,7 @@ pub mod dialer;
 pub mod forward;
 pub mod gates;
 pub mod iptables;
+pub mod json_escape;
 pub mod llm;
 pub mod metrics;
 pub mod pipeline;

@@ -17,8 +17,6 @@ use serde_json::{Value, json};
 
 use crate::gates::DenyReason;
 
-pub mod escape;
-
 /// The response body type of every listener.
 pub type Body = Full<Bytes>;
 

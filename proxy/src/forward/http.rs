@@ -382,6 +382,11 @@ impl std::fmt::Display for LoggedUrl<'_> {
         let Some(url) = &self.checked else {
             return f.write_str(&telemetry::redact_url(self.raw));
         };
+        if url.has_host() && url.username().is_empty() && url.password().is_none() {
+            // Without userinfo the serialisation up to the path is `scheme://host[:port]/path`
+            // already (the parser leaves out a default port as `port()` does): one slice.
+            return f.write_str(&url[..url::Position::AfterPath]);
+        }
         write!(f, "{}://{}", url.scheme(), url.host_str().unwrap_or(""))?;
         if let Some(port) = url.port() {
             write!(f, ":{port}")?;
@@ -608,6 +613,12 @@ mod tests {
             "http://u:p@Example.COM:8080/a/b?token=x#frag",
             "http://example.com/",
             "http://127.0.0.1:80/x?y",
+            "https://[2001:db8::1]:8443/p?q",
+            "https://example.com:443/x",
+            "http://u@example.com/a",
+            "http://:p@example.com/a",
+            "http://example.com/a%20b/c#f",
+            "http://example.com",
         ];
         for raw in cases {
             let want = telemetry::redact_url(raw);

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::respond::escape;
+use crate::json_escape as escape;
 
 use crate::gates::DenyReason;
 use crate::vendors::{Backend, VendorFailure};

@@ -4,6 +4,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::json_escape::escape_into;
+
 /// One JSON object under construction; fields keep their insertion order.
 #[derive(Debug)]
 pub struct JsonLine {
@@ -94,9 +96,14 @@ impl JsonLine {
         }
     }
 
+    /// Keys are the code's own field names, which never need an escape: copied as they are.
     fn key(&mut self, key: &str) {
+        debug_assert!(
+            !key.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'),
+            "a field name needing an escape: {key}"
+        );
         self.buf.extend_from_slice(b",\"");
-        escape_into(&mut self.buf, key);
+        self.buf.extend_from_slice(key.as_bytes());
         self.buf.extend_from_slice(b"\":");
     }
 
@@ -154,37 +161,6 @@ fn push_padded(buf: &mut Vec<u8>, value: u64, width: usize) {
 
 fn push_decimal(buf: &mut Vec<u8>, value: u64) {
     push_padded(buf, value, 0);
-}
-
-/// Append `text` JSON-escaped as serde_json escapes it (short forms for `\b \f \n \r \t`,
-/// `\u00XX` for other control characters).
-fn escape_into(buf: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let short: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0..=0x1f => b"",
-            _ => continue,
-        };
-        buf.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
-        if short.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            buf.extend_from_slice(b"\\u00");
-            buf.push(HEX[usize::from(b >> 4)]);
-            buf.push(HEX[usize::from(b & 0xf)]);
-        } else {
-            buf.extend_from_slice(short);
-        }
-    }
-    buf.extend_from_slice(&bytes[start..]);
 }
 
 /// A `fmt::Write` that JSON-escapes into a byte buffer.

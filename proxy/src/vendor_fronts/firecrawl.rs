@@ -95,7 +95,7 @@ fn success(row: Row) -> Response<Body> {
     let hint = row.content.len() + row.content.len() / 16 + 2 * row.url.len() + row.title.len();
     let mut body = Vec::with_capacity(hint + 256);
     body.extend_from_slice(br#"{"success":true,"data":{"markdown":"#);
-    respond::escape::write_str(&mut body, &row.content);
+    crate::json_escape::write_str(&mut body, &row.content);
     body.extend_from_slice(br#","metadata":"#);
     if serde_json::to_writer(&mut body, &metadata).is_err() {
         body = b"{}".to_vec();

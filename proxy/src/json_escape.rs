@@ -1,10 +1,12 @@
-//! JSON string literals written straight into a response buffer, byte for byte as serde_json
-//! writes them, eight bytes at a time over the runs that need no escape.
+//! JSON string contents written straight into a byte buffer, byte for byte as serde_json
+//! escapes them, eight bytes at a time over the runs that need no escape: the response bodies
+//! (`respond`, the vendor fronts, `check-url`) and the decision lines (`telemetry::line`) share
+//! this one escaper.
 //!
-//! serde_json checks every byte against its escape table; a page of markdown is long runs of
-//! plain text between a few newlines and quotes, so [`write_str`] skips a word at a time while
-//! no byte of it is below 0x20, `"` or `\`, and escapes the rest as serde_json does: `\"`,
-//! `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control characters as `\u00xx` (lowercase hex).
+//! serde_json checks every byte against its escape table; a page of markdown or a URL is long
+//! runs of plain text between a few newlines and quotes, so [`escape_into`] skips a word at a
+//! time while no byte of it is below 0x20, `"` or `\`, and escapes the rest as serde_json does:
+//! `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control characters as `\u00xx` (lowercase hex).
 //! Everything else, DEL, non-ASCII and U+2028/U+2029 included, is copied as it is.
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -12,9 +14,15 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Appends `s` as a JSON string literal (quotes included) to `out`.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(s.len() + 2);
     out.push(b'"');
+    escape_into(out, s);
+    out.push(b'"');
+}
+
+/// Appends the contents of `s` JSON-escaped, without quotes, to `out`.
+pub fn escape_into(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -35,7 +43,6 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
         i += 1;
     }
     out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 /// Whether any byte of the little-endian word is below 0x20, `"` or `\` (exact, no misses).
