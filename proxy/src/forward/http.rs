@@ -547,14 +547,14 @@ fn outbound_head(
     } else {
         b" HTTP/1.1\r\n"
     });
-    h1::put_field(&mut out, "host", authority.as_bytes());
+    h1::put_field(&mut out, b"host", authority.as_bytes());
     let mut had_length = false;
     for (name, value) in head.fields() {
-        let length = name.eq_ignore_ascii_case("content-length");
+        let length = name.eq_ignore_ascii_case(b"content-length");
         had_length |= length;
         let skip = length
-            || name.eq_ignore_ascii_case("host")
-            || name.eq_ignore_ascii_case("expect")
+            || name.eq_ignore_ascii_case(b"host")
+            || name.eq_ignore_ascii_case(b"expect")
             || h1::is_hop_by_hop(name, tokens);
         if !skip {
             h1::put_field(&mut out, name, value);
@@ -588,8 +588,8 @@ fn inbound_head(resp: &Head, tokens: &[String], framing: Framing, close: bool) -
     out.extend_from_slice(b"\r\n");
     let restated = !matches!(framing, Framing::Empty);
     for (name, value) in resp.fields() {
-        let skip = (restated && name.eq_ignore_ascii_case("content-length"))
-            || name.eq_ignore_ascii_case(ERROR_HEADER)
+        let skip = (restated && name.eq_ignore_ascii_case(b"content-length"))
+            || name.eq_ignore_ascii_case(ERROR_HEADER.as_bytes())
             || h1::is_hop_by_hop(name, tokens);
         if !skip {
             h1::put_field(&mut out, name, value);

@@ -224,18 +224,22 @@ impl Head {
         &self.bytes[self.first.clone()]
     }
 
-    /// Every header field in order, names as sent.
-    pub fn fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
+    /// Every header field in order, names as sent (as bytes: httparse checked they are
+    /// tokens, and the relay compares and copies them without a UTF-8 check each).
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.fields
             .iter()
-            .map(|(n, v)| (self.text(n), &self.bytes[v.clone()]))
+            .map(|(n, v)| (&self.bytes[n.clone()], &self.bytes[v.clone()]))
     }
 
     /// Every value of the header `name` (ASCII case-insensitive).
     pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.fields()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        // Names compared as bytes: no UTF-8 check per field per lookup (a head is asked for
+        // several names); ASCII case folding never matches a non-ASCII byte, as before.
+        self.fields
+            .iter()
+            .filter(move |(n, _)| self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| &self.bytes[v.clone()])
     }
 
     /// The comma-separated tokens of every `Connection` header, lowercased.
@@ -385,14 +389,18 @@ fn incomplete<T>(buf: &BytesMut) -> Result<Option<T>, FramingError> {
 }
 
 /// Whether the header `name` is hop-by-hop here: the fixed set or one `Connection` lists.
-pub fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
-    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
-        || listed.iter().any(|l| l.eq_ignore_ascii_case(name))
+pub fn is_hop_by_hop(name: &[u8], listed: &[String]) -> bool {
+    HOP_BY_HOP
+        .iter()
+        .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+        || listed
+            .iter()
+            .any(|l| l.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// Append `name: value\r\n`.
-pub fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
+pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n");
@@ -436,7 +444,7 @@ pub fn encode_response(parts: &http::response::Parts, body: &[u8], close: bool) 
             && name != http::header::TRANSFER_ENCODING
             && name != http::header::CONNECTION
         {
-            put_field(&mut out, name.as_str(), value.as_bytes());
+            put_field(&mut out, name.as_str().as_bytes(), value.as_bytes());
         }
     }
     put_framing(&mut out, Framing::Length(body.len() as u64));

@@ -168,9 +168,9 @@ fn keep_alive_follows_the_version_and_connection_tokens() {
         .expect("parses")
         .expect("complete");
     let tokens = head.connection_tokens();
-    assert!(is_hop_by_hop("x-secret-hop", &tokens));
-    assert!(is_hop_by_hop("Proxy-Authorization", &tokens));
-    assert!(!is_hop_by_hop("authorization", &tokens));
+    assert!(is_hop_by_hop(b"x-secret-hop", &tokens));
+    assert!(is_hop_by_hop(b"Proxy-Authorization", &tokens));
+    assert!(!is_hop_by_hop(b"authorization", &tokens));
 }
 
 #[test]
