@@ -49,11 +49,11 @@ fn normalize_in_full(stripped: &str) -> String {
     }
     let netloc = encode_netloc_host(parts.netloc(), parts.hostname().as_deref());
     let mut path = String::with_capacity(parts.path().len());
-    quote::quote_into(&mut path, parts.path(), quote::PATH_SAFE);
+    quote::quote_into(&mut path, parts.path(), &quote::PATH_KEEPS);
     let mut query = String::with_capacity(parts.query().len());
-    quote::quote_into(&mut query, parts.query(), quote::QUERY_SAFE);
+    quote::quote_into(&mut query, parts.query(), &quote::QUERY_KEEPS);
     let mut fragment = String::with_capacity(parts.fragment().len());
-    quote::quote_into(&mut fragment, parts.fragment(), quote::QUERY_SAFE);
+    quote::quote_into(&mut fragment, parts.fragment(), &quote::QUERY_KEEPS);
     let scheme = parts.scheme().to_ascii_lowercase();
     urlunsplit(&scheme, &netloc, &path, &query, &fragment)
 }
@@ -85,8 +85,7 @@ fn is_request_form(url: &str) -> bool {
             b'#' => fragment = Some(i),
             b'?' if query.is_none() && fragment.is_none() => query = Some(i),
             b'?' => {}
-            _ if b.is_ascii_alphanumeric() || b"_.-~".contains(&b) => {}
-            _ if quote::PATH_SAFE.contains(&b) => {}
+            _ if quote::PATH_KEEPS[usize::from(b)] => {}
             _ => return false,
         }
     }

@@ -414,3 +414,23 @@ proptest! {
         prop_assert_eq!(unquote(&encoded), s.as_str(), "decoding must invert encoding");
     }
 }
+
+#[test]
+fn the_quote_tables_keep_exactly_the_unreserved_bytes_and_hermes_safe_sets() {
+    // Python's `quote` always keeps `A-Za-z0-9_.-~`; Hermes adds these safe sets.
+    let path_safe = b"/%:@!$&'()*+,;=";
+    let query_safe = b"/%:@!$&'()*+,;=?";
+    for b in 0..=255u8 {
+        let unreserved = b.is_ascii_alphanumeric() || b"_.-~".contains(&b);
+        assert_eq!(
+            super::quote::PATH_KEEPS[usize::from(b)],
+            unreserved || path_safe.contains(&b),
+            "path, byte {b:#04x}"
+        );
+        assert_eq!(
+            super::quote::QUERY_KEEPS[usize::from(b)],
+            unreserved || query_safe.contains(&b),
+            "query, byte {b:#04x}"
+        );
+    }
+}
