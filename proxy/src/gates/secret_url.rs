@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use super::{DenyReason, Gate, Verdict};
 use crate::target_url::TargetUrl;
-use crate::url_form::{self, py_strip, unquote, unquote_plus};
+use crate::url_form::{self, SplitUrl, py_strip, unquote, unquote_plus};
 
 mod prefix;
 /// The secret rule sets (gitleaks format), shared with the controller through the policy crate.
@@ -60,7 +60,11 @@ pub fn sensitive_query_param_name(url: &str) -> Option<String> {
     if !url.contains('?') {
         return None;
     }
-    let parts = url_form::urlsplit(py_strip(url)).ok()?;
+    query_param_in(&url_form::urlsplit(py_strip(url)).ok()?)
+}
+
+/// [`sensitive_query_param_name`] on a URL already split.
+fn query_param_in(parts: &SplitUrl<'_>) -> Option<String> {
     if !parts.is_http_or_https() || parts.query().is_empty() {
         return None;
     }
@@ -75,7 +79,11 @@ pub fn sensitive_fragment_param_name(url: &str) -> Option<String> {
     if !url.contains('#') {
         return None;
     }
-    let parts = url_form::urlsplit(py_strip(url)).ok()?;
+    fragment_param_in(&url_form::urlsplit(py_strip(url)).ok()?)
+}
+
+/// [`sensitive_fragment_param_name`] on a URL already split.
+fn fragment_param_in(parts: &SplitUrl<'_>) -> Option<String> {
     let fragment = parts.fragment();
     if !fragment.contains('=') {
         return None;
@@ -355,7 +363,11 @@ pub fn sensitive_param_any_spelling(url: &str) -> Option<String> {
     if !url.contains('=') {
         return None;
     }
-    let parts = url_form::urlsplit(py_strip(url)).ok()?;
+    any_spelling_in(&url_form::urlsplit(py_strip(url)).ok()?)
+}
+
+/// [`sensitive_param_any_spelling`] on a URL already split.
+fn any_spelling_in(parts: &SplitUrl<'_>) -> Option<String> {
     if !parts.is_http_or_https() {
         return None;
     }
@@ -488,7 +500,14 @@ impl Gate for SecretUrlGate<'_> {
             Some(Found { rule, report: true }) => Some(rule),
             None => None,
         };
-        if let Some(key) = sensitive_query_param_name(&target.normalized) {
+        // One Python split of the normalised URL serves the three query-name checks (a URL
+        // without `?`, `#` or `=` has no name=value pair to check).
+        let split = if target.normalized.contains(['?', '#', '=']) {
+            url_form::urlsplit(py_strip(&target.normalized)).ok()
+        } else {
+            None
+        };
+        if let Some(key) = split.as_ref().and_then(query_param_in) {
             return Verdict::Deny(DenyReason::SensitiveQueryParam { key });
         }
         let userinfo = target.parsed.as_ref().is_some_and(|u| {
@@ -497,8 +516,9 @@ impl Gate for SecretUrlGate<'_> {
         if userinfo {
             return Verdict::Deny(DenyReason::CredentialsInUserinfo);
         }
-        if let Some(key) = sensitive_fragment_param_name(&target.normalized)
-            .or_else(|| sensitive_param_any_spelling(&target.normalized))
+        if let Some(key) = split
+            .as_ref()
+            .and_then(|parts| fragment_param_in(parts).or_else(|| any_spelling_in(parts)))
         {
             return Verdict::Deny(DenyReason::SensitiveQueryParam { key });
         }
