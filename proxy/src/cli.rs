@@ -45,7 +45,8 @@ pub enum Command {
         /// Policy file (default: the embedded default).
         #[arg(long)]
         policy: Option<PathBuf>,
-        /// URLs to check.
+        /// URLs to check; `-` alone reads them from stdin, one per line (blank lines skipped),
+        /// for lists longer than a command line.
         #[arg(required = true)]
         urls: Vec<String>,
     },
@@ -175,29 +176,103 @@ async fn check_url(path: Option<&Path>, urls: &[String]) -> ExitCode {
         Err(code) => return code,
     };
     let pipeline = Pipeline::new(&runtime, &metrics);
-    let mut any_denied = false;
-    // One buffer for the whole batch, written out a chunk at a time: stdout is line-buffered,
-    // so writing it line by line costs one write(2) per URL, more than the decision itself.
-    let mut stdout = std::io::stdout().lock();
-    let mut out = Vec::with_capacity(CHECK_URL_BUFFER + 4096);
-    let mut scratch = String::new();
-    for url in urls {
-        let check = pipeline.check_url(url).await;
-        any_denied |= check.refusal.is_some();
-        write_check_line(&mut out, &check, &mut scratch);
-        if out.len() >= CHECK_URL_BUFFER {
-            if stdout.write_all(&out).is_err() {
-                // stdout is gone (a closed pipe): nobody reads the rest.
+    let mut lines = CheckLines::new();
+    let mut unreadable = false;
+    if let [only] = urls
+        && only == "-"
+    {
+        unreadable = check_stdin_urls(&pipeline, &mut lines).await;
+    } else {
+        for url in urls {
+            if !lines.check(&pipeline, url).await {
                 break;
             }
-            out.clear();
         }
     }
-    let _ = stdout.write_all(&out).and_then(|()| stdout.flush());
-    if any_denied {
+    lines.flush();
+    if unreadable {
+        ExitCode::from(2)
+    } else if lines.any_denied {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `check-url -`: one URL per stdin line (`\n` or `\r\n`), blank lines skipped. The output
+/// goes out whenever the input has nothing more buffered, so a line typed at a terminal is
+/// answered at once and a piped list is written in large chunks. A line that is not UTF-8 is
+/// reported by its number on stderr (never its bytes: it may hold a secret) and not checked.
+/// Returns whether some input could not be read.
+async fn check_stdin_urls(pipeline: &Pipeline<'_>, lines: &mut CheckLines) -> bool {
+    use std::io::BufRead as _;
+    // Its own buffer over stdin, to see when the input has nothing more buffered (reads this
+    // large bypass stdin's internal buffer).
+    let mut input = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+    let mut line = Vec::new();
+    let mut unreadable = false;
+    for number in 1_u64.. {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("fleetgate-proxy: failed to read URLs from stdin: {e}");
+                return true;
+            }
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            eprintln!("fleetgate-proxy: stdin line {number} is not UTF-8; not checked");
+            unreadable = true;
+            continue;
+        };
+        let url = text.trim_end_matches('\n').trim_end_matches('\r');
+        if url.trim().is_empty() {
+            continue;
+        }
+        if !lines.check(pipeline, url).await || (input.buffer().is_empty() && !lines.flush()) {
+            break;
+        }
+    }
+    unreadable
+}
+
+/// `check-url`'s output: JSON lines gathered in one buffer and written out a chunk at a time
+/// (stdout is line-buffered, so a write per URL would cost more than the decision itself).
+struct CheckLines {
+    stdout: std::io::StdoutLock<'static>,
+    out: Vec<u8>,
+    scratch: String,
+    any_denied: bool,
+}
+
+impl CheckLines {
+    fn new() -> Self {
+        Self {
+            stdout: std::io::stdout().lock(),
+            out: Vec::with_capacity(CHECK_URL_BUFFER + 4096),
+            scratch: String::new(),
+            any_denied: false,
+        }
+    }
+
+    /// Check `url` and queue its line; `false` once stdout is gone (a closed pipe: nobody
+    /// reads the rest).
+    async fn check(&mut self, pipeline: &Pipeline<'_>, url: &str) -> bool {
+        let check = pipeline.check_url(url).await;
+        self.any_denied |= check.refusal.is_some();
+        write_check_line(&mut self.out, &check, &mut self.scratch);
+        self.out.len() < CHECK_URL_BUFFER || self.flush()
+    }
+
+    /// Write out what is queued; `false` when stdout is gone.
+    fn flush(&mut self) -> bool {
+        let written = self
+            .stdout
+            .write_all(&self.out)
+            .and_then(|()| self.stdout.flush());
+        self.out.clear();
+        written.is_ok()
     }
 }
 

@@ -196,6 +196,37 @@ impl GateProcess {
         run_cli_with(&locate_binary().await?, args, &[]).await
     }
 
+    /// [`GateProcess::run_cli`] with `input` on its stdin (then closed).
+    pub async fn run_cli_stdin(args: &[&str], input: &[u8]) -> anyhow::Result<Output> {
+        use tokio::io::AsyncWriteExt as _;
+        let binary = locate_binary().await?;
+        let mut child = Command::new(&binary)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("failed to run {} {args:?}", binary.display()))?;
+        let mut stdin = child.stdin.take().context("no stdin pipe")?;
+        let input = input.to_vec();
+        // Written beside the wait: a long input must not block on a full stdout pipe.
+        let writer = tokio::spawn(async move {
+            let written = stdin.write_all(&input).await;
+            drop(stdin);
+            written
+        });
+        let output = tokio::time::timeout(CLI_TIMEOUT, child.wait_with_output())
+            .await
+            .with_context(|| format!("{} {args:?} ran past {CLI_TIMEOUT:?}", binary.display()))?
+            .with_context(|| format!("failed to wait for {} {args:?}", binary.display()))?;
+        writer
+            .await
+            .context("the stdin writer")?
+            .context("failed to write stdin")?;
+        Ok(output)
+    }
+
     /// The `api` listener (the extract API).
     pub fn api_addr(&self) -> SocketAddr {
         self.api

@@ -607,6 +607,99 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("web.charLimit"));
 }
 
+/// `check-url -` reads the URLs from stdin, one per line: the same lines as the arguments give,
+/// blank lines and `\r\n` ends taken in stride, a line that is not UTF-8 named by its number
+/// (never echoed) and not checked, exit 2 then; a list far past a command line's size works.
+#[tokio::test]
+async fn check_url_reads_a_list_from_stdin_with_the_same_lines_as_arguments() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let policy_path = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy_path,
+        policy(&dns, "").replace("${WORK_DIR}", dir.path().to_str().unwrap()),
+    )
+    .unwrap();
+    let policy = policy_path.to_str().unwrap();
+    let urls = [
+        "http://origin.test/",
+        "http://[::ffff:169.254.169.254]/",
+        "https://x.test/?api_key=123",
+    ];
+    let mut args = vec!["check-url", "--policy", policy];
+    args.extend(urls);
+    let by_args = GateProcess::run_cli(&args).await.unwrap();
+    let input = format!("{}\n\n{}\r\n   \n{}", urls[0], urls[1], urls[2]);
+    let by_stdin =
+        GateProcess::run_cli_stdin(&["check-url", "--policy", policy, "-"], input.as_bytes())
+            .await
+            .unwrap();
+    assert_eq!(
+        by_stdin.status.code(),
+        Some(1),
+        "a refused URL makes the exit code 1"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&by_stdin.stdout),
+        String::from_utf8_lossy(&by_args.stdout),
+        "stdin and arguments must give the same lines"
+    );
+    assert_eq!(by_args.stdout.iter().filter(|b| **b == b'\n').count(), 3);
+
+    // A line that is not UTF-8: reported by number, the others still checked, exit 2.
+    let mut input = b"http://origin.test/a\nhttps://x.test/?k=sk-\xff\xfe-secretpart\n".to_vec();
+    input.extend_from_slice(b"http://origin.test/b\n");
+    let mixed = GateProcess::run_cli_stdin(&["check-url", "--policy", policy, "-"], &input)
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&mixed.stderr);
+    assert_eq!(
+        mixed.status.code(),
+        Some(2),
+        "unreadable input exits 2: {stderr}"
+    );
+    assert!(stderr.contains("stdin line 2 is not UTF-8"), "{stderr}");
+    assert!(
+        !stderr.contains("secretpart"),
+        "the line is never echoed: {stderr}"
+    );
+    let lines: Vec<Value> = String::from_utf8(mixed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[1]["url"], "http://origin.test/b");
+
+    // Far more URLs than one command line holds (about 2 MB here), answered in order.
+    let many: String = (0..5_000)
+        .map(|i| format!("http://origin.test/page/{i}/{}\n", "x".repeat(450)))
+        .collect();
+    assert!(many.len() > 2 * 1024 * 1024, "more than ARG_MAX");
+    let big = GateProcess::run_cli_stdin(&["check-url", "--policy", policy, "-"], many.as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(
+        big.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&big.stderr)
+    );
+    let out = String::from_utf8(big.stdout).unwrap();
+    assert_eq!(out.lines().count(), 5_000);
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .starts_with("{\"url\":\"http://origin.test/page/4999/"),
+        "the last line is the last URL"
+    );
+}
+
 /// `depth` levels of `open`, the innermost text, then the closing tags.
 fn nested_page(open: &str, close: &str, depth: usize) -> String {
     let mut page = String::from("<html><head><title>Deep</title></head><body>");
