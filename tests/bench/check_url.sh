@@ -4,7 +4,8 @@
 # private literals, secrets, query names, metadata, IPv6, escapes; no DNS query) and a batch
 # of one URL, each binary. Per URL = (batch of 4,000 - batch of 1) / 3,999, so process start
 # and policy load are left out (`xargs -s` keeps the batch in one process: its default
-# command-line size would split 4,000 URLs over two).
+# command-line size would split 4,000 URLs over two). A build with `check-url -` is also run with the
+# batch on stdin (no argument parsing), and its output compared with the arguments' output.
 # Usage: BASELINE_BIN=/path/to/before/fleetgate-proxy tests/bench/check_url.sh
 #   (env: RUNS=10; without BASELINE_BIN only this tree's binary is measured)
 set -euo pipefail
@@ -45,18 +46,31 @@ done
 if [ ${#BINS[@]} = 2 ]; then cmp "$WORK/before.out" "$WORK/after.out"; echo "outputs identical ($(wc -l < "$WORK/after.out") lines)"; fi
 
 cmds=()
+names=()
 for bin in "${BINS[@]}"; do
   cmds+=("xargs -s 1900000 -a $WORK/urls.txt -d '\n' $WORK/$bin check-url" "$WORK/$bin check-url https://93.184.1.1/")
+  names+=("$bin")
 done
+# `check-url -` (the URLs on stdin, no argument parsing), where the build has it; both runs go
+# through `sh -c`, whose start cancels out in the difference.
+if [ "$(echo https://93.184.1.1/ | "$WORK/after" check-url - | head -c 29)" = '{"url":"https://93.184.1.1/",' ]; then
+  cmds+=("sh -c '$WORK/after check-url - < $WORK/urls.txt'" "sh -c 'echo https://93.184.1.1/ | $WORK/after check-url -'")
+  names+=("stdin")
+  "$WORK/after" check-url - < "$WORK/urls.txt" > "$WORK/stdin.out" || true
+  cmp "$WORK/stdin.out" "$WORK/after.out"; echo "stdin and arguments give identical output"
+fi
 hyperfine -N -i -w 2 -r "$RUNS" --export-json "$WORK/h.json" "${cmds[@]}" 2>/dev/null | grep -E "Time|±" || true
-python3 - "$WORK/h.json" "${BINS[@]}" <<'PY'
+python3 - "$WORK/h.json" "${names[@]}" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
 per = {}
 for i, name in enumerate(sys.argv[2:]):
     batch, one = res[2 * i]["median"], res[2 * i + 1]["median"]
     per[name] = (batch - one) / 3999 * 1e6
-    print(f"{name:>7}: batch of 4,000 {batch * 1e3:7.1f} ms, one URL {one * 1e3:6.2f} ms, per URL {per[name]:6.2f} µs (medians)")
+    label = "after, stdin" if name == "stdin" else name
+    print(f"{label:>12}: batch of 4,000 {batch * 1e3:7.1f} ms, one URL {one * 1e3:6.2f} ms, per URL {per[name]:6.2f} µs (medians)")
 if "before" in per:
     print(f"ratio before/after per URL: {per['before'] / per['after']:.1f}x")
+if "stdin" in per:
+    print(f"ratio arguments/stdin per URL (after): {per['after'] / per['stdin']:.2f}x")
 PY
