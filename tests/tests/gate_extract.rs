@@ -549,8 +549,8 @@ async fn decisions_move_the_metrics_and_admin_endpoints_answer() {
     assert_eq!(bad.header("x-fleetgate-error"), Some("invalid_request"));
 }
 
-#[tokio::test]
-async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
+/// The stub DNS (`origin.test` → 127.0.0.1) and a policy file using it, for `check-url`.
+async fn check_url_setup() -> (StubDns, tempfile::TempDir, std::path::PathBuf) {
     let dns = StubDns::builder()
         .answer("origin.test", [ip("127.0.0.1")])
         .start()
@@ -563,6 +563,12 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
         policy(&dns, "").replace("${WORK_DIR}", dir.path().to_str().unwrap()),
     )
     .unwrap();
+    (dns, dir, policy_path)
+}
+
+#[tokio::test]
+async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
+    let (_dns, _dir, policy_path) = check_url_setup().await;
     let out = GateProcess::run_cli(&[
         "check-url",
         "--policy",
@@ -612,18 +618,7 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
 /// (never echoed) and not checked, exit 2 then; a list far past a command line's size works.
 #[tokio::test]
 async fn check_url_reads_a_list_from_stdin_with_the_same_lines_as_arguments() {
-    let dns = StubDns::builder()
-        .answer("origin.test", [ip("127.0.0.1")])
-        .start()
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let policy_path = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy_path,
-        policy(&dns, "").replace("${WORK_DIR}", dir.path().to_str().unwrap()),
-    )
-    .unwrap();
+    let (_dns, _dir, policy_path) = check_url_setup().await;
     let policy = policy_path.to_str().unwrap();
     let urls = [
         "http://origin.test/",
