@@ -549,6 +549,15 @@ async fn decisions_move_the_metrics_and_admin_endpoints_answer() {
     assert_eq!(bad.header("x-fleetgate-error"), Some("invalid_request"));
 }
 
+/// Each line of `check-url`'s output, parsed.
+fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    std::str::from_utf8(stdout)
+        .expect("the output must be UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
+        .collect()
+}
+
 /// The stub DNS (`origin.test` → 127.0.0.1) and a policy file using it, for `check-url`.
 async fn check_url_setup() -> (StubDns, tempfile::TempDir, std::path::PathBuf) {
     let dns = StubDns::builder()
@@ -584,11 +593,7 @@ async fn check_url_prints_one_line_per_url_with_verdict_scope_and_addresses() {
         Some(1),
         "a refused URL makes the exit code 1"
     );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
-        .collect();
+    let lines = json_lines(&out.stdout);
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["verdict"], "allow", "{lines:?}");
     assert_eq!(lines[0]["addresses"], json!(["127.0.0.1"]));
@@ -662,11 +667,7 @@ async fn check_url_reads_a_list_from_stdin_with_the_same_lines_as_arguments() {
         !stderr.contains("secretpart"),
         "the line is never echoed: {stderr}"
     );
-    let lines: Vec<Value> = String::from_utf8(mixed.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line must be JSON"))
-        .collect();
+    let lines = json_lines(&mixed.stdout);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[1]["url"], "http://origin.test/b");
 

@@ -234,12 +234,9 @@ impl Head {
 
     /// Every value of the header `name` (ASCII case-insensitive).
     pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        // Names compared as bytes: no UTF-8 check per field per lookup (a head is asked for
-        // several names); ASCII case folding never matches a non-ASCII byte, as before.
-        self.fields
-            .iter()
-            .filter(move |(n, _)| self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| &self.bytes[v.clone()])
+        self.fields()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
     }
 
     /// The comma-separated tokens of every `Connection` header, lowercased.

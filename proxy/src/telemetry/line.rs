@@ -4,7 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::json_escape::escape_into;
+use crate::json_escape::{escape_into, write_str};
 
 /// One JSON object under construction; fields keep their insertion order.
 #[derive(Debug)]
@@ -33,9 +33,7 @@ impl JsonLine {
     /// A string field, JSON-escaped.
     pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
         self.key(key);
-        self.buf.push(b'"');
-        escape_into(&mut self.buf, value);
-        self.buf.push(b'"');
+        write_str(&mut self.buf, value);
         self
     }
 
