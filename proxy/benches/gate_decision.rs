@@ -67,9 +67,7 @@ enum E1 {
 fn hermes_only_refuses(target: &TargetUrl) -> bool {
     secret_in_url_forms(&target.raw, &target.normalized)
         || sensitive_query_param_name(&target.normalized).is_some()
-        || target.parsed.as_ref().is_some_and(|u| {
-            !u.username().is_empty() || u.password().is_some_and(|p| !p.is_empty())
-        })
+        || target.has_userinfo()
         || sensitive_fragment_param_name(&target.normalized).is_some()
 }
 

@@ -1,12 +1,29 @@
 //! Typed facts gathered about one request target, shared by every gate.
 //!
-//! A [`TargetUrl`] is built once per URL: the caller's string, Hermes' normalised form and the
-//! one WHATWG parse that policy, DNS, dialing, logs and cache keys all use (no parser
+//! A [`TargetUrl`] is built once per URL: the caller's string, Hermes' normalised form and what
+//! the WHATWG parse of that form says (scheme, host, port, userinfo, where each part sits in the
+//! serialisation), which policy, DNS, dialing, logs and cache keys all use (no parser
 //! differentials between the check and the fetch).
+//!
+//! Most URLs an agent fetches are already their own WHATWG serialisation: a lowercase
+//! `http`/`https` scheme, a lowercase ASCII host name or a dotted-quad or canonical IPv6 address,
+//! no userinfo, no default port, a path without dot segments and only bytes the parser keeps.
+//! [`quick`] reads those in one pass and the full parse ([`TargetUrl::parsed`]) is made only
+//! when something asks for the [`Url`] itself (a redirect's base, the vendor fetch); any other
+//! URL is parsed by the `url` crate up front, as before. Tests hold the quick reading to the
+//! parser's answers on every URL it accepts.
 
-use url::Url;
+use std::net::IpAddr;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use url::{Position, Url};
 
 use crate::url_form;
+
+mod quick;
+#[cfg(test)]
+mod tests;
 
 /// One URL under decision.
 #[derive(Clone, Debug)]
@@ -15,10 +32,45 @@ pub struct TargetUrl {
     pub raw: String,
     /// Hermes' request form (`normalize_url_for_request`): IDNA host, percent-encoded path.
     pub normalized: String,
-    /// The WHATWG parse of `normalized`; `None` when it does not parse.
-    pub parsed: Option<Url>,
     /// Canonical host: lowercase, trailing dots removed, IPv6 without brackets.
     pub host: Option<String>,
+    /// What the WHATWG parse of `normalized` says; `None` when it does not parse.
+    shape: Option<Shape>,
+    /// The WHATWG parse of `normalized`: made at construction unless `shape` was read
+    /// without it, then on first use.
+    parsed: OnceLock<Option<Url>>,
+}
+
+/// The kind of host a URL names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostKind {
+    /// A domain name (the canonical text is [`TargetUrl::host`]).
+    Domain,
+    /// An IPv4 or IPv6 literal.
+    Ip(IpAddr),
+}
+
+/// What the gates and the fetch read of the WHATWG parse of a URL. The ranges are byte
+/// offsets in its serialisation ([`TargetUrl::canonical`]), as the `url` crate's
+/// [`Position`]s give them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Shape {
+    /// The serialisation is `normalized` itself (read by [`quick`]).
+    own_form: bool,
+    /// `..scheme_end` is the lowercase scheme.
+    scheme_end: usize,
+    /// `None`: a URL without a host (`mailto:`, `data:`).
+    host: Option<HostKind>,
+    /// The explicit port, or the scheme's default.
+    port: Option<u16>,
+    /// A non-empty user name or password.
+    userinfo: bool,
+    /// `BeforeHost..AfterPort`: `host[:port]` as a `Host` field carries it.
+    authority: Range<usize>,
+    /// `AfterPath`.
+    path_end: usize,
+    /// `AfterQuery`: `authority.end..query_end` is the origin-form request target.
+    query_end: usize,
 }
 
 // === impl TargetUrl ===
@@ -28,24 +80,106 @@ impl TargetUrl {
     pub fn new(raw: &str) -> Self {
         let raw = raw.trim().to_string();
         let normalized = url_form::normalize_url_for_request(&raw);
-        let parsed = Url::parse(&normalized).ok();
-        let host = parsed.as_ref().and_then(canonical_host);
+        let parsed = OnceLock::new();
+        let (shape, host) = match quick::read(&normalized) {
+            Some(read) => (Some(read.shape), Some(read.host)),
+            None => {
+                let url = Url::parse(&normalized).ok();
+                let shape = url.as_ref().map(shape_of);
+                let host = url.as_ref().and_then(canonical_host);
+                // Filled here, so `parsed()` never parses twice.
+                let _ = parsed.set(url);
+                (shape, host)
+            }
+        };
         Self {
             raw,
             normalized,
-            parsed,
             host,
+            shape,
+            parsed,
         }
+    }
+
+    /// The WHATWG parse of [`TargetUrl::normalized`]; `None` when it does not parse.
+    pub fn parsed(&self) -> Option<&Url> {
+        self.parsed
+            .get_or_init(|| Url::parse(&self.normalized).ok())
+            .as_ref()
+    }
+
+    /// The canonical WHATWG serialisation, when the URL parses.
+    pub fn canonical(&self) -> Option<&str> {
+        let shape = self.shape.as_ref()?;
+        if shape.own_form {
+            return Some(&self.normalized);
+        }
+        self.parsed().map(Url::as_str)
     }
 
     /// The lowercase scheme, when the URL parses.
     pub fn scheme(&self) -> Option<&str> {
-        self.parsed.as_ref().map(Url::scheme)
+        let end = self.shape.as_ref()?.scheme_end;
+        self.canonical().map(|c| &c[..end])
     }
 
     /// The port the URL targets (explicit or the scheme's default).
     pub fn port(&self) -> Option<u16> {
-        self.parsed.as_ref().and_then(Url::port_or_known_default)
+        self.shape.as_ref()?.port
+    }
+
+    /// The kind of host the URL names; `None` when it does not parse or has no host.
+    pub fn host_kind(&self) -> Option<HostKind> {
+        self.shape.as_ref()?.host
+    }
+
+    /// Whether the URL carries a non-empty user name or password.
+    pub fn has_userinfo(&self) -> bool {
+        self.shape.as_ref().is_some_and(|s| s.userinfo)
+    }
+
+    /// `host[:port]` as the URL spells it in canonical form (IPv6 in brackets, no default
+    /// port): the upstream's `Host` field.
+    pub fn authority(&self) -> Option<&str> {
+        let range = self.shape.as_ref()?.authority.clone();
+        self.canonical().map(|c| &c[range])
+    }
+
+    /// The origin-form request target: path and query, without the fragment.
+    pub fn request_target(&self) -> Option<&str> {
+        let shape = self.shape.as_ref()?;
+        let range = shape.authority.end..shape.query_end;
+        self.canonical().map(|c| &c[range])
+    }
+
+    /// `scheme://host[:port]/path` (no userinfo, query or fragment) as one slice of the
+    /// serialisation, when the URL has a host and no userinfo.
+    pub fn scheme_host_path(&self) -> Option<&str> {
+        let shape = self.shape.as_ref()?;
+        if shape.userinfo || shape.host.is_none() {
+            return None;
+        }
+        let end = shape.path_end;
+        self.canonical().map(|c| &c[..end])
+    }
+}
+
+/// The [`Shape`] of a URL the `url` crate parsed.
+fn shape_of(url: &Url) -> Shape {
+    let at = |p: Position| url[..p].len();
+    Shape {
+        own_form: false,
+        scheme_end: url.scheme().len(),
+        host: url.host().map(|h| match h {
+            url::Host::Domain(_) => HostKind::Domain,
+            url::Host::Ipv4(ip) => HostKind::Ip(IpAddr::V4(ip)),
+            url::Host::Ipv6(ip) => HostKind::Ip(IpAddr::V6(ip)),
+        }),
+        port: url.port_or_known_default(),
+        userinfo: !url.username().is_empty() || url.password().is_some_and(|p| !p.is_empty()),
+        authority: at(Position::BeforeHost)..at(Position::AfterPort),
+        path_end: at(Position::AfterPath),
+        query_end: at(Position::AfterQuery),
     }
 }
 
@@ -61,26 +195,4 @@ pub fn canonical_host(url: &Url) -> Option<String> {
         url::Host::Ipv6(ip) => ip.to_string(),
     };
     (!host.is_empty()).then_some(host)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_is_canonical_for_mixed_case_trailing_dot_and_ipv6() {
-        let cases = [
-            ("https://Example.COM./a", Some("example.com")),
-            ("http://[::1]:8080/", Some("::1")),
-            ("http://0x7f.1/", Some("127.0.0.1")),
-            ("http://2130706433/", Some("127.0.0.1")),
-            ("http://0300.0250.1.1/", Some("192.168.1.1")),
-            ("http://[::ffff:7f00:1]/", Some("::ffff:127.0.0.1")),
-            ("not a url", None),
-        ];
-        for (input, want) in cases {
-            let t = TargetUrl::new(input);
-            assert_eq!(t.host.as_deref(), want, "host of {input} must be canonical");
-        }
-    }
 }

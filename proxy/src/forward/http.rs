@@ -15,7 +15,6 @@ use bytes::BytesMut;
 use http::Uri;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{Instant, timeout_at};
-use url::Position;
 
 use super::proxy::{ClientConn, Decision, Flow, ForwardProxy, Upstream};
 use super::refusal::ProxyRefusal;
@@ -177,7 +176,7 @@ async fn exchange(
     rt: &Runtime,
     conn: &mut ClientConn,
     request: Request<'_>,
-    checked: &mut Option<url::Url>,
+    checked: &mut Option<TargetUrl>,
 ) -> Result<Exchange, ProxyRefusal> {
     let Request {
         head,
@@ -188,12 +187,13 @@ async fn exchange(
     } = request;
     let Admitted { target, addrs } = admit(proxy, rt, raw).await?;
     let port = target.port().unwrap_or(80);
+    if target.canonical().is_none() {
+        return Err(ProxyRefusal::Protocol(
+            "failed to build the upstream URL".into(),
+        ));
+    }
     // Moved, not cloned: the log line formats it from here.
-    let url: &url::Url = checked.insert(
-        target
-            .parsed
-            .ok_or_else(|| ProxyRefusal::Protocol("failed to build the upstream URL".into()))?,
-    );
+    let target: &TargetUrl = checked.insert(target);
     admit::no_loop(&proxy.gate.metrics, &proxy.own, &addrs, port).map_err(gate_refusal)?;
     let limits = proxy.limits.effective(&rt.policy);
     let clock = Clock {
@@ -202,7 +202,7 @@ async fn exchange(
     };
     // `check_request` let through no expectation but `100-continue`.
     let expect = framing != Framing::Empty && head.values("expect").next().is_some();
-    let request = outbound_head(head, url, tokens, framing)?;
+    let request = outbound_head(head, target, tokens, framing)?;
     if expect {
         // The gate answers the client's `Expect` itself, then streams the body.
         conn.stream
@@ -374,19 +374,22 @@ async fn read_response_head(
 /// parsed it, else from the raw request target.
 struct LoggedUrl<'a> {
     raw: &'a str,
-    checked: Option<url::Url>,
+    checked: Option<TargetUrl>,
 }
 
 impl std::fmt::Display for LoggedUrl<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Some(url) = &self.checked else {
+        let Some(target) = &self.checked else {
             return f.write_str(&telemetry::redact_url(self.raw));
         };
-        if url.has_host() && url.username().is_empty() && url.password().is_none() {
-            // Without userinfo the serialisation up to the path is `scheme://host[:port]/path`
-            // already (the parser leaves out a default port as `port()` does): one slice.
-            return f.write_str(&url[..url::Position::AfterPath]);
+        // Without userinfo the serialisation up to the path is `scheme://host[:port]/path`
+        // already (the parser leaves out a default port as `port()` does): one slice.
+        if let Some(prefix) = target.scheme_host_path() {
+            return f.write_str(prefix);
         }
+        let Some(url) = target.parsed() else {
+            return f.write_str(&telemetry::redact_url(self.raw));
+        };
         write!(f, "{}://{}", url.scheme(), url.host_str().unwrap_or(""))?;
         if let Some(port) = url.port() {
             write!(f, ":{port}")?;
@@ -524,12 +527,15 @@ async fn checkout(
 /// `connection: close` on an HTTP/1.0 request.
 fn outbound_head(
     head: &Head,
-    url: &url::Url,
+    url: &TargetUrl,
     tokens: &[String],
     framing: Framing,
 ) -> Result<Vec<u8>, ProxyRefusal> {
-    let authority = &url[Position::BeforeHost..Position::AfterPort];
-    let target = &url[Position::BeforePath..Position::AfterQuery];
+    let (Some(authority), Some(target)) = (url.authority(), url.request_target()) else {
+        return Err(ProxyRefusal::Protocol(
+            "failed to build the upstream request target".into(),
+        ));
+    };
     if authority.bytes().any(|b| b <= b' ' || b == 0x7f)
         || target.bytes().any(|b| b <= b' ' || b == 0x7f)
     {
@@ -625,7 +631,7 @@ mod tests {
             let unchecked = LoggedUrl { raw, checked: None };
             let checked = LoggedUrl {
                 raw,
-                checked: Some(url::Url::parse(raw).expect("test URL must parse")),
+                checked: Some(TargetUrl::new(raw)),
             };
             assert_eq!(unchecked.to_string(), want, "{raw} before the gates");
             assert_eq!(checked.to_string(), want, "{raw} after the gates");

@@ -185,7 +185,7 @@ fn judge<S: AsRef<str>>(
 
 /// The distinct forms of a URL E1 judges, in order.
 fn url_forms(target: &TargetUrl) -> Vec<Cow<'_, str>> {
-    let canonical = target.parsed.as_ref().map(url::Url::as_str);
+    let canonical = target.canonical();
     let bases = [
         Some(target.raw.as_str()),
         Some(target.normalized.as_str()),
@@ -510,10 +510,7 @@ impl Gate for SecretUrlGate<'_> {
         if let Some(key) = split.as_ref().and_then(query_param_in) {
             return Verdict::Deny(DenyReason::SensitiveQueryParam { key });
         }
-        let userinfo = target.parsed.as_ref().is_some_and(|u| {
-            !u.username().is_empty() || u.password().is_some_and(|p| !p.is_empty())
-        });
-        if userinfo {
+        if target.has_userinfo() {
             return Verdict::Deny(DenyReason::CredentialsInUserinfo);
         }
         if let Some(key) = split

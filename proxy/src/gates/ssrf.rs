@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use super::DenyReason;
 use crate::policy::EgressPolicy;
 use crate::resolve::{GateResolver, LookupError};
-use crate::target_url::TargetUrl;
+use crate::target_url::{HostKind, TargetUrl};
 
 /// The outcome of E2 for one target: the addresses that passed, in resolver order.
 pub type Checked = Result<Vec<IpAddr>, DenyReason>;
@@ -35,12 +35,12 @@ pub async fn check_url(
 
 /// The synchronous part of E2: scheme, host presence, IP literals, the pre-DNS name rules.
 pub fn precheck_url(target: &TargetUrl, egress: &EgressPolicy) -> Result<Precheck, DenyReason> {
-    let Some(url) = &target.parsed else {
+    let Some(scheme) = target.scheme() else {
         return Err(DenyReason::InvalidUrl {
             detail: "the URL does not parse".into(),
         });
     };
-    match url.scheme() {
+    match scheme {
         "http" | "https" => {}
         other => {
             return Err(DenyReason::UnsupportedScheme {
@@ -48,14 +48,9 @@ pub fn precheck_url(target: &TargetUrl, egress: &EgressPolicy) -> Result<Prechec
             });
         }
     }
-    match (url.host(), &target.host) {
-        (Some(url::Host::Ipv4(ip)), _) => {
-            check_addrs(vec![IpAddr::V4(ip)], egress).map(Precheck::Literal)
-        }
-        (Some(url::Host::Ipv6(ip)), _) => {
-            check_addrs(vec![IpAddr::V6(ip)], egress).map(Precheck::Literal)
-        }
-        (Some(url::Host::Domain(_)), Some(host)) => precheck_host(host, egress),
+    match (target.host_kind(), &target.host) {
+        (Some(HostKind::Ip(ip)), _) => check_addrs(vec![ip], egress).map(Precheck::Literal),
+        (Some(HostKind::Domain), Some(host)) => precheck_host(host, egress),
         _ => Err(DenyReason::InvalidUrl {
             detail: "the URL has no host".into(),
         }),

@@ -104,8 +104,7 @@ impl DirectFetcher {
             };
             let next = hop
                 .target
-                .parsed
-                .as_ref()
+                .parsed()
                 .and_then(|base| base.join(&location).ok())
                 .map(|u| u.to_string())
                 .unwrap_or(location);
@@ -121,8 +120,7 @@ impl DirectFetcher {
     async fn fetch_once(&self, hop: &Admitted) -> Result<HopResponse, VendorFailure> {
         let url = hop
             .target
-            .parsed
-            .as_ref()
+            .parsed()
             .ok_or_else(|| VendorFailure::Protocol("the admitted URL does not parse".into()))?;
         let host = hop.target.host.clone().unwrap_or_default();
         let port = url.port_or_known_default().unwrap_or(80);
