@@ -5,7 +5,7 @@
 //! Rules are written in the gitleaks rule-file format (`[[rules]]` with `id`, `regex`,
 //! `keywords`, `entropy`, `secretGroup`, `allowlists`), so the built-in set (`rules.toml`) and a
 //! security team's own files load through one parser. Matching is keyword-prefiltered as leak
-//! scanners do: one Aho-Corasick pass over the text (ASCII case-insensitive) marks the rules
+//! scanners do: one pass over the text (ASCII case-insensitive, [`keywords`]) marks the rules
 //! whose keywords occur, and only their regexes run, so the cost stays flat as rules grow. A
 //! rule without keywords runs on every text.
 //!
@@ -21,10 +21,12 @@
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::AhoCorasick;
 use base64::Engine as _;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
+
+mod keywords;
+use keywords::KeywordIndex;
 
 /// The built-in rules, in the gitleaks format.
 const BUILTIN: &str = include_str!("rules.toml");
@@ -70,9 +72,8 @@ pub enum RuleError {
 #[derive(Debug)]
 pub struct RuleSet {
     rules: Vec<Rule>,
-    /// Keyword patterns; `owners[i]` lists the rules of pattern `i`.
-    keywords: Option<AhoCorasick>,
-    owners: Vec<Vec<usize>>,
+    /// Every rule's keywords; `None` when no rule has one.
+    keywords: Option<KeywordIndex>,
     /// Rules without keywords: they run on every text.
     unkeyed: Vec<usize>,
     /// File-wide allowlists.
@@ -184,7 +185,6 @@ impl RuleSet {
         Self {
             rules: Vec::new(),
             keywords: None,
-            owners: Vec::new(),
             unkeyed: Vec::new(),
             allow: Vec::new(),
         }
@@ -267,11 +267,10 @@ impl RuleSet {
                 })?,
             );
         }
-        let (keywords, owners, unkeyed) = keyword_index(keywords_per_rule, origin)?;
+        let (keywords, unkeyed) = keyword_index(keywords_per_rule);
         Ok(Self {
             rules,
             keywords,
-            owners,
             unkeyed,
             allow,
         })
@@ -301,10 +300,8 @@ impl RuleSet {
     pub fn find_except(&self, text: &str, skip: &[String]) -> Option<Hit> {
         // Candidate rules, without allocating for the common text that names no keyword.
         let mut candidates: Vec<usize> = Vec::new();
-        if let Some(ac) = &self.keywords {
-            for m in ac.find_overlapping_iter(text) {
-                candidates.extend_from_slice(&self.owners[m.pattern().as_usize()]);
-            }
+        if let Some(index) = &self.keywords {
+            index.candidates(text.as_bytes(), &mut candidates);
         }
         candidates.extend_from_slice(&self.unkeyed);
         if candidates.is_empty() {
@@ -497,9 +494,11 @@ pub fn shannon_entropy(s: &[u8]) -> f64 {
 /// A JSON Web Token anywhere in `text`: three base64url parts, the first decoding to a JSON
 /// object with an `alg` member (so a random `eyJ…` string is not enough).
 pub fn find_jwt(text: &str) -> Option<Hit> {
+    static HEADER: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new("eyJ"));
     let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(at) = text.get(from..).and_then(|t| t.find("eyJ")) {
+    while let Some(at) = bytes.get(from..).and_then(|t| HEADER.find(t)) {
         let start = from + at;
         from = start + 3;
         if start > 0 && is_b64url(bytes[start - 1]) {
@@ -550,16 +549,10 @@ fn is_b64url(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
 }
 
-/// The keyword index of a rule set: one Aho-Corasick automaton over every rule's keywords
-/// (lower-cased, each once), the rules owning each keyword, and the rules with no keyword
-/// (checked on every URL).
-#[allow(clippy::type_complexity)]
-fn keyword_index(
-    keywords_per_rule: Vec<Vec<String>>,
-    origin: &str,
-) -> Result<(Option<AhoCorasick>, Vec<Vec<usize>>, Vec<usize>), RuleError> {
-    let mut patterns: Vec<String> = Vec::new();
-    let mut owners: Vec<Vec<usize>> = Vec::new();
+/// The keyword index of a rule set: every rule's keywords (lower-cased, each once) with the
+/// rules owning each, and the rules with no keyword (checked on every URL).
+fn keyword_index(keywords_per_rule: Vec<Vec<String>>) -> (Option<KeywordIndex>, Vec<usize>) {
+    let mut keywords: Vec<(String, Vec<usize>)> = Vec::new();
     let mut unkeyed = Vec::new();
     for (rule, words) in keywords_per_rule.into_iter().enumerate() {
         let words: Vec<String> = words
@@ -571,33 +564,13 @@ fn keyword_index(
             unkeyed.push(rule);
         }
         for w in words {
-            match patterns.iter().position(|p| *p == w) {
-                Some(i) => owners[i].push(rule),
-                None => {
-                    patterns.push(w);
-                    owners.push(vec![rule]);
-                }
+            match keywords.iter_mut().find(|(k, _)| *k == w) {
+                Some((_, owners)) => owners.push(rule),
+                None => keywords.push((w, vec![rule])),
             }
         }
     }
-    let keywords = if patterns.is_empty() {
-        None
-    } else {
-        Some(
-            AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                // A contiguous NFA rather than a full DFA: the DFA of the built-in
-                // keywords held ~0.5 MB on every idle gate; the NFA scans a URL a little
-                // slower in far less heap.
-                .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-                .build(&patterns)
-                .map_err(|e| RuleError::Parse {
-                    origin: origin.into(),
-                    message: format!("failed to build the keyword index: {e}"),
-                })?,
-        )
-    };
-    Ok((keywords, owners, unkeyed))
+    (KeywordIndex::new(keywords), unkeyed)
 }
 
 #[cfg(test)]

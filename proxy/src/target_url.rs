@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use url::{Position, Url};
 
-use crate::url_form;
+use crate::url_form::{self, SplitUrl};
 
 mod quick;
 #[cfg(test)]
@@ -150,6 +150,39 @@ impl TargetUrl {
         let shape = self.shape.as_ref()?;
         let range = shape.authority.end..shape.query_end;
         self.canonical().map(|c| &c[range])
+    }
+
+    /// Python's `urlsplit` of [`TargetUrl::normalized`] (Hermes' splitter), `None` where it
+    /// raises. A URL read without the parser is split from that reading: on such a URL
+    /// (no tab, newline, userinfo or non-ASCII; a valid host) both splitters cut at the same
+    /// `/`, `?` and `#`, which a test holds them to.
+    pub fn split(&self) -> Option<SplitUrl<'_>> {
+        match &self.shape {
+            Some(shape) if shape.own_form => {
+                let s = &self.normalized;
+                let query = if s.as_bytes().get(shape.path_end) == Some(&b'?') {
+                    shape.path_end + 1..shape.query_end
+                } else {
+                    shape.query_end..shape.query_end
+                };
+                let fragment = if shape.query_end < s.len() {
+                    shape.query_end + 1..s.len()
+                } else {
+                    s.len()..s.len()
+                };
+                Some(SplitUrl::from_parts(
+                    s,
+                    [
+                        0..shape.scheme_end,
+                        shape.scheme_end + 3..shape.authority.end,
+                        shape.authority.end..shape.path_end,
+                        query,
+                        fragment,
+                    ],
+                ))
+            }
+            _ => url_form::urlsplit(url_form::py_strip(&self.normalized)).ok(),
+        }
     }
 
     /// `scheme://host[:port]/path` (no userinfo, query or fragment) as one slice of the

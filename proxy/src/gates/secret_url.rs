@@ -503,7 +503,7 @@ impl Gate for SecretUrlGate<'_> {
         // One Python split of the normalised URL serves the three query-name checks (a URL
         // without `?`, `#` or `=` has no name=value pair to check).
         let split = if target.normalized.contains(['?', '#', '=']) {
-            url_form::urlsplit(py_strip(&target.normalized)).ok()
+            target.split()
         } else {
             None
         };

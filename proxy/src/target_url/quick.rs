@@ -75,7 +75,11 @@ pub(super) fn read(s: &str) -> Option<Read> {
             .position(|c| !matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-'))
             .unwrap_or(b.len() - host_start);
         let text = &s[host_start..host_start + len];
-        (host_start + len, host_kind(text)?, text.to_string())
+        (
+            host_start + len,
+            host_kind(text.as_bytes())?,
+            text.to_string(),
+        )
     };
     let (port, authority_end) = match b.get(host_end) {
         Some(b':') => {
@@ -143,37 +147,38 @@ pub(super) fn read(s: &str) -> Option<Read> {
 
 /// The kind of a host of `a-z 0-9 . -`: a domain whose labels are non-empty and not IDNA,
 /// or a dotted quad when the last label is a number; `None` for anything else.
-fn host_kind(host: &str) -> Option<HostKind> {
-    if host.is_empty() {
-        return None;
-    }
+fn host_kind(host: &[u8]) -> Option<HostKind> {
+    let mut octets = [0u8; 4];
     let mut labels = 0;
-    for label in host.split('.') {
-        if label.is_empty() || label.starts_with("xn--") {
+    // Every label so far a decimal octet without leading zeros, and at most four of them.
+    let mut quad = true;
+    let mut last: &[u8] = &[];
+    for label in host.split(|&c| c == b'.') {
+        if label.is_empty() || label.starts_with(b"xn--") {
             return None;
+        }
+        quad &= labels < 4
+            && label.len() <= 3
+            && (label.len() == 1 || label[0] != b'0')
+            && label.iter().all(u8::is_ascii_digit);
+        if quad {
+            let n = label.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
+            match u8::try_from(n) {
+                Ok(octet) => octets[labels] = octet,
+                Err(_) => quad = false,
+            }
         }
         labels += 1;
+        last = label;
     }
-    let last = host.rsplit('.').next()?;
     // WHATWG's "ends in a number": all digits, or a `0x` number; the IPv4 parser takes over.
-    if last.starts_with("0x") {
+    if last.starts_with(b"0x") {
         return None;
     }
-    if !last.bytes().all(|c| c.is_ascii_digit()) {
+    if !last.iter().all(u8::is_ascii_digit) {
         return Some(HostKind::Domain);
     }
-    if labels != 4 {
-        return None;
-    }
-    let mut octets = [0u8; 4];
-    for (octet, label) in octets.iter_mut().zip(host.split('.')) {
-        if !label.bytes().all(|c| c.is_ascii_digit()) || (label.len() > 1 && label.starts_with('0'))
-        {
-            return None;
-        }
-        *octet = label.parse().ok()?;
-    }
-    Some(HostKind::Ip(IpAddr::V4(Ipv4Addr::from(octets))))
+    (quad && labels == 4).then(|| HostKind::Ip(IpAddr::V4(Ipv4Addr::from(octets))))
 }
 
 /// A port of 1–5 digits, not zero-led (the parser drops leading zeros), at most 65535.

@@ -115,6 +115,20 @@ fn agrees_with_the_parser(url: &str) -> bool {
         canonical_host(&parsed),
         "{url:?}: canonical host"
     );
+    // Python's splitter cuts the same URL at the same places.
+    let target = TargetUrl {
+        raw: url.into(),
+        normalized: url.into(),
+        host: None,
+        shape: Some(read.shape),
+        parsed: OnceLock::new(),
+    };
+    let ours = target.split().expect("split from the reading");
+    let python = url_form::urlsplit(url).expect("Python's split");
+    let parts = |s: &SplitUrl<'_>| {
+        [s.scheme(), s.netloc(), s.path(), s.query(), s.fragment()].map(str::to_string)
+    };
+    assert_eq!(parts(&ours), parts(&python), "{url:?}: split");
     true
 }
 

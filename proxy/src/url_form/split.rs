@@ -35,6 +35,22 @@ pub struct SplitUrl<'a> {
 
 // === impl SplitUrl ===
 
+impl<'a> SplitUrl<'a> {
+    /// The split of `src` whose parts the caller has already found (a URL read by
+    /// `target_url`'s quick reading, on which Python's splitter agrees with it).
+    pub(crate) fn from_parts(src: &'a str, parts: [Range<usize>; 5]) -> Self {
+        let [scheme, netloc, path, query, fragment] = parts;
+        Self {
+            src: Cow::Borrowed(src),
+            scheme,
+            netloc,
+            path,
+            query,
+            fragment,
+        }
+    }
+}
+
 impl SplitUrl<'_> {
     /// The scheme as written (ASCII); Python lowercases it, see [`Self::is_http_or_https`].
     pub fn scheme(&self) -> &str {
