@@ -190,7 +190,7 @@ fn components(corpus: &[String], egress: &EgressPolicy, list: &Blocklist) {
             std::hint::black_box(TargetUrl::new(u));
         }
     }
-    rows.push(("TargetUrl::new (both parses)", per_url(start)));
+    rows.push(("TargetUrl::new (form + WHATWG facts)", per_url(start)));
     let mut time = |name: &'static str, f: &dyn Fn(&TargetUrl)| {
         let start = Instant::now();
         for _ in 0..ROUNDS {
