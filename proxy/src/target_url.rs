@@ -216,6 +216,15 @@ fn shape_of(url: &Url) -> Shape {
     }
 }
 
+/// The canonical host of `url` as [`canonical_host`] gives it from the WHATWG parse; a URL that
+/// is its own serialisation is read without the parser ([`quick`]).
+pub fn canonical_host_of(url: &str) -> Option<String> {
+    match quick::read(url) {
+        Some(read) => Some(read.host),
+        None => Url::parse(url).ok().as_ref().and_then(canonical_host),
+    }
+}
+
 /// The canonical host of a parsed URL: lowercase, trailing dots stripped, IPv6 unbracketed.
 pub fn canonical_host(url: &Url) -> Option<String> {
     let host = match url.host()? {

@@ -115,6 +115,11 @@ fn agrees_with_the_parser(url: &str) -> bool {
         canonical_host(&parsed),
         "{url:?}: canonical host"
     );
+    assert_eq!(
+        canonical_host_of(url),
+        canonical_host(&parsed),
+        "{url:?}: canonical host without the parse"
+    );
     // Python's splitter cuts the same URL at the same places.
     let target = TargetUrl {
         raw: url.into(),

@@ -99,9 +99,7 @@ pub fn canonical_name(raw: &str, protocol: Protocol) -> Result<TargetName, Sniff
     if !raw.bytes().all(allowed) {
         return Err(malformed("the host name has a byte outside [A-Za-z0-9._-]"));
     }
-    let url = url::Url::parse(&format!("http://{raw}/"))
-        .map_err(|_| malformed("the host name is not a valid host"))?;
-    let host = crate::target_url::canonical_host(&url)
+    let host = crate::target_url::canonical_host_of(&format!("http://{raw}/"))
         .ok_or(malformed("the host name is not a valid host"))?;
     Ok(match host.parse::<IpAddr>() {
         Ok(ip) => TargetName::Ip(ip),
