@@ -26,7 +26,7 @@ fn host_is_canonical_for_mixed_case_trailing_dot_and_ipv6() {
 const SCHEMES: [&str; 6] = [
     "http://", "https://", "HTTP://", "ftp://", "http:/", "ws://",
 ];
-const HOSTS: [&str; 44] = [
+const HOSTS: [&str; 45] = [
     "example.com",
     "a.b-c.d",
     "EXAMPLE.com",
@@ -70,6 +70,7 @@ const HOSTS: [&str; 44] = [
     "[1:0::]",
     "[::]",
     "[1:2:3:4:5:6:7:8]",
+    "[1::2:3:4:5:6:7]",
     "[fe80::1%25eth0]",
 ];
 const PORTS: [&str; 11] = [
@@ -258,4 +259,87 @@ fn facts_read_from_the_parse_match_the_url_crate() {
     let t = TargetUrl::new("not a url");
     assert_eq!(t.scheme(), None);
     assert_eq!(t.canonical(), None);
+}
+
+/// What `TargetUrl` answers about `s` against what the `url` crate's parse of Hermes' form of
+/// `s` says, whichever way the target was read.
+fn facts_agree(s: &str) {
+    assert_eq!(
+        canonical_host_of(s),
+        Url::parse(s).ok().as_ref().and_then(canonical_host),
+        "{s:?}: canonical host of the string as given"
+    );
+    let t = TargetUrl::new(s);
+    let parsed = Url::parse(&t.normalized).ok();
+    assert_eq!(t.canonical(), parsed.as_ref().map(Url::as_str), "{s:?}");
+    let Some(url) = parsed else {
+        assert_eq!(t.scheme(), None);
+        assert_eq!(t.host, None);
+        return;
+    };
+    assert_eq!(t.scheme(), Some(url.scheme()), "{s:?}");
+    assert_eq!(t.port(), url.port_or_known_default(), "{s:?}");
+    assert_eq!(t.host, canonical_host(&url), "{s:?}");
+    let mut want = shape_of(&url);
+    want.own_form = t.shape.as_ref().is_some_and(|shape| shape.own_form);
+    assert_eq!(t.shape.as_ref(), Some(&want), "{s:?}");
+    assert_eq!(
+        t.authority(),
+        Some(&url[Position::BeforeHost..Position::AfterPort]),
+        "{s:?}"
+    );
+    assert_eq!(
+        t.request_target(),
+        Some(&url[Position::BeforePath..Position::AfterQuery]),
+        "{s:?}"
+    );
+    let python = url_form::urlsplit(url_form::py_strip(&t.normalized)).ok();
+    let parts = |p: &SplitUrl<'_>| {
+        [p.scheme(), p.netloc(), p.path(), p.query(), p.fragment()].map(str::to_string)
+    };
+    assert_eq!(
+        t.split().as_ref().map(parts),
+        python.as_ref().map(parts),
+        "{s:?}: split"
+    );
+}
+
+/// URLs most of which the quick reading takes, and many one rule away from it.
+fn urls() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let scheme = prop_oneof![
+        8 => Just("http://"),
+        8 => Just("https://"),
+        1 => Just("HTTP://"),
+        1 => Just("ftp://"),
+        1 => Just("http:/"),
+    ];
+    let host = prop_oneof![
+        6 => "[a-z0-9]{1,8}(\\.[a-z0-9-]{1,8}){0,3}",
+        2 => "[a-zA-Z0-9.\\-_@%:]{0,12}",
+        1 => "(xn--|0x)?[a-z0-9]{0,5}(\\.(xn--|0x)?[a-z0-9]{0,4}){0,2}",
+        2 => "[0-9]{1,3}(\\.[0-9]{1,4}){0,4}",
+        2 => "\\[[0-9a-fA-F:.]{0,14}\\]",
+    ];
+    let port = prop_oneof![
+        6 => Just(String::new()),
+        2 => "(:[1-9][0-9]{0,4})",
+        1 => "(:[0-9]{0,6})",
+    ];
+    let path = prop_oneof![
+        1 => Just(String::new()),
+        8 => "(/([a-z0-9]{1,5}|\\.|\\.\\.|%2e|%2E|%[0-9a-fA-F]{0,2}|[';=&~|^{}\"`\\\\ ]|\u{e9})){0,5}",
+    ];
+    let query = prop_oneof![5 => Just(String::new()), 3 => "\\?[a-z0-9=&'%+?]{0,8}"];
+    let fragment = prop_oneof![5 => Just(String::new()), 2 => "#[a-z0-9#?'`]{0,6}"];
+    (scheme, host, port, path, query, fragment)
+        .prop_map(|(a, b, c, d, e, f)| format!("{a}{b}{c}{d}{e}{f}"))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(2_000))]
+    #[test]
+    fn every_url_gets_the_parsers_facts(s in urls()) {
+        facts_agree(&s);
+    }
 }
