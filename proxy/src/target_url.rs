@@ -13,17 +13,19 @@
 //! URL is parsed by the `url` crate up front, as before. Tests hold the quick reading to the
 //! parser's answers on every URL it accepts.
 
-use std::net::IpAddr;
-use std::ops::Range;
 use std::sync::OnceLock;
 
-use url::{Position, Url};
+use url::Url;
 
 use crate::url_form::{self, SplitUrl};
 
 mod quick;
+mod shape;
 #[cfg(test)]
 mod tests;
+
+pub use shape::HostKind;
+use shape::{Shape, shape_of};
 
 /// One URL under decision.
 #[derive(Clone, Debug)]
@@ -39,38 +41,6 @@ pub struct TargetUrl {
     /// The WHATWG parse of `normalized`: made at construction unless `shape` was read
     /// without it, then on first use.
     parsed: OnceLock<Option<Url>>,
-}
-
-/// The kind of host a URL names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostKind {
-    /// A domain name (the canonical text is [`TargetUrl::host`]).
-    Domain,
-    /// An IPv4 or IPv6 literal.
-    Ip(IpAddr),
-}
-
-/// What the gates and the fetch read of the WHATWG parse of a URL. The ranges are byte
-/// offsets in its serialisation ([`TargetUrl::canonical`]), as the `url` crate's
-/// [`Position`]s give them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Shape {
-    /// The serialisation is `normalized` itself (read by [`quick`]).
-    own_form: bool,
-    /// `..scheme_end` is the lowercase scheme.
-    scheme_end: usize,
-    /// `None`: a URL without a host (`mailto:`, `data:`).
-    host: Option<HostKind>,
-    /// The explicit port, or the scheme's default.
-    port: Option<u16>,
-    /// A non-empty user name or password.
-    userinfo: bool,
-    /// `BeforeHost..AfterPort`: `host[:port]` as a `Host` field carries it.
-    authority: Range<usize>,
-    /// `AfterPath`.
-    path_end: usize,
-    /// `AfterQuery`: `authority.end..query_end` is the origin-form request target.
-    query_end: usize,
 }
 
 // === impl TargetUrl ===
@@ -194,25 +164,6 @@ impl TargetUrl {
         }
         let end = shape.path_end;
         self.canonical().map(|c| &c[..end])
-    }
-}
-
-/// The [`Shape`] of a URL the `url` crate parsed.
-fn shape_of(url: &Url) -> Shape {
-    let at = |p: Position| url[..p].len();
-    Shape {
-        own_form: false,
-        scheme_end: url.scheme().len(),
-        host: url.host().map(|h| match h {
-            url::Host::Domain(_) => HostKind::Domain,
-            url::Host::Ipv4(ip) => HostKind::Ip(IpAddr::V4(ip)),
-            url::Host::Ipv6(ip) => HostKind::Ip(IpAddr::V6(ip)),
-        }),
-        port: url.port_or_known_default(),
-        userinfo: !url.username().is_empty() || url.password().is_some_and(|p| !p.is_empty()),
-        authority: at(Position::BeforeHost)..at(Position::AfterPort),
-        path_end: at(Position::AfterPath),
-        query_end: at(Position::AfterQuery),
     }
 }
 

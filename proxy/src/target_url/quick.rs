@@ -18,7 +18,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::{HostKind, Shape};
+use super::shape::{HostKind, Shape};
 
 /// A URL read without the parser: its shape and canonical host.
 pub(super) struct Read {

@@ -1,3 +1,5 @@
+use url::Position;
+
 use super::*;
 
 #[test]
