@@ -221,4 +221,38 @@ async fn both_replicas_ride_out_an_api_server_outage_and_an_etcd_restart_and_onl
     // No check of the logs for refusals here: for about a second after its restart the API
     // server's RBAC authorizer refuses requests it will allow once its caches are synced (a
     // replica's Lease read was refused once in this way); `rbac.rs` checks the Role itself.
+    settled(&client).await;
+}
+
+/// Wait until kube-controller-manager has caught up after the outages, so that the next case
+/// (they run one at a time on this plane) starts on a plane that works: its watches come back
+/// on client-go's backoff, up to half a minute after the API server, and until then a new
+/// namespace gets no `default` ServiceAccount (a case that ran next once failed on that).
+async fn settled(client: &kube::Client) {
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    let name = "outage-settled";
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let probe: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name }
+    }))
+    .expect("a namespace object");
+    namespaces
+        .create(&kube::api::PostParams::default(), &probe)
+        .await
+        .expect("the probe namespace");
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), name);
+    let started = tokio::time::Instant::now();
+    eventually(
+        Duration::from_secs(120),
+        "kube-controller-manager creating a new namespace's default ServiceAccount after the outages",
+        || {
+            let accounts = accounts.clone();
+            async move { accounts.get_opt("default").await.ok().flatten() }
+        },
+    )
+    .await;
+    println!(
+        "kube-controller-manager caught up {:?} after the last edit",
+        started.elapsed()
+    );
 }
