@@ -118,7 +118,7 @@ impl TargetUrl {
     /// The origin-form request target: path and query, without the fragment.
     pub fn request_target(&self) -> Option<&str> {
         let shape = self.shape.as_ref()?;
-        let range = shape.authority.end..shape.query_end;
+        let range = shape.path_start..shape.query_end;
         self.canonical().map(|c| &c[range])
     }
 
@@ -145,7 +145,7 @@ impl TargetUrl {
                     [
                         0..shape.scheme_end,
                         shape.scheme_end + 3..shape.authority.end,
-                        shape.authority.end..shape.path_end,
+                        shape.path_start..shape.path_end,
                         query,
                         fragment,
                     ],

@@ -138,6 +138,7 @@ pub(super) fn read(s: &str) -> Option<Read> {
             port: Some(port),
             userinfo: false,
             authority: host_start..authority_end,
+            path_start: authority_end,
             path_end,
             query_end,
         },

@@ -31,9 +31,12 @@ pub(super) struct Shape {
     pub(super) userinfo: bool,
     /// `BeforeHost..AfterPort`: `host[:port]` as a `Host` field carries it.
     pub(super) authority: Range<usize>,
+    /// `BeforePath`: `AfterPort`, except where a host-less URL's path starting `//` is
+    /// serialised after a `/.`.
+    pub(super) path_start: usize,
     /// `AfterPath`.
     pub(super) path_end: usize,
-    /// `AfterQuery`: `authority.end..query_end` is the origin-form request target.
+    /// `AfterQuery`: `path_start..query_end` is the origin-form request target.
     pub(super) query_end: usize,
 }
 
@@ -51,6 +54,7 @@ pub(super) fn shape_of(url: &Url) -> Shape {
         port: url.port_or_known_default(),
         userinfo: !url.username().is_empty() || url.password().is_some_and(|p| !p.is_empty()),
         authority: at(Position::BeforeHost)..at(Position::AfterPort),
+        path_start: at(Position::BeforePath),
         path_end: at(Position::AfterPath),
         query_end: at(Position::AfterQuery),
     }
