@@ -53,6 +53,11 @@ pub struct ServeArgs {
     /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub drain_timeout_ms: u64,
+    /// Threads that run the listeners. One (the default) runs every connection on one
+    /// thread with no work stealing between threads: the fastest and smallest gate for one
+    /// agent's traffic. More spread a busy pod's connections over that many cores.
+    #[arg(long, env = "FLEETGATE_WORKERS", default_value = "1")]
+    pub workers: std::num::NonZeroUsize,
 }
 
 /// The policy at `path`, or the embedded default without one.

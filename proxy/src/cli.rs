@@ -83,10 +83,11 @@ pub fn run(cli: Cli) -> ExitCode {
         "warn"
     };
     let _log = telemetry::init(level);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let workers = match &cli.command {
+        Command::Serve(args) => Some(args.workers),
+        _ => None,
+    };
+    let rt = match async_runtime(workers) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("fleetgate-proxy: failed to start the async runtime: {e}");
@@ -121,6 +122,25 @@ pub fn run(cli: Cli) -> ExitCode {
             urls,
         } => rt.block_on(extract(policy.as_deref(), char_limit, &urls)),
     }
+}
+
+/// The async runtime: for `serve`, `workers` threads, one of them a single-threaded runtime
+/// on this thread (every task, timer and socket on one thread: no work stealing, no wake-ups
+/// between workers, which cost a gate more than they bring it; see `docs/benchmarks.md`); for
+/// the other commands a worker per core.
+fn async_runtime(
+    workers: Option<std::num::NonZeroUsize>,
+) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = match workers {
+        Some(n) if n.get() == 1 => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n.get());
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build()
 }
 
 fn check_policy(file: &Path) -> ExitCode {

@@ -4,16 +4,19 @@
 //! (deny) with the fields below; everything else stays at debug. URLs are logged without
 //! query, fragment or userinfo, so a refused secret is never written to a log.
 //!
-//! Lines are formatted on the worker that logs them and handed to one writer thread through a
-//! bounded queue, so a slow or blocked stderr never stalls a request: when the queue is full
-//! the line is dropped and counted, and the writer reports the count in its next line. The
-//! queue grows with the lines waiting in it (the bound is a count, not a preallocated array),
-//! so an idle gate holds no room for lines it is not logging.
+//! Lines are formatted on the worker that logs them and appended to one shared batch that a
+//! writer thread takes whole and writes with one call, so a slow or blocked stderr never stalls
+//! a request: when the batch holds its bound of lines a new line is dropped and counted, and
+//! the writer reports the count after its next batch. Appending is a copy under a lock held for
+//! that copy alone: a line costs no allocation and no wake-up while lines keep coming, and its
+//! memory is freed on the thread that allocated it. The batch grows with the lines waiting in it
+//! (the bound is a count, not a preallocated array), and the writer lets go of both batches'
+//! room when the gate goes quiet, so an idle gate holds no room for lines it is not logging.
 
+use std::cell::Cell;
 use std::io::{self, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -46,13 +49,45 @@ pub mod line;
 
 /// Queue one finished line (see [`line::JsonLine`]) for the writer thread, dropping and
 /// counting it when the queue is full. `false` when there is no queue (no [`init`] ran): the
-/// caller then logs through `tracing`.
+/// caller then logs through `tracing`. The line's buffer is kept for the next line this thread
+/// builds ([`line_buffer`]).
 pub fn queue_line(bytes: Vec<u8>) -> bool {
-    let Some(tx) = QUEUE.get() else {
-        return false;
+    let queued = match QUEUE.get() {
+        Some(queue) => {
+            queue.push(&bytes);
+            true
+        }
+        None => false,
     };
-    tx.try_send(Line::Bytes(bytes));
-    true
+    recycle_line_buffer(bytes);
+    queued
+}
+
+/// Room for one line, larger than a decision line with a long URL.
+const LINE_BUFFER: usize = 512;
+/// A buffer that grew past this (a line with a very long URL) is freed, not kept.
+const LINE_BUFFER_KEPT: usize = 4 * 1024;
+
+thread_local! {
+    /// The buffer this thread's last queued line was built in.
+    static SPARE_LINE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// An empty buffer to build a line in: the one this thread's last queued line used, so a worker
+/// that logs a line per request allocates none.
+pub fn line_buffer() -> Vec<u8> {
+    let mut buf = SPARE_LINE.with(Cell::take);
+    if buf.capacity() == 0 {
+        buf.reserve_exact(LINE_BUFFER);
+    }
+    buf
+}
+
+fn recycle_line_buffer(mut bytes: Vec<u8>) {
+    if bytes.capacity() <= LINE_BUFFER_KEPT {
+        bytes.clear();
+        SPARE_LINE.with(|spare| spare.set(bytes));
+    }
 }
 
 /// Lines dropped so far because the log queue was full.
@@ -68,9 +103,9 @@ pub struct LogGuard {
 
 impl Drop for LogGuard {
     fn drop(&mut self) {
-        // The subscriber's sender stays alive (it is global), so ask for a flush-and-stop.
-        if let Some(tx) = QUEUE.get() {
-            tx.try_send(Line::Stop);
+        // The subscriber's writers stay alive (they are global), so ask for a flush-and-stop.
+        if let Some(queue) = QUEUE.get() {
+            queue.stop();
         }
         if let Some(handle) = self.handle.take() {
             let _ = handle.join();
@@ -78,75 +113,111 @@ impl Drop for LogGuard {
     }
 }
 
-/// One message to the writer thread.
-enum Line {
-    Bytes(Vec<u8>),
-    Stop,
-}
+/// The queue the global subscriber's writers and [`queue_line`] use.
+static QUEUE: std::sync::OnceLock<Arc<LogQueue>> = std::sync::OnceLock::new();
 
-/// The sender the global subscriber's writers use.
-static QUEUE: std::sync::OnceLock<LogSender> = std::sync::OnceLock::new();
-
-/// The sending end of the log queue: at most `capacity` lines wait; past that a line is
+/// Lines waiting for the writer thread: at most `capacity` of them; past that a line is
 /// dropped and counted in [`DROPPED`].
-#[derive(Clone, Debug)]
-struct LogSender {
-    tx: Sender<Line>,
-    waiting: Arc<AtomicUsize>,
+#[derive(Debug)]
+struct LogQueue {
+    pending: Mutex<Pending>,
+    /// Signalled when a line arrives while the writer waits for one, and on stop.
+    arrived: Condvar,
     capacity: usize,
 }
 
-/// The writer thread's end of the log queue.
-#[derive(Debug)]
-struct LogReceiver {
-    rx: Receiver<Line>,
-    waiting: Arc<AtomicUsize>,
+/// What the senders have appended since the writer last took the batch.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Whole lines, one after another.
+    bytes: Vec<u8>,
+    lines: usize,
+    /// No line after this one is written.
+    stop: bool,
+    /// The writer is blocked on [`LogQueue::arrived`]: the next line must wake it.
+    waiting: bool,
+}
+
+/// What the writer took from the queue in one go.
+enum Batch {
+    /// Lines to write (the writer's own buffer, swapped with the queue's).
+    Lines,
+    /// Nothing arrived within the poll; nothing to write.
+    Empty,
+    /// Stop after writing what was taken.
+    Stop,
 }
 
 /// A log queue holding at most `capacity` lines.
-fn log_queue(capacity: usize) -> (LogSender, LogReceiver) {
-    let (tx, rx) = mpsc::channel();
-    let waiting = Arc::new(AtomicUsize::new(0));
-    let sender = LogSender {
-        tx,
-        waiting: waiting.clone(),
+fn log_queue(capacity: usize) -> Arc<LogQueue> {
+    Arc::new(LogQueue {
+        pending: Mutex::new(Pending::default()),
+        arrived: Condvar::new(),
         capacity,
-    };
-    (sender, LogReceiver { rx, waiting })
+    })
 }
 
-// === impl LogSender ===
+// === impl LogQueue ===
 
-impl LogSender {
-    /// Queue `line` unless `capacity` lines already wait (then it is dropped and counted). A
-    /// stop is always queued. Never blocks.
-    fn try_send(&self, line: Line) {
-        if matches!(line, Line::Bytes(_))
-            && self.waiting.fetch_add(1, Ordering::AcqRel) >= self.capacity
-        {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+impl LogQueue {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        // A sender that panicked mid-copy left at worst a cut line: keep logging.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Append `line` unless `capacity` lines already wait (then it is dropped and counted), or
+    /// the writer has stopped. Never blocks beyond the copy.
+    fn push(&self, line: &[u8]) {
+        let mut pending = self.lock();
+        if pending.stop {
+            return;
+        }
+        if pending.lines >= self.capacity {
+            drop(pending);
             DROPPED.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        // Disconnected: the writer is gone and nothing can be written any more.
-        let _ = self.tx.send(line);
-    }
-}
-
-// === impl LogReceiver ===
-
-impl LogReceiver {
-    fn try_recv(&self) -> Result<Line, TryRecvError> {
-        self.rx.try_recv().inspect(|line| self.taken(line))
+        pending.bytes.extend_from_slice(line);
+        pending.lines += 1;
+        if pending.waiting {
+            pending.waiting = false;
+            drop(pending);
+            self.arrived.notify_one();
+        }
     }
 
-    fn recv(&self) -> Result<Line, mpsc::RecvError> {
-        self.rx.recv().inspect(|line| self.taken(line))
+    /// Write what is queued, then stop the writer; lines after this are not written.
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.arrived.notify_one();
     }
 
-    fn taken(&self, line: &Line) {
-        if matches!(line, Line::Bytes(_)) {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+    /// Swap the waiting lines into `batch` (which must be empty). With `block`, wait until there
+    /// is a line or a stop; without, return [`Batch::Empty`] at once when there is neither.
+    fn take(&self, batch: &mut Vec<u8>, block: bool) -> Batch {
+        let mut pending = self.lock();
+        while block && pending.lines == 0 && !pending.stop {
+            pending.waiting = true;
+            pending = self
+                .arrived
+                .wait(pending)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        pending.waiting = false;
+        std::mem::swap(&mut pending.bytes, batch);
+        pending.lines = 0;
+        match (pending.stop, batch.is_empty()) {
+            (true, _) => Batch::Stop,
+            (false, true) => Batch::Empty,
+            (false, false) => Batch::Lines,
+        }
+    }
+
+    /// Let go of the room the queue's batch grew to (the writer is about to wait).
+    fn shrink(&self) {
+        let mut pending = self.lock();
+        if pending.bytes.is_empty() {
+            pending.bytes = Vec::new();
         }
     }
 }
@@ -162,16 +233,21 @@ pub fn init(default_level: &str) -> LogGuard {
         .with_current_span(false)
         .with_span_list(false)
         .with_env_filter(filter);
-    let (tx, rx) = log_queue(LOG_QUEUE_LINES);
+    let queue = log_queue(LOG_QUEUE_LINES);
+    let writer_queue = queue.clone();
     let spawned = std::thread::Builder::new()
         .name("fleetgate-log".into())
-        .spawn(move || write_lines(&rx, &mut io::BufWriter::new(io::stderr())));
+        .spawn(move || write_lines(&writer_queue, &mut io::stderr()));
     let Ok(handle) = spawned else {
         // No thread for the queue: write synchronously rather than lose lines.
         let _ = builder.with_writer(io::stderr).try_init();
         return LogGuard { handle: None };
     };
-    if QUEUE.set(tx.clone()).is_err() || builder.with_writer(QueueWriter { tx }).try_init().is_err()
+    if QUEUE.set(queue.clone()).is_err()
+        || builder
+            .with_writer(QueueWriter { queue })
+            .try_init()
+            .is_err()
     {
         // A subscriber was already installed; this thread's queue is not used.
         return LogGuard { handle: None };
@@ -186,43 +262,38 @@ const POLL: Duration = Duration::from_millis(1);
 /// Empty polls in a row before the writer blocks until the next line.
 const IDLE_POLLS: u32 = 50;
 
-/// The writer thread: write what is queued, flush whenever the queue runs empty, and say how
-/// many lines were dropped since the last report. While lines keep coming it polls (a sender
-/// then never has to wake it, which would cost a futex call per line); after
-/// [`IDLE_POLLS`] empty polls it blocks until the next line.
-fn write_lines(rx: &LogReceiver, out: &mut impl Write) {
+/// The writer thread: take every line queued since the last batch, write them with one call,
+/// and say how many lines were dropped since the last report. While lines keep coming it
+/// polls every [`POLL`] (a sender then never has to wake it, which would cost a futex call per
+/// line); after [`IDLE_POLLS`] empty polls it lets go of its buffers and blocks until the next
+/// line.
+fn write_lines(queue: &LogQueue, out: &mut impl Write) {
     let mut reported = 0;
     let mut idle = 0;
+    let mut batch = Vec::new();
     loop {
-        let line = match rx.try_recv() {
-            Ok(line) => line,
-            Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => {
-                finish_batch(out, &mut reported);
-                if idle < IDLE_POLLS {
-                    idle += 1;
-                    std::thread::sleep(POLL);
-                    continue;
-                }
-                match rx.recv() {
-                    Ok(line) => line,
-                    Err(_) => break,
-                }
-            }
-        };
-        idle = 0;
-        match line {
-            Line::Bytes(bytes) => {
-                let _ = out.write_all(&bytes);
-            }
-            Line::Stop => break,
+        let block = idle >= IDLE_POLLS;
+        if block {
+            batch = Vec::new();
+            queue.shrink();
         }
+        let taken = queue.take(&mut batch, block);
+        let _ = out.write_all(&batch);
+        batch.clear();
+        report_drops(out, &mut reported);
+        let _ = out.flush();
+        match taken {
+            Batch::Stop => break,
+            Batch::Lines => idle = 0,
+            Batch::Empty => idle += 1,
+        }
+        // Lines keep coming: let them gather for one poll and take them in one batch.
+        std::thread::sleep(POLL);
     }
-    finish_batch(out, &mut reported);
 }
 
-/// Report drops not yet reported, then flush.
-fn finish_batch(out: &mut impl Write, reported: &mut u64) {
+/// Report drops not yet reported.
+fn report_drops(out: &mut impl Write, reported: &mut u64) {
     let dropped = dropped_lines();
     if dropped > *reported {
         let _ = writeln!(
@@ -231,13 +302,12 @@ fn finish_batch(out: &mut impl Write, reported: &mut u64) {
         );
         *reported = dropped;
     }
-    let _ = out.flush();
 }
 
 /// A [`MakeWriter`] whose writers queue each formatted event without blocking.
 #[derive(Clone, Debug)]
 struct QueueWriter {
-    tx: LogSender,
+    queue: Arc<LogQueue>,
 }
 
 impl<'a> MakeWriter<'a> for QueueWriter {
@@ -251,7 +321,7 @@ impl<'a> MakeWriter<'a> for QueueWriter {
 impl Write for QueueWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // The formatter hands over one whole event per call.
-        self.tx.try_send(Line::Bytes(buf.to_vec()));
+        self.queue.push(buf);
         Ok(buf.len())
     }
 

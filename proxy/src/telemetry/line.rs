@@ -19,7 +19,7 @@ impl JsonLine {
     /// A line at `level` (`INFO`, `WARN`, …) for `target`, with `message`.
     pub fn new(level: &str, target: &'static str, message: &str) -> Self {
         let mut line = Self {
-            buf: Vec::with_capacity(384),
+            buf: super::line_buffer(),
             target,
         };
         line.buf.extend_from_slice(b"{\"timestamp\":\"");

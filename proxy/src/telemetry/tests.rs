@@ -2,36 +2,41 @@
 
 use super::*;
 
-fn queued(lines: &[&str], capacity: usize) -> (LogReceiver, u64) {
-    let (tx, rx) = log_queue(capacity);
-    let mut writer = QueueWriter { tx };
+fn queued(lines: &[&str], capacity: usize) -> (Arc<LogQueue>, u64) {
+    let queue = log_queue(capacity);
+    let mut writer = QueueWriter {
+        queue: queue.clone(),
+    };
     let before = dropped_lines();
     for line in lines {
         writer
             .write_all(line.as_bytes())
             .expect("a queue write must never fail");
     }
-    (rx, dropped_lines() - before)
+    (queue, dropped_lines() - before)
+}
+
+/// The written lines, without drop reports (other tests may count drops concurrently).
+fn written(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| !l.contains("\"target\":\"fleetgate.log\""))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
 fn queued_lines_are_written_in_order_and_the_writer_stops_on_request() {
-    let (tx, rx) = log_queue(8);
+    let queue = log_queue(8);
     for line in ["a\n", "b\n"] {
-        tx.try_send(Line::Bytes(line.as_bytes().to_vec()));
+        queue.push(line.as_bytes());
     }
-    tx.try_send(Line::Stop);
-    tx.try_send(Line::Bytes(b"after stop\n".to_vec()));
+    queue.stop();
+    queue.push(b"after stop\n");
     let mut out = Vec::new();
-    write_lines(&rx, &mut out);
-    // Other tests may count drops concurrently; their report line is not under test here.
-    let text = String::from_utf8_lossy(&out);
-    let written: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.contains("\"target\":\"fleetgate.log\""))
-        .collect();
+    write_lines(&queue, &mut out);
     assert_eq!(
-        written,
+        written(&out),
         ["a", "b"],
         "lines before the stop must be written in order, none after"
     );
@@ -39,27 +44,26 @@ fn queued_lines_are_written_in_order_and_the_writer_stops_on_request() {
 
 #[test]
 fn a_full_queue_drops_new_lines_and_counts_them_without_blocking() {
-    let (rx, dropped) = queued(&["one\n", "two\n", "three\n"], 1);
+    let (queue, dropped) = queued(&["one\n", "two\n", "three\n"], 1);
     assert!(
         dropped >= 2,
         "two lines past a one-line queue must be counted as dropped, got {dropped}"
     );
-    let kept = match rx.recv().expect("the first line must be queued") {
-        Line::Bytes(b) => b,
-        Line::Stop => Vec::new(),
-    };
-    assert_eq!(kept, b"one\n", "the first line must be the one kept");
+    let mut batch = Vec::new();
+    assert!(matches!(queue.take(&mut batch, false), Batch::Lines));
+    assert_eq!(batch, b"one\n", "the first line must be the one kept");
 }
 
 #[test]
-fn the_writer_reports_drops_in_its_next_line() {
-    let (tx, rx) = log_queue(4);
+fn the_writer_reports_drops_after_its_batch() {
+    let queue = log_queue(4);
     DROPPED.fetch_add(1, Ordering::Relaxed);
-    tx.try_send(Line::Bytes(b"x\n".to_vec()));
-    drop(tx);
+    queue.push(b"x\n");
+    queue.stop();
     let mut out = Vec::new();
-    write_lines(&rx, &mut out);
+    write_lines(&queue, &mut out);
     let text = String::from_utf8_lossy(&out);
+    assert_eq!(text.lines().next(), Some("x"), "{text}");
     let report = text
         .lines()
         .nth(1)
@@ -74,15 +78,92 @@ fn the_writer_reports_drops_in_its_next_line() {
 
 #[test]
 fn lines_taken_by_the_writer_make_room_for_new_ones() {
-    let (rx, _) = queued(&["one\n"], 1);
+    let (queue, _) = queued(&["one\n"], 1);
+    let mut batch = Vec::new();
+    assert!(matches!(queue.take(&mut batch, false), Batch::Lines));
+    assert_eq!(batch, b"one\n", "the writer must take the queued line");
+    queue.push(b"two\n");
+    let mut next = Vec::new();
+    assert!(matches!(queue.take(&mut next, false), Batch::Lines));
+    assert_eq!(next, b"two\n", "a taken line must leave room for the next");
     assert!(
-        matches!(rx.try_recv(), Ok(Line::Bytes(b)) if b == b"one\n"),
-        "the writer must take the queued line"
+        matches!(queue.take(&mut Vec::new(), false), Batch::Empty),
+        "nothing is taken twice"
     );
+}
+
+/// A `Write` the test can read while the writer thread holds it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_writer_that_went_quiet_wakes_for_the_next_line_and_lets_go_of_its_room() {
+    let queue = log_queue(8);
+    let out = Shared::default();
+    let writer = {
+        let (queue, mut out) = (queue.clone(), out.clone());
+        std::thread::spawn(move || write_lines(&queue, &mut out))
+    };
+    queue.push(&[b'a'; 3000]);
+    queue.push(b"\n");
+    // Past the polls: the writer has let go of its buffers and waits on the condition.
+    let quiet = std::time::Duration::from_millis(u64::from(IDLE_POLLS) * 4 + 200);
+    std::thread::sleep(quiet);
+    {
+        let pending = queue.lock();
+        assert!(
+            pending.waiting,
+            "a quiet writer must wait for the next line"
+        );
+        assert_eq!(
+            pending.bytes.capacity(),
+            0,
+            "a quiet queue must hold no room for lines"
+        );
+    }
+    queue.push(b"late\n");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !written(&out.0.lock().expect("not poisoned")).contains(&"late".to_string()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a line after a quiet spell must wake the writer"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    queue.stop();
+    writer.join().expect("the writer must stop");
+    let lines = written(&out.0.lock().expect("not poisoned"));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[1], "late");
+}
+
+#[test]
+fn a_thread_builds_its_lines_in_one_buffer() {
+    let first = line_buffer();
+    assert!(first.capacity() >= LINE_BUFFER, "room for a decision line");
+    let at = first.as_ptr();
+    let _ = queue_line(first);
+    let second = line_buffer();
+    assert_eq!(second.as_ptr(), at, "the last line's buffer must be reused");
+    assert!(second.is_empty(), "a reused buffer starts empty");
+    let mut long = second;
+    long.resize(LINE_BUFFER_KEPT * 2, b'x');
+    let _ = queue_line(long);
     assert_eq!(
-        rx.waiting.load(Ordering::Acquire),
-        0,
-        "a taken line must leave the count"
+        line_buffer().capacity(),
+        LINE_BUFFER,
+        "a buffer grown past the bound is not kept"
     );
 }
 
