@@ -53,12 +53,27 @@ pub struct ServeArgs {
     /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub drain_timeout_ms: u64,
-    /// Threads that run the listeners. One (the default) runs every connection on one
-    /// thread with no work stealing between threads: the fastest and smallest gate for one
-    /// agent's traffic. More spread a busy pod's connections over that many cores.
-    #[arg(long, env = "FLEETGATE_WORKERS", default_value = "1")]
-    pub workers: std::num::NonZeroUsize,
+    /// Threads that run the listeners (default: the cores the pod may use, at most 2). One
+    /// runs every connection, timer and socket on one thread, with no work stealing or
+    /// wake-ups between workers: the forward proxy relays more at less CPU that way, while
+    /// the API (cache hits, extracts) gets one core only.
+    #[arg(long, env = "FLEETGATE_WORKERS")]
+    pub workers: Option<std::num::NonZeroUsize>,
 }
+
+/// Listener threads when `--workers` is not given: the cores this process may use (its CPU
+/// quota included), at most [`DEFAULT_WORKERS_MAX`]: a sidecar on a 64-core node does not
+/// start 64 workers for one agent.
+pub fn default_workers() -> std::num::NonZeroUsize {
+    let cores = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+    cores.min(DEFAULT_WORKERS_MAX)
+}
+
+/// The most listener threads a gate starts without `--workers`.
+pub const DEFAULT_WORKERS_MAX: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(2) {
+    Some(n) => n,
+    None => std::num::NonZeroUsize::MIN,
+};
 
 /// The policy at `path`, or the embedded default without one.
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, crate::policy::PolicyError> {

@@ -84,7 +84,7 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let _log = telemetry::init(level);
     let workers = match &cli.command {
-        Command::Serve(args) => Some(args.workers),
+        Command::Serve(args) => Some(args.workers.unwrap_or_else(crate::app::default_workers)),
         _ => None,
     };
     let rt = match async_runtime(workers) {
@@ -125,9 +125,9 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 /// The async runtime: for `serve`, `workers` threads, one of them a single-threaded runtime
-/// on this thread (every task, timer and socket on one thread: no work stealing, no wake-ups
-/// between workers, which cost a gate more than they bring it; see `docs/benchmarks.md`); for
-/// the other commands a worker per core.
+/// on this thread (every task, timer and socket on one thread: no work stealing and no
+/// wake-ups between workers; see `docs/benchmarks.md`); for the other commands a worker per
+/// core.
 fn async_runtime(
     workers: Option<std::num::NonZeroUsize>,
 ) -> std::io::Result<tokio::runtime::Runtime> {

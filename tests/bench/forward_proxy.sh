@@ -41,8 +41,13 @@
 # a second forward proxy (row "fleetgate baseline"), so a change on the hot path shows its ratio
 # before and after in one run.
 #
+# The gate runs with its default listener threads (the machine's cores, at most two: two here,
+# as HAProxy's). With ONE_WORKER=1 (the default) the same build also runs with `--workers 1`
+# (row "fleetgate --workers 1": one event loop, no work stealing), in the same rounds;
+# GATE_WORKERS=N gives the first gate `--workers N`.
+#
 # Usage: tests/bench/forward_proxy.sh   (env: CONNS=64 SECS=5 ROUNDS=3 TUNNELS=1000 GATE_LOG=info
-# REFERENCES=1 SMOKESCREEN=1 BASELINE_BIN= FLEETGATE_PROXY_BIN= BUILD=1; BUILD=0 takes the release
+# REFERENCES=1 SMOKESCREEN=1 ONE_WORKER=1 GATE_WORKERS= BASELINE_BIN= FLEETGATE_PROXY_BIN= BUILD=1; BUILD=0 takes the release
 # binaries already in the target dir; the gate logs its one decision line per request at the default
 # level, to a file)
 # Bars (issue): requests/s ratio >= 0.6, added p50 < 0.3 ms, RSS < 64 MB.
@@ -54,6 +59,8 @@ ROUNDS=${ROUNDS:-3}
 TUNNELS=${TUNNELS:-1000}
 REFERENCES=${REFERENCES:-1}
 SMOKESCREEN=${SMOKESCREEN:-1}
+ONE_WORKER=${ONE_WORKER:-1}
+GATE_WORKERS=${GATE_WORKERS:-}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 case "$TARGET" in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
@@ -189,10 +196,16 @@ egress:
   ports: [$OPORT]
 YAML
 RUST_LOG=${GATE_LOG:-info} "$GATE_BIN" serve --policy "$WORK/policy.yaml" --max-tunnels $((TUNNELS + 100)) \
-  >"$WORK/gate.out" 2>"$WORK/gate.err" & GATE_PID=$!; PIDS+=($GATE_PID)
+  ${GATE_WORKERS:+--workers "$GATE_WORKERS"} >"$WORK/gate.out" 2>"$WORK/gate.err" & GATE_PID=$!; PIDS+=($GATE_PID)
 PROXY=$(first_line "$WORK/gate.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
 
 ROWS=("fleetgate forward proxy|http://$PROXY/|absolute|$GATE_PID|tunnel")
+if [ "$ONE_WORKER" = 1 ]; then
+  RUST_LOG=${GATE_LOG:-info} "$GATE_BIN" serve --policy "$WORK/policy.yaml" --workers 1 \
+    >"$WORK/one.out" 2>"$WORK/one.err" & pid=$!; PIDS+=($pid)
+  ONE_PROXY=$(first_line "$WORK/one.out" | sed -E 's/.*"forward_proxy": ?"([^"]+)".*/\1/')
+  ROWS+=("fleetgate --workers 1|http://$ONE_PROXY/|absolute|$pid|tunnel")
+fi
 if [ -n "${BASELINE_BIN:-}" ]; then
   cp "$BASELINE_BIN" "$WORK/fleetgate-baseline"
   RUST_LOG=${GATE_LOG:-info} "$WORK/fleetgate-baseline" serve --policy "$WORK/policy.yaml" \
@@ -362,25 +375,34 @@ for c in "$CONNS" 1; do
   table c "$c" "CONNECT: keep-alive HTTP/1.1 inside tunnels (HAProxy and the relay: straight to them)"
 done
 # The gate against each peer, same runs: req/s ratio and CPU per request ratio.
-peer_line() { # row-index-of-peer label
-  local out="" p c k rg rp cg cp
+peer_line() { # row-index-of-peer label [row-index-of-the-gate]
+  local out="" p c k rg rp cg cp g=${3:-0}
   for p in h c; do
     for c in "$CONNS" 1; do
       [ -n "${RUNS[${p}${c}_$1_rps]:-}" ] || continue
-      k=${p}${c}; rg=$(m "${k}_0_rps"); rp=$(m "${k}_$1_rps")
-      cg=$(awk -v t="${TICKS[${k}_0]}" -v n="${REQS[${k}_0]}" 'BEGIN { print (n ? t / n : 0) }')
+      k=${p}${c}; rg=$(m "${k}_${g}_rps"); rp=$(m "${k}_$1_rps")
+      cg=$(awk -v t="${TICKS[${k}_${g}]}" -v n="${REQS[${k}_${g}]}" 'BEGIN { print (n ? t / n : 0) }')
       cp=$(awk -v t="${TICKS[${k}_$1]}" -v n="${REQS[${k}_$1]}" 'BEGIN { print (n ? t / n : 0) }')
       out+=$(awk -v l="$([ $p = h ] && echo HTTP || echo CONNECT) $c" -v rg="$rg" -v rp="$rp" -v cg="$cg" -v cp="$cp" \
         'BEGIN { printf "; %s: %.2fx req/s, %.2fx CPU/req", l, rg / rp, (cp ? cg / cp : 0) }')
     done
   done
-  echo "fleetgate / $2${out}"
+  echo "${ROWS[$g]%%|*} / $2${out}"
 }
 echo
+GATES=(0)
 for i in "${!ROWS[@]}"; do
-  [ "$i" = 0 ] && continue
-  name=${ROWS[$i]%%|*}
-  case "$name" in smokescreen*|HAProxy*|zero-logic*|"fleetgate baseline"*) peer_line "$i" "$name" ;; esac
+  case "${ROWS[$i]%%|*}" in "fleetgate --workers 1") GATES+=("$i") ;; esac
+done
+for g in "${GATES[@]}"; do
+  for i in "${!ROWS[@]}"; do
+    [ "$i" = "$g" ] && continue
+    name=${ROWS[$i]%%|*}
+    case "$name" in
+      "fleetgate forward proxy") [ "$g" != 0 ] && peer_line "$i" "$name" "$g" ;;
+      smokescreen*|HAProxy*|zero-logic*|"fleetgate baseline"*) peer_line "$i" "$name" "$g" ;;
+    esac
+  done
 done
 printf 'gate RSS: %.1f MB idle, %.1f MB with %d idle tunnels\n' "$(echo "$RSS_BEFORE / 1024" | bc -l)" \
   "$(echo "$RSS_IDLE / 1024" | bc -l)" "$TUNNELS"

@@ -70,3 +70,45 @@ fn check_url_lines_are_the_json_objects_check_url_has_always_printed() {
         );
     }
 }
+
+#[test]
+fn serve_takes_its_worker_count_and_refuses_zero() {
+    let parsed = |args: &[&str]| Cli::try_parse_from(args.iter().copied());
+    let workers = |cli: Cli| match cli.command {
+        Command::Serve(args) => args.workers.map(std::num::NonZeroUsize::get),
+        other => panic!("serve must parse as serve: {other:?}"),
+    };
+    let one = parsed(&["fleetgate-proxy", "serve", "--workers", "1"]).expect("--workers 1");
+    assert_eq!(workers(one), Some(1));
+    let unset = parsed(&["fleetgate-proxy", "serve"]).expect("no --workers");
+    if std::env::var_os("FLEETGATE_WORKERS").is_none() {
+        assert_eq!(
+            workers(unset),
+            None,
+            "no flag and no env: the default applies"
+        );
+    }
+    let zero = parsed(&["fleetgate-proxy", "serve", "--workers", "0"])
+        .expect_err("zero workers must be refused");
+    assert!(
+        zero.to_string().contains("--workers"),
+        "the error must name the flag: {zero}"
+    );
+    let default = crate::app::default_workers().get();
+    assert!(
+        (1..=crate::app::DEFAULT_WORKERS_MAX.get()).contains(&default),
+        "the default is at most {} workers: {default}",
+        crate::app::DEFAULT_WORKERS_MAX
+    );
+}
+
+#[test]
+fn one_worker_serves_on_a_single_threaded_runtime_and_more_on_that_many() {
+    let flavor = |n: usize| {
+        let rt = async_runtime(std::num::NonZeroUsize::new(n)).expect("a runtime");
+        let handle = rt.handle().clone();
+        (handle.runtime_flavor(), rt.metrics().num_workers())
+    };
+    assert_eq!(flavor(1), (tokio::runtime::RuntimeFlavor::CurrentThread, 1));
+    assert_eq!(flavor(3), (tokio::runtime::RuntimeFlavor::MultiThread, 3));
+}
