@@ -193,3 +193,43 @@ fn dropped_lines_reach_the_metrics_once() {
         "a second scrape must not count the same drops again"
     );
 }
+
+#[test]
+fn lines_from_many_threads_arrive_whole_and_in_each_threads_order() {
+    let queue = log_queue(LOG_QUEUE_LINES);
+    let out = Shared::default();
+    let writer = {
+        let (queue, mut out) = (queue.clone(), out.clone());
+        std::thread::spawn(move || write_lines(&queue, &mut out))
+    };
+    let senders: Vec<_> = (0..4)
+        .map(|t| {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                for i in 0..2_000 {
+                    // Lines of varying length, so a cut or interleaved line would not parse.
+                    let pad = "x".repeat(i % 97);
+                    queue.push(format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{pad}\"}}\n").as_bytes());
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.join().expect("a sender must finish");
+    }
+    queue.stop();
+    writer.join().expect("the writer must stop");
+    let mut next = [0u64; 4];
+    for line in written(&out.0.lock().expect("not poisoned")) {
+        let value: serde_json::Value = serde_json::from_str(&line).expect("every line whole");
+        let (t, i) = (value["t"].as_u64().unwrap_or(9), value["i"].as_u64());
+        let slot = usize::try_from(t).expect("a small index");
+        assert_eq!(
+            i,
+            Some(next[slot]),
+            "thread {t}'s lines must arrive in order"
+        );
+        next[slot] += 1;
+    }
+    assert_eq!(next, [2_000; 4], "every line must be written");
+}
