@@ -76,7 +76,7 @@ thread_local! {
 /// An empty buffer to build a line in: the one this thread's last queued line used, so a worker
 /// that logs a line per request allocates none.
 pub fn line_buffer() -> Vec<u8> {
-    let mut buf = SPARE_LINE.with(Cell::take);
+    let mut buf = SPARE_LINE.try_with(Cell::take).unwrap_or_default();
     if buf.capacity() == 0 {
         buf.reserve_exact(LINE_BUFFER);
     }
@@ -86,7 +86,8 @@ pub fn line_buffer() -> Vec<u8> {
 fn recycle_line_buffer(mut bytes: Vec<u8>) {
     if bytes.capacity() <= LINE_BUFFER_KEPT {
         bytes.clear();
-        SPARE_LINE.with(|spare| spare.set(bytes));
+        // A thread past its thread-locals (exiting) frees the buffer instead.
+        let _ = SPARE_LINE.try_with(|spare| spare.set(bytes));
     }
 }
 

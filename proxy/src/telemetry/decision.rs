@@ -117,17 +117,30 @@ impl DecisionLine<'_> {
 
     /// The line in the subscriber's JSON shape, every field present.
     fn json(&self, level: tracing::Level, duration_ms: f64, sni: Option<&str>) -> Vec<u8> {
-        let mut line = JsonLine::new(level.as_str(), "egress.decision", "egress.decision");
-        line.str("listener", self.listener)
-            .str("proxy_type", self.proxy_type);
-        match self.method {
-            Some(method) => line.str("method", method),
-            None => line.null("method"),
+        let mut line = JsonLine::stamped("egress.decision");
+        let head = Head {
+            level: level.as_str(),
+            listener: self.listener,
+            proxy_type: self.proxy_type,
+            method: self.method,
+            gate: self.gate,
+            verdict: self.verdict,
+            reason: self.reason,
         };
-        line.str("gate", self.gate)
-            .str("verdict", self.verdict)
-            .str("reason", self.reason)
-            .display("url", self.url);
+        let copied = KEPT_HEAD.try_with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if !kept.as_ref().is_some_and(|k| k.is(&head)) {
+                *kept = Some(KeptHead::encode(&head));
+            }
+            if let Some(kept) = kept.as_ref() {
+                line.encoded(&kept.bytes);
+            }
+        });
+        if copied.is_err() {
+            // A thread past its thread-locals (exiting): encode without keeping.
+            line.encoded(&KeptHead::encode(&head).bytes);
+        }
+        line.display("url", self.url);
         socket(&mut line, "client", self.client.as_ref());
         match self.vendor {
             Some(vendor) => line.str("vendor", vendor),
@@ -144,6 +157,72 @@ impl DecisionLine<'_> {
             None => line.null("sni"),
         };
         line.finish()
+    }
+}
+
+/// The fields from `level` to `reason`: the same for every allowed request a listener relays of
+/// one kind, so a worker encodes them once and copies them into the lines that follow.
+struct Head<'a> {
+    level: &'a str,
+    listener: &'a str,
+    proxy_type: &'a str,
+    method: Option<&'a str>,
+    gate: &'a str,
+    verdict: &'a str,
+    reason: &'a str,
+}
+
+/// The [`Head`] a thread's last decision line had, with its encoded fields.
+struct KeptHead {
+    fields: [String; 6],
+    method: Option<String>,
+    bytes: Vec<u8>,
+}
+
+thread_local! {
+    static KEPT_HEAD: std::cell::RefCell<Option<KeptHead>> = const { std::cell::RefCell::new(None) };
+}
+
+impl KeptHead {
+    fn encode(head: &Head<'_>) -> Self {
+        let mut line = JsonLine::stamped("egress.decision");
+        let start = line.written().len();
+        line.str("level", head.level)
+            .str("message", "egress.decision")
+            .str("listener", head.listener)
+            .str("proxy_type", head.proxy_type);
+        match head.method {
+            Some(method) => line.str("method", method),
+            None => line.null("method"),
+        };
+        line.str("gate", head.gate)
+            .str("verdict", head.verdict)
+            .str("reason", head.reason);
+        let bytes = line.written()[start..].to_vec();
+        Self {
+            fields: [
+                head.level,
+                head.listener,
+                head.proxy_type,
+                head.gate,
+                head.verdict,
+                head.reason,
+            ]
+            .map(str::to_string),
+            method: head.method.map(str::to_string),
+            bytes,
+        }
+    }
+
+    fn is(&self, head: &Head<'_>) -> bool {
+        let [level, listener, proxy_type, gate, verdict, reason] = &self.fields;
+        level == head.level
+            && listener == head.listener
+            && proxy_type == head.proxy_type
+            && self.method.as_deref() == head.method
+            && gate == head.gate
+            && verdict == head.verdict
+            && reason == head.reason
     }
 }
 
@@ -229,6 +308,106 @@ mod tests {
         let without = line.json(tracing::Level::WARN, 1.5, None);
         let value: serde_json::Value = serde_json::from_slice(&without).expect("a JSON line");
         assert_eq!(value.get("sni"), Some(&serde_json::Value::Null));
+    }
+
+    #[test]
+    fn lines_in_a_row_carry_their_own_head_whether_it_was_kept_or_not() {
+        let url = "http://e.com/";
+        let base = DecisionLine {
+            listener: "forward_proxy",
+            proxy_type: "http",
+            method: Some("GET"),
+            gate: "forward",
+            verdict: "allow",
+            reason: "ok",
+            url: &url,
+            client: None,
+            vendor: None,
+            upstream: None,
+            upstream_status: None,
+            request_bytes: None,
+            cache: "bypass",
+            original_dst: None,
+            started: Instant::now(),
+        };
+        // Each variant differs from the line before it (the base) in one field of the head.
+        let variants = [
+            DecisionLine {
+                method: Some("PO\"ST"),
+                ..base
+            },
+            DecisionLine {
+                method: None,
+                ..base
+            },
+            DecisionLine {
+                listener: "transparent",
+                ..base
+            },
+            DecisionLine {
+                proxy_type: "connect",
+                ..base
+            },
+            DecisionLine {
+                gate: "ssrf",
+                ..base
+            },
+            DecisionLine {
+                verdict: "deny",
+                ..base
+            },
+            DecisionLine {
+                reason: "ip_private_range",
+                ..base
+            },
+        ];
+        let heads: Vec<DecisionLine<'_>> = variants.iter().flat_map(|v| [base, *v]).collect();
+        // Level outermost, so consecutive lines differ in one field of the head at a time.
+        for level in [tracing::Level::INFO, tracing::Level::WARN] {
+            for (i, d) in heads.iter().enumerate() {
+                let bytes = d.json(level, 0.5, None);
+                let v: serde_json::Value = serde_json::from_slice(&bytes).expect("a JSON line");
+                let want = serde_json::json!({
+                    "level": level.as_str(), "message": "egress.decision",
+                    "listener": d.listener, "proxy_type": d.proxy_type, "method": d.method,
+                    "gate": d.gate, "verdict": d.verdict, "reason": d.reason, "url": url,
+                });
+                for (key, value) in want.as_object().expect("an object") {
+                    assert_eq!(&v[key], value, "line {i}, {level}: {key}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_head_at_another_level_is_not_taken_for_the_kept_one() {
+        let url = "http://e.com/";
+        let line = DecisionLine {
+            listener: "forward_proxy",
+            proxy_type: "http",
+            method: Some("GET"),
+            gate: "forward",
+            verdict: "report",
+            reason: "ok",
+            url: &url,
+            client: None,
+            vendor: None,
+            upstream: None,
+            upstream_status: None,
+            request_bytes: None,
+            cache: "bypass",
+            original_dst: None,
+            started: Instant::now(),
+        };
+        for level in [
+            tracing::Level::INFO,
+            tracing::Level::WARN,
+            tracing::Level::INFO,
+        ] {
+            let v: serde_json::Value =
+                serde_json::from_slice(&line.json(level, 0.5, None)).expect("a JSON line");
+            assert_eq!(v["level"], level.as_str());
+        }
     }
 
     #[test]

@@ -18,6 +18,16 @@ pub struct JsonLine {
 impl JsonLine {
     /// A line at `level` (`INFO`, `WARN`, …) for `target`, with `message`.
     pub fn new(level: &str, target: &'static str, message: &str) -> Self {
+        let mut line = Self::stamped(target);
+        line.str("level", level);
+        line.str("message", message);
+        line
+    }
+
+    /// A line for `target` holding only its timestamp: the caller writes `level` and
+    /// `message` next, as [`Self::new`] does (or copies them, already encoded, with
+    /// [`Self::encoded`]).
+    pub fn stamped(target: &'static str) -> Self {
         let mut line = Self {
             buf: super::line_buffer(),
             target,
@@ -25,9 +35,19 @@ impl JsonLine {
         line.buf.extend_from_slice(b"{\"timestamp\":\"");
         write_rfc3339_micros(&mut line.buf, SystemTime::now());
         line.buf.extend_from_slice(b"\"");
-        line.str("level", level);
-        line.str("message", message);
         line
+    }
+
+    /// Fields already encoded as this type writes them (each `,"key":value`), copied as they
+    /// are.
+    pub fn encoded(&mut self, fields: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(fields);
+        self
+    }
+
+    /// The bytes written so far (a line under construction, for a caller that keeps a part).
+    pub fn written(&self) -> &[u8] {
+        &self.buf
     }
 
     /// A string field, JSON-escaped.
@@ -114,26 +134,58 @@ impl JsonLine {
     }
 }
 
+/// `YYYY-MM-DDTHH:MM:` of the minute a thread last stamped a line in, kept so the lines of one
+/// minute do not convert the date again.
+struct MinuteStamp {
+    minute: u64,
+    text: [u8; 17],
+}
+
+thread_local! {
+    static MINUTE: std::cell::Cell<Option<MinuteStamp>> = const { std::cell::Cell::new(None) };
+}
+
 /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC), the subscriber's timestamp form.
 fn write_rfc3339_micros(buf: &mut Vec<u8>, now: SystemTime) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let minute = secs / 60;
+    let stamp = match MINUTE.try_with(std::cell::Cell::take).ok().flatten() {
+        Some(kept) if kept.minute == minute => kept,
+        _ => MinuteStamp {
+            minute,
+            text: minute_text(minute),
+        },
+    };
+    buf.extend_from_slice(&stamp.text);
+    let _ = MINUTE.try_with(|cell| cell.set(Some(stamp)));
+    push_padded(buf, secs % 60, 2);
+    buf.push(b'.');
+    push_padded(buf, u64::from(since.subsec_micros()), 6);
+    buf.push(b'Z');
+}
+
+/// `YYYY-MM-DDTHH:MM:` of the minute `minute` minutes after the epoch.
+fn minute_text(minute: u64) -> [u8; 17] {
+    let (days, rem) = (minute / 1_440, minute % 1_440);
     let (y, m, d) = crate::report::time::civil_from_days(i64::try_from(days).unwrap_or(0));
-    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
     let fields = [
         (u64::try_from(y).unwrap_or(0), 4, b'-'),
         (u64::try_from(m).unwrap_or(0), 2, b'-'),
         (u64::try_from(d).unwrap_or(0), 2, b'T'),
-        (hh, 2, b':'),
-        (mm, 2, b':'),
-        (ss, 2, b'.'),
-        (u64::from(since.subsec_micros()), 6, b'Z'),
+        (rem / 60, 2, b':'),
+        (rem % 60, 2, b':'),
     ];
+    let mut buf = Vec::with_capacity(17);
     for (value, width, sep) in fields {
-        push_padded(buf, value, width);
+        push_padded(&mut buf, value, width);
         buf.push(sep);
     }
+    let mut text = [b'0'; 17];
+    // Years past 9999 would not fit; the subscriber's form has four digits too.
+    let n = buf.len().min(17);
+    text[..n].copy_from_slice(&buf[..n]);
+    text
 }
 
 /// Decimal digits of `n` without allocating.
@@ -190,6 +242,20 @@ mod tests {
             let at = UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros);
             write_rfc3339_micros(&mut buf, at);
             assert_eq!(String::from_utf8_lossy(&buf), want, "{secs} s");
+        }
+        // The same minute again (the kept date), the next second, the next minute and day.
+        let cases = [
+            (1_796_000_000, 7, "2026-11-30T00:53:20.000007Z"),
+            (1_796_000_039, 0, "2026-11-30T00:53:59.000000Z"),
+            (1_796_000_040, 1, "2026-11-30T00:54:00.000001Z"),
+            (1_796_000_040 + 86_400, 2, "2026-12-01T00:54:00.000002Z"),
+            (1_796_000_000, 3, "2026-11-30T00:53:20.000003Z"),
+        ];
+        for (secs, micros, want) in cases {
+            let mut buf = Vec::new();
+            let at = UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros);
+            write_rfc3339_micros(&mut buf, at);
+            assert_eq!(String::from_utf8_lossy(&buf), want, "{secs} s, kept minute");
         }
     }
 
