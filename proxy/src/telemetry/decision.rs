@@ -310,17 +310,16 @@ mod tests {
         assert_eq!(value.get("sni"), Some(&serde_json::Value::Null));
     }
 
-    #[test]
-    fn lines_in_a_row_carry_their_own_head_whether_it_was_kept_or_not() {
-        let url = "http://e.com/";
-        let base = DecisionLine {
+    /// An allowed forward-proxy request for `url`, nothing else known.
+    fn forward_allow<'a>(url: &'a (dyn Display + Sync)) -> DecisionLine<'a> {
+        DecisionLine {
             listener: "forward_proxy",
             proxy_type: "http",
             method: Some("GET"),
             gate: "forward",
             verdict: "allow",
             reason: "ok",
-            url: &url,
+            url,
             client: None,
             vendor: None,
             upstream: None,
@@ -329,7 +328,13 @@ mod tests {
             cache: "bypass",
             original_dst: None,
             started: Instant::now(),
-        };
+        }
+    }
+
+    #[test]
+    fn lines_in_a_row_carry_their_own_head_whether_it_was_kept_or_not() {
+        let url = "http://e.com/";
+        let base = forward_allow(&url);
         // Each variant differs from the line before it (the base) in one field of the head.
         let variants = [
             DecisionLine {
@@ -383,21 +388,8 @@ mod tests {
     fn the_same_head_at_another_level_is_not_taken_for_the_kept_one() {
         let url = "http://e.com/";
         let line = DecisionLine {
-            listener: "forward_proxy",
-            proxy_type: "http",
-            method: Some("GET"),
-            gate: "forward",
             verdict: "report",
-            reason: "ok",
-            url: &url,
-            client: None,
-            vendor: None,
-            upstream: None,
-            upstream_status: None,
-            request_bytes: None,
-            cache: "bypass",
-            original_dst: None,
-            started: Instant::now(),
+            ..forward_allow(&url)
         };
         for level in [
             tracing::Level::INFO,
