@@ -185,8 +185,7 @@ thread_local! {
 
 impl KeptHead {
     fn encode(head: &Head<'_>) -> Self {
-        let mut line = JsonLine::stamped("egress.decision");
-        let start = line.written().len();
+        let mut line = JsonLine::fields_only();
         line.str("level", head.level)
             .str("message", "egress.decision")
             .str("listener", head.listener)
@@ -198,7 +197,7 @@ impl KeptHead {
         line.str("gate", head.gate)
             .str("verdict", head.verdict)
             .str("reason", head.reason);
-        let bytes = line.written()[start..].to_vec();
+        let bytes = line.written().to_vec();
         Self {
             fields: [
                 head.level,
@@ -257,15 +256,8 @@ mod tests {
             gate: "ssrf",
             verdict: "deny",
             reason: "ip_private_range",
-            url: &url,
             client: Some("127.0.0.1:5000".parse().unwrap()),
-            vendor: None,
-            upstream: None,
-            upstream_status: None,
-            request_bytes: None,
-            cache: "bypass",
-            original_dst: None,
-            started: Instant::now(),
+            ..forward_allow(&url)
         };
         let bytes = line.json(tracing::Level::WARN, 1.5, Some("e.com"));
         let value: serde_json::Value = serde_json::from_slice(&bytes).expect("a JSON line");
