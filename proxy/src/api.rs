@@ -23,6 +23,7 @@ use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
 use crate::respond::{self, ApiError, Body};
 use crate::runtime::Runtime;
+use crate::shards::Shards;
 use crate::state::GateState;
 
 /// Largest request body the api listener reads.
@@ -83,12 +84,14 @@ pub fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
     req.extensions().get::<ClientAddr>().map(|c| c.0)
 }
 
-/// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`.
+/// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`, each
+/// connection on the least loaded of `shards`.
 pub async fn serve_http<H, F, B>(
     listener: TcpListener,
     mut acceptor: Acceptor,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
+    shards: Arc<Shards>,
 ) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
@@ -103,7 +106,7 @@ pub async fn serve_http<H, F, B>(
         let _ = stream.set_nodelay(true);
         let handler = handler.clone();
         let mut conn_shutdown = shutdown.clone();
-        tokio::spawn(async move {
+        shards.spawn(stream, move |stream| async move {
             let service = service_fn(move |mut req: Request<Incoming>| {
                 req.extensions_mut().insert(ClientAddr(peer));
                 let handler = handler.clone();

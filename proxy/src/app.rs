@@ -53,10 +53,10 @@ pub struct ServeArgs {
     /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub drain_timeout_ms: u64,
-    /// Threads that run the listeners (default: the cores the pod may use, at most 2). One
-    /// runs every connection, timer and socket on one thread, with no work stealing or
-    /// wake-ups between workers: the forward proxy relays more at less CPU that way, while
-    /// the API (cache hits, extracts) gets one core only.
+    /// Threads that serve the listeners' connections (default: the cores the pod may use, at
+    /// most 2). Each runs its own single-threaded runtime; an accepted connection goes to the
+    /// thread with the fewest open connections and stays there, with no work stealing or
+    /// wake-ups between threads.
     #[arg(long, env = "FLEETGATE_WORKERS")]
     pub workers: Option<std::num::NonZeroUsize>,
 }
@@ -103,9 +103,17 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     };
     let gate = &shared.gate;
 
-    // 2. The listeners.
+    // 2. The listeners, on this thread and `workers - 1` more.
+    let workers = args.workers.unwrap_or_else(default_workers);
+    let shards = match crate::shards::Shards::start(workers.get() - 1) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("fleetgate-proxy: failed to start the listener threads: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let (stop_tx, stop_rx) = watch::channel(false);
-    let (bound, tasks) = match start_listeners(&args, &shared, &listen, &stop_rx).await {
+    let (bound, tasks) = match start_listeners(&args, &shared, &listen, &stop_rx, &shards).await {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -167,6 +175,7 @@ async fn start_listeners(
     shared: &Arc<Shared>,
     listen: &ListenPolicy,
     stop_rx: &watch::Receiver<bool>,
+    shards: &Arc<crate::shards::Shards>,
 ) -> Result<
     (
         serde_json::Map<String, serde_json::Value>,
@@ -198,6 +207,7 @@ async fn start_listeners(
                 acceptor,
                 move |r| api::api_or_llm(s.clone(), r),
                 rx,
+                shards.clone(),
             ))
         } else {
             tokio::spawn(api::serve_http(
@@ -205,13 +215,14 @@ async fn start_listeners(
                 acceptor,
                 move |r| admin::admin(s.clone(), r),
                 rx,
+                shards.clone(),
             ))
         });
     }
     // Transparent capture is bound before the forward proxy, so the forward proxy's loop
     // check knows these listeners too.
     if let Some(addr) = listen.transparent {
-        match crate::transparent::spawn(addr, gate, stop_rx).await {
+        match crate::transparent::spawn(addr, gate, stop_rx, shards).await {
             Ok(started) => {
                 for (name, local, task) in started {
                     bound.insert(name.to_string(), json!(local.to_string()));
@@ -236,7 +247,11 @@ async fn start_listeners(
         let own: OwnListeners = gate.own_listeners();
         let limits = forward_limits(args);
         let proxy = forward::ForwardProxy::new(gate.clone(), limits, own, stop_rx.clone());
-        tasks.push(tokio::spawn(forward::serve(proxy, listener)));
+        tasks.push(tokio::spawn(forward::serve(
+            proxy,
+            listener,
+            shards.clone(),
+        )));
     }
     Ok((bound, tasks))
 }

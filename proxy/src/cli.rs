@@ -83,11 +83,8 @@ pub fn run(cli: Cli) -> ExitCode {
         "warn"
     };
     let _log = telemetry::init(level);
-    let workers = match &cli.command {
-        Command::Serve(args) => Some(args.workers.unwrap_or_else(crate::app::default_workers)),
-        _ => None,
-    };
-    let rt = match async_runtime(workers) {
+    let serving = matches!(cli.command, Command::Serve(_));
+    let rt = match async_runtime(serving) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("fleetgate-proxy: failed to start the async runtime: {e}");
@@ -124,21 +121,15 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// The async runtime: for `serve`, `workers` threads, one of them a single-threaded runtime
-/// on this thread (every task, timer and socket on one thread: no work stealing and no
-/// wake-ups between workers; see `docs/benchmarks.md`); for the other commands a worker per
-/// core.
-fn async_runtime(
-    workers: Option<std::num::NonZeroUsize>,
-) -> std::io::Result<tokio::runtime::Runtime> {
-    let mut builder = match workers {
-        Some(n) if n.get() == 1 => tokio::runtime::Builder::new_current_thread(),
-        Some(n) => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(n.get());
-            b
-        }
-        None => tokio::runtime::Builder::new_multi_thread(),
+/// The async runtime: for `serve`, a single-threaded runtime on this thread, the first of
+/// the listeners' shards (`crate::shards`: every connection lives on one thread, with no
+/// work stealing or wake-ups between workers; see `docs/benchmarks.md`); for the other
+/// commands a worker per core.
+fn async_runtime(serving: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = if serving {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     };
     builder.enable_all().build()
 }

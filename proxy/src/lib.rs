@@ -58,6 +58,7 @@ pub mod report_gauges;
 pub mod resolve;
 pub mod respond;
 pub mod runtime;
+pub mod shards;
 pub mod state;
 pub mod target_url;
 pub mod telemetry;

@@ -13,6 +13,7 @@ use fleetgate_e2e::dns::StubDns;
 use fleetgate_proxy::api::Shared;
 use fleetgate_proxy::policy::Policy;
 use fleetgate_proxy::runtime::Runtime;
+use fleetgate_proxy::shards::Shards;
 use fleetgate_proxy::state::GateState;
 use fleetgate_proxy::transparent::{self, OriginalDstSource, TransparentConfig};
 use rustls::pki_types::ServerName;
@@ -243,6 +244,8 @@ impl TestGate {
             source,
             config,
             rx,
+            // Two shards: half the connections are handed to the second one's thread.
+            Arc::new(Shards::start(1).expect("a second shard")),
         ));
         Self {
             addr,

@@ -27,6 +27,7 @@ use fleetgate_proxy::dialer::OwnListeners;
 use fleetgate_proxy::forward::{self, ForwardProxy, Limits};
 use fleetgate_proxy::policy::Policy;
 use fleetgate_proxy::runtime::Runtime;
+use fleetgate_proxy::shards::Shards;
 use fleetgate_proxy::transparent::{self, OriginalDstSource, TransparentConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -73,13 +74,17 @@ impl FarmGate {
         let (stop, rx) = watch::channel(false);
         let own = OwnListeners::new([forward, transparent]);
         let proxy = ForwardProxy::new(gate.clone(), Limits::default(), own, rx.clone());
-        tokio::spawn(forward::serve(proxy, fwd));
+        // Two shards, as a gate on two cores runs: half the connections are served on the
+        // second one's thread.
+        let shards = Arc::new(Shards::start(1).expect("a second shard"));
+        tokio::spawn(forward::serve(proxy, fwd, shards.clone()));
         tokio::spawn(transparent::serve(
             cap,
             gate,
             OriginalDstSource::FixedForTests(origin),
             TransparentConfig::default(),
             rx,
+            shards,
         ));
         Self {
             forward,

@@ -103,12 +103,19 @@ fn serve_takes_its_worker_count_and_refuses_zero() {
 }
 
 #[test]
-fn one_worker_serves_on_a_single_threaded_runtime_and_more_on_that_many() {
-    let flavor = |n: usize| {
-        let rt = async_runtime(std::num::NonZeroUsize::new(n)).expect("a runtime");
+fn serve_runs_on_a_single_threaded_runtime_and_the_other_commands_on_a_worker_per_core() {
+    let flavor = |serving: bool| {
+        let rt = async_runtime(serving).expect("a runtime");
         let handle = rt.handle().clone();
         (handle.runtime_flavor(), rt.metrics().num_workers())
     };
-    assert_eq!(flavor(1), (tokio::runtime::RuntimeFlavor::CurrentThread, 1));
-    assert_eq!(flavor(3), (tokio::runtime::RuntimeFlavor::MultiThread, 3));
+    assert_eq!(
+        flavor(true),
+        (tokio::runtime::RuntimeFlavor::CurrentThread, 1)
+    );
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    assert_eq!(
+        flavor(false),
+        (tokio::runtime::RuntimeFlavor::MultiThread, cores)
+    );
 }

@@ -20,10 +20,11 @@ use super::refusal::ProxyRefusal;
 use crate::accept::Acceptor;
 use crate::relay::h1::{FramingError, Head};
 use crate::relay::limits::TunnelPermit;
+use crate::shards::Shards;
 
 /// Accept connections on `listener` until shutdown, then wait for in-flight requests and
 /// tunnels up to the drain timeout.
-pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
+pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener, shards: Arc<Shards>) {
     let mut shutdown = proxy.shutdown.clone();
     let metrics = &proxy.gate.metrics;
     let mut acceptor = Acceptor::new(LISTENER, Some(metrics.accept_errors.clone()));
@@ -39,9 +40,16 @@ pub async fn serve(proxy: Arc<ForwardProxy>, listener: TcpListener) {
             .effective(&proxy.gate.runtime.load().policy)
             .max_connections;
         match proxy.connections.try_acquire(cap) {
-            Some(permit) => tokio::spawn(serve_connection(proxy.clone(), stream, peer, permit)),
-            None => tokio::spawn(refuse_connection(proxy.clone(), stream, peer, cap)),
-        };
+            Some(permit) => {
+                let proxy = proxy.clone();
+                shards.spawn(stream, move |stream| {
+                    serve_connection(proxy, stream, peer, permit)
+                });
+            }
+            None => {
+                tokio::spawn(refuse_connection(proxy.clone(), stream, peer, cap));
+            }
+        }
     }
     drop(listener);
     let waiting = proxy.inflight();

@@ -4,15 +4,18 @@
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 use super::config::{LISTENER, OriginalDstSource, TransparentConfig};
 use super::connection::Connection;
 use crate::accept::Acceptor;
 use crate::relay::capture_refusal::CaptureRefusal;
 use crate::relay::limits::TunnelCap;
+use crate::shards::Shards;
 use crate::state::GateState;
 
 /// Bind the transparent listener on `addr`, named `transparent`. When `addr` is
@@ -38,6 +41,7 @@ pub async fn spawn(
     addr: SocketAddr,
     gate: &Arc<GateState>,
     shutdown: &watch::Receiver<bool>,
+    shards: &Arc<Shards>,
 ) -> std::io::Result<Vec<(&'static str, SocketAddr, JoinHandle<()>)>> {
     let config = TransparentConfig::from_policy(&gate.runtime.load().policy);
     let mut started = Vec::new();
@@ -51,6 +55,7 @@ pub async fn spawn(
             source,
             config.clone(),
             shutdown.clone(),
+            Arc::clone(shards),
         );
         started.push((name, local, tokio::spawn(task)));
     }
@@ -65,6 +70,7 @@ pub async fn serve(
     source: OriginalDstSource,
     config: TransparentConfig,
     mut shutdown: watch::Receiver<bool>,
+    shards: Arc<Shards>,
 ) {
     let open = TunnelCap::default();
     let accepted_total = gate
@@ -72,34 +78,37 @@ pub async fn serve(
         .listener_connections
         .with_label_values(&[LISTENER]);
     let mut acceptor = Acceptor::new(LISTENER, Some(gate.metrics.accept_errors.clone()));
-    let mut tasks = JoinSet::new();
+    // Each connection's task, on whichever shard runs it; aborted past the drain deadline.
+    let mut tasks = FuturesUnordered::<JoinHandle<()>>::new();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = acceptor.accept(&listener) => accepted,
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+            Some(_) = tasks.next(), if !tasks.is_empty() => continue,
             _ = shutdown.changed() => break,
         };
         accepted_total.inc();
         let live = Arc::new(config.under(&gate.runtime.load().policy));
         let cap = live.max_connections;
         let conn = Connection::new(Arc::clone(&gate), live, source, peer, shutdown.clone());
-        match open.try_acquire(cap) {
-            Some(permit) => tasks.spawn(async move {
+        let task = match open.try_acquire(cap) {
+            Some(permit) => shards.spawn(stream, move |stream| async move {
                 conn.run(stream).await;
                 drop(permit);
             }),
-            None => tasks.spawn(async move {
+            None => Some(tokio::spawn(async move {
                 let refusal = CaptureRefusal::Overloaded(conn.max_connections());
                 conn.refuse_unread(stream, refusal).await
-            }),
+            })),
         };
+        tasks.extend(task);
     }
     drop(listener);
-    let drain = async { while tasks.join_next().await.is_some() {} };
+    let drain = async { while tasks.next().await.is_some() {} };
     if tokio::time::timeout(config.drain_timeout, drain)
         .await
         .is_err()
     {
+        tasks.iter().for_each(JoinHandle::abort);
         tracing::warn!(
             listener = LISTENER,
             "drain deadline reached; cutting what is still open"
