@@ -13,7 +13,9 @@
 #
 # With REFERENCES=1 (the default) the same rounds also drive three widely deployed proxies from
 # Debian, installed with apt when missing and skipped when they cannot be had: HAProxy as a
-# reverse proxy to the origin (keep-alive reuse, two threads, no logs), squid and tinyproxy as
+# reverse proxy to the origin (keep-alive reuse, two threads, no logs; and the same HAProxy
+# writing its default HTTP log line per request to a file, as the gate writes its decision
+# line), squid and tinyproxy as
 # forward proxies (absolute-form, no cache, no access log). None of them runs gates; they show
 # where a production proxy lands on the same two cores.
 # A hyper-based relay (`bench_hyper_relay`: hyper's server and client, re-framing by
@@ -144,6 +146,15 @@ CFG
     haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.err" 2>&1 & pid=$!; PIDS+=($pid)
     if wait_port "$port"; then REFS+=("HAProxy $(haproxy -v | awk 'NR==1{print $3}' | cut -d- -f1) reverse proxy|http://127.0.0.1:$port/||$pid|direct")
     else echo "haproxy did not start: $(head -c 300 "$WORK/haproxy.err")" >&2; fi
+    # The same HAProxy with one log line per request (its default HTTP log format, to a
+    # file through stdout), as the gate and smokescreen each write one.
+    port=$(free_port)
+    sed -e "s/^  nbthread 2$/  nbthread 2\n  log stdout format raw local0 info/" \
+      -e "s/^  mode http$/  mode http\n  log global\n  option httplog/" \
+      -e "s/^  bind 127.0.0.1:[0-9]*$/  bind 127.0.0.1:$port/" "$WORK/haproxy.cfg" >"$WORK/haproxy-log.cfg"
+    haproxy -db -f "$WORK/haproxy-log.cfg" >"$WORK/haproxy-log.out" 2>"$WORK/haproxy-log.err" & pid=$!; PIDS+=($pid)
+    if wait_port "$port"; then REFS+=("HAProxy $(haproxy -v | awk 'NR==1{print $3}' | cut -d- -f1), a log line per request|http://127.0.0.1:$port/||$pid|direct")
+    else echo "haproxy (logging) did not start: $(head -c 300 "$WORK/haproxy-log.err")" >&2; fi
   else echo "haproxy not installed: skipped" >&2; fi
   if ref_install squid squid; then
     port=$(free_port)
