@@ -105,7 +105,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
 
     // 2. The listeners, on this thread and `workers - 1` more.
     let workers = args.workers.unwrap_or_else(default_workers);
-    let shards = match crate::shards::Shards::start(workers.get() - 1) {
+    let counted = &gate.metrics.shard_connections;
+    let shards = match crate::shards::Shards::start_counted(workers.get() - 1, counted) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             eprintln!("fleetgate-proxy: failed to start the listener threads: {e}");

@@ -45,6 +45,9 @@ pub struct ProxyMetrics {
     pub listener_bytes: IntCounterVec,
     /// `fleetgate_listener_active_tunnels{listener}`: open CONNECT tunnels.
     pub active_tunnels: IntGaugeVec,
+    /// `fleetgate_shard_connections{shard}`: client connections open on each listener thread
+    /// (`0` is the thread that accepts; see `crate::shards`).
+    pub shard_connections: IntGaugeVec,
     /// `fleetgate_cache_lookups_total{outcome}`: `hit`, `miss`, `stale` or a no-cache reason.
     pub cache_lookups: IntCounterVec,
     /// `fleetgate_cache_writes_total{outcome}`: `stored` or a no-cache reason.
@@ -203,6 +206,11 @@ impl ProxyMetrics {
                 "Bytes relayed by an egress listener (in: client to upstream, out: upstream to client).",
                 &["listener", "direction"],
             )?,
+            shard_connections: gauge_vec(
+                "fleetgate_shard_connections",
+                "Client connections open on each listener thread.",
+                &["shard"],
+            )?,
             active_tunnels: gauge_vec(
                 "fleetgate_listener_active_tunnels",
                 "Open CONNECT tunnels by listener.",
@@ -235,6 +243,7 @@ impl ProxyMetrics {
         reg.register(Box::new(self.listener_refusals.clone()))?;
         reg.register(Box::new(self.listener_bytes.clone()))?;
         reg.register(Box::new(self.active_tunnels.clone()))?;
+        reg.register(Box::new(self.shard_connections.clone()))?;
         reg.register(Box::new(self.rescues.clone()))?;
         reg.register(Box::new(self.search_rescues.clone()))?;
         reg.register(Box::new(self.cache_lookups.clone()))?;

@@ -11,9 +11,8 @@
 //! relay, a cache write on the blocking pool) stays on that shard.
 
 use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use prometheus::{IntGauge, IntGaugeVec, Opts};
 use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -22,8 +21,9 @@ use tokio::task::JoinHandle;
 /// The shards a gate serves connections on.
 #[derive(Debug)]
 pub struct Shards {
-    /// Open connections per shard; the first shard is the runtime that calls [`Shards::spawn`].
-    open: Vec<Arc<AtomicUsize>>,
+    /// Open connections per shard (`fleetgate_shard_connections{shard}`); the first shard is
+    /// the runtime that calls [`Shards::spawn`].
+    open: Vec<IntGauge>,
     /// The other shards' runtimes, in the order of `open[1..]`.
     handles: Vec<Handle>,
     /// Flipped when the shards are dropped: every other shard's thread then returns.
@@ -36,8 +36,12 @@ pub struct Shards {
 impl Shards {
     /// The calling runtime as the only shard.
     pub fn single() -> Self {
+        Self::counted_by(&unregistered())
+    }
+
+    fn counted_by(gauge: &IntGaugeVec) -> Self {
         Self {
-            open: vec![Arc::new(AtomicUsize::new(0))],
+            open: vec![gauge.with_label_values(&["0"])],
             handles: Vec::new(),
             exit: watch::channel(false).0,
             threads: Vec::new(),
@@ -46,13 +50,20 @@ impl Shards {
 
     /// The calling runtime and `more` threads, each running a single-threaded runtime.
     pub fn start(more: usize) -> std::io::Result<Self> {
-        let mut shards = Self::single();
+        Self::start_counted(more, &unregistered())
+    }
+
+    /// [`Shards::start`], counting each shard's open connections in `gauge`'s `shard` label.
+    pub fn start_counted(more: usize, gauge: &IntGaugeVec) -> std::io::Result<Self> {
+        let mut shards = Self::counted_by(gauge);
         for i in 0..more {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             shards.handles.push(rt.handle().clone());
-            shards.open.push(Arc::new(AtomicUsize::new(0)));
+            shards
+                .open
+                .push(gauge.with_label_values(&[(i + 1).to_string().as_str()]));
             let mut exit = shards.exit.subscribe();
             let thread = std::thread::Builder::new()
                 .name(format!("fleetgate-shard-{}", i + 1))
@@ -79,11 +90,8 @@ impl Shards {
     }
 
     /// Open connections on each shard.
-    pub fn open(&self) -> Vec<usize> {
-        self.open
-            .iter()
-            .map(|n| n.load(Ordering::Relaxed))
-            .collect()
+    pub fn open(&self) -> Vec<i64> {
+        self.open.iter().map(IntGauge::get).collect()
     }
 
     /// Serve `stream` with `serve` on the shard with the fewest open connections (the
@@ -98,7 +106,7 @@ impl Shards {
             .open
             .iter()
             .enumerate()
-            .min_by_key(|(_, n)| n.load(Ordering::Relaxed))
+            .min_by_key(|(_, n)| n.get())
             .unwrap_or((0, &self.open[0]));
         let held = Open::enter(open);
         if index == 0 {
@@ -137,19 +145,28 @@ impl Drop for Shards {
 }
 
 /// One open connection counted on its shard until dropped.
-struct Open(Arc<AtomicUsize>);
+struct Open(IntGauge);
 
 impl Open {
-    fn enter(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::Relaxed);
-        Self(Arc::clone(count))
+    fn enter(count: &IntGauge) -> Self {
+        count.inc();
+        Self(count.clone())
     }
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.dec();
     }
+}
+
+/// A gauge family for shards whose counts nobody scrapes.
+fn unregistered() -> IntGaugeVec {
+    IntGaugeVec::new(
+        Opts::new("fleetgate_shard_connections", "open connections per shard"),
+        &["shard"],
+    )
+    .unwrap_or_else(|_| unreachable!("a valid name and one label"))
 }
 
 #[cfg(test)]

@@ -292,6 +292,19 @@ async fn past_the_tunnel_cap_a_connect_gets_429_with_retry_after_until_a_tunnel_
         .await
         .expect("metrics");
     assert_eq!(active, 2.0, "the gauge must show the two open tunnels");
+    // Every listener thread counts the connections it holds: the two tunnels, the scrape's
+    // own connection, and at most the refused one not yet closed.
+    let mut open = 0.0;
+    for shard in ["0", "1"] {
+        open += f
+            .metric("fleetgate_shard_connections", &[("shard", shard)])
+            .await
+            .expect("metrics");
+    }
+    assert!(
+        (3.0..=4.0).contains(&open),
+        "the listener threads hold the two tunnels and the scrape: {open}"
+    );
     drop(first);
     let mut reopened = None;
     for _ in 0..50 {

@@ -61,7 +61,12 @@ async fn connections_go_to_the_least_loaded_shard_and_are_served_on_its_thread()
                 .build()
                 .expect("a runtime");
             rt.block_on(async {
-                let shards = Shards::start(2).expect("three shards");
+                let gauge = prometheus::IntGaugeVec::new(
+                    prometheus::Opts::new("shard_connections", "per shard"),
+                    &["shard"],
+                )
+                .expect("a gauge");
+                let shards = Shards::start_counted(2, &gauge).expect("three shards");
                 assert_eq!(shards.len(), 3);
                 let (clients, names) = echo_through(&shards, 6).await;
                 // Ties go to the first: 0, 1, 2, 0, 1, 2.
@@ -93,6 +98,12 @@ async fn connections_go_to_the_least_loaded_shard_and_are_served_on_its_thread()
                 let (_more, names) = echo_through(&shards, 2).await;
                 assert_eq!(names, ["fleetgate-shard-1", "fleetgate-shard-1"]);
                 assert_eq!(shards.open(), [2, 2, 2]);
+                // The counts are the metric's, by shard.
+                let metric: Vec<i64> = ["0", "1", "2"]
+                    .iter()
+                    .map(|s| gauge.with_label_values(&[*s]).get())
+                    .collect();
+                assert_eq!(metric, [2, 2, 2]);
             });
         })
         .expect("a thread")
