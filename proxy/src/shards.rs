@@ -79,16 +79,6 @@ impl Shards {
         Ok(shards)
     }
 
-    /// How many shards serve connections.
-    pub fn len(&self) -> usize {
-        self.open.len()
-    }
-
-    /// Never: the calling runtime is always a shard.
-    pub fn is_empty(&self) -> bool {
-        self.open.is_empty()
-    }
-
     /// Open connections on each shard.
     pub fn open(&self) -> Vec<i64> {
         self.open.iter().map(IntGauge::get).collect()
@@ -107,7 +97,7 @@ impl Shards {
             .iter()
             .enumerate()
             .min_by_key(|(_, n)| n.get())
-            .unwrap_or((0, &self.open[0]));
+            .unwrap_or((0, &self.open[0])); // never empty: the calling runtime is a shard
         let held = Open::enter(open);
         if index == 0 {
             return Some(tokio::spawn(async move {
