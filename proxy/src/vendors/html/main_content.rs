@@ -186,6 +186,8 @@ pub struct Selection {
     pub roots: Vec<NodeId>,
     /// Nodes under `roots` that are boilerplate.
     pub dropped: HashSet<NodeId>,
+    /// Characters of text the selection keeps (roughly: before the headline is added).
+    pub chars: usize,
 }
 
 /// Per-element facts, gathered bottom-up.
@@ -193,6 +195,9 @@ pub struct Selection {
 struct Facts {
     /// Characters of text (whitespace runs counted as one).
     chars: usize,
+    /// Of which in the element's own text nodes (not in child elements).
+    own_chars: usize,
+    own_commas: usize,
     /// Of which inside links.
     link_chars: usize,
     commas: usize,
@@ -308,7 +313,7 @@ fn is_hidden(el: &scraper::node::Element) -> bool {
 }
 
 /// Whether an element is set aside before scoring, with everything under it.
-fn is_boilerplate(el: &scraper::node::Element, inside_article: bool) -> bool {
+fn is_boilerplate(el: &scraper::node::Element, inside_article: bool, by_class: bool) -> bool {
     let name = el.name();
     if NEVER_TEXT.contains(&name) || is_hidden(el) {
         return true;
@@ -328,6 +333,9 @@ fn is_boilerplate(el: &scraper::node::Element, inside_article: bool) -> bool {
         return true;
     }
     if name == "a" || name == "table" || name == "tbody" || name == "tr" || name == "td" {
+        return false;
+    }
+    if !by_class {
         return false;
     }
     let marks = class_and_id(el).to_ascii_lowercase();
@@ -376,6 +384,43 @@ fn element<'a>(node: &NodeRef<'a, Node>) -> Option<&'a scraper::node::Element> {
 
 /// Choose the main content of `doc`, or `None` when the page has no prose to speak of.
 pub fn select(doc: &Html) -> Option<Selection> {
+    // As Readability does: when setting boxes aside by class and id leaves too little (a
+    // page wrapped in an unclosed `<div id="header">`), choose again without that step.
+    let strict = select_with(doc, true);
+    if strict.as_ref().is_some_and(|s| s.chars >= 500) {
+        return strict;
+    }
+    let loose = select_with(doc, false);
+    match (strict, loose) {
+        (Some(s), Some(l)) => Some(if l.chars > s.chars * 2 { l } else { s }),
+        (s, l) => s.or(l),
+    }
+}
+
+/// Credit a paragraph's `content` score to `chain`, its nearest ancestors first (Readability:
+/// full to the parent, half to the grandparent, then a third of the level).
+fn credit<'c>(doc: &Html, chain: impl Iterator<Item = &'c mut (NodeId, Facts)>, content: f64) {
+    for (level, (aid, ancestor)) in chain.take(5).enumerate() {
+        if !ancestor.candidate {
+            ancestor.candidate = true;
+            if let Some(ael) = doc.tree.get(*aid).as_ref().and_then(element) {
+                ancestor.score += tag_score(ael.name()) + class_weight(ael);
+            }
+        }
+        let divider = match level {
+            0 => 1.0,
+            1 => 2.0,
+            l => l as f64 * 3.0,
+        };
+        ancestor.score += content / divider;
+    }
+}
+
+fn paragraph_score(chars: usize, commas: usize) -> f64 {
+    1.0 + commas as f64 + (chars as f64 / 100.0).floor().min(3.0)
+}
+
+fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
     let mut facts: HashMap<NodeId, Facts> = HashMap::new();
     let mut dropped: HashSet<NodeId> = HashSet::new();
     let mut first_h1: Option<NodeId> = None;
@@ -392,7 +437,7 @@ pub fn select(doc: &Html) -> Option<Selection> {
                 }
                 match node.value() {
                     Node::Element(el) => {
-                        if is_boilerplate(el, articles > 0) {
+                        if is_boilerplate(el, articles > 0, by_class) {
                             dropped.insert(node.id());
                             skipping = Some(node.id());
                             continue;
@@ -410,6 +455,8 @@ pub fn select(doc: &Html) -> Option<Selection> {
                             let (chars, commas) = text_facts(text);
                             top.chars += chars;
                             top.commas += commas;
+                            top.own_chars += chars;
+                            top.own_commas += commas;
                         }
                     }
                     _ => {}
@@ -443,23 +490,21 @@ pub fn select(doc: &Html) -> Option<Selection> {
                 let scores = matches!(name, "p" | "pre" | "td" | "blockquote" | "section")
                     || (matches!(name, "div" | "li" | "dd") && !f.has_block);
                 if scores && f.chars >= 25 {
-                    let content = 1.0 + f.commas as f64 + (f.chars as f64 / 100.0).floor().min(3.0);
-                    let n = stack.len();
-                    for level in 0..5.min(n) {
-                        let (aid, ancestor) = &mut stack[n - 1 - level];
-                        if !ancestor.candidate {
-                            ancestor.candidate = true;
-                            if let Some(ael) = doc.tree.get(*aid).as_ref().and_then(element) {
-                                ancestor.score += tag_score(ael.name()) + class_weight(ael);
-                            }
-                        }
-                        let divider = match level {
-                            0 => 1.0,
-                            1 => 2.0,
-                            l => l as f64 * 3.0,
-                        };
-                        ancestor.score += content / divider;
-                    }
+                    credit(
+                        doc,
+                        stack.iter_mut().rev(),
+                        paragraph_score(f.chars, f.commas),
+                    );
+                } else if f.has_block && f.own_chars >= 25 {
+                    // Loose text beside blocks (`text<br>text<div>…`): a paragraph of this
+                    // element's, as Readability wraps it in one.
+                    let mut me = (id, f);
+                    credit(
+                        doc,
+                        std::iter::once(&mut me).chain(stack.iter_mut().rev()),
+                        paragraph_score(f.own_chars, f.own_commas),
+                    );
+                    f = me.1;
                 }
                 if let Some((_, parent)) = stack.last_mut() {
                     parent.add(&f);
@@ -599,13 +644,28 @@ pub fn select(doc: &Html) -> Option<Selection> {
         }
     }
 
-    // Clean inside the chosen roots.
+    // Clean inside the chosen roots; a cleaning that would leave little of the content (a page
+    // of teasers, a list of stories) is not applied, as Readability retries without it.
+    let before: usize = roots
+        .iter()
+        .filter_map(|r| facts.get(r))
+        .map(|f| f.chars)
+        .sum();
+    let mut cleaned = HashSet::new();
+    let mut removed = 0;
     for root in &roots {
         let Some(node) = doc.tree.get(*root) else {
             continue;
         };
-        clean(node, &facts, &mut dropped);
+        removed += clean(node, &facts, &dropped, &mut cleaned);
     }
+    let kept = before.saturating_sub(removed);
+    let chars = if kept >= 500 || kept * 4 >= before {
+        dropped.extend(cleaned);
+        kept
+    } else {
+        before
+    };
 
     // The page's headline leads when the content does not hold it.
     if let Some(h1) = first_h1
@@ -618,7 +678,11 @@ pub fn select(doc: &Html) -> Option<Selection> {
     {
         roots.insert(0, h1);
     }
-    Some(Selection { roots, dropped })
+    Some(Selection {
+        roots,
+        dropped,
+        chars,
+    })
 }
 
 fn ends_sentence(node: &NodeRef<'_, Node>) -> bool {
@@ -660,8 +724,15 @@ fn precedes(doc: &Html, a: NodeId, b: NodeId) -> bool {
     false
 }
 
-/// Readability's conditional cleaning, top-down so a dropped box takes its subtree.
-fn clean(root: NodeRef<'_, Node>, facts: &HashMap<NodeId, Facts>, dropped: &mut HashSet<NodeId>) {
+/// Readability's conditional cleaning, top-down so a dropped box takes its subtree: the boxes
+/// to drop go to `cleaned`; returns the characters they hold.
+fn clean(
+    root: NodeRef<'_, Node>,
+    facts: &HashMap<NodeId, Facts>,
+    dropped: &HashSet<NodeId>,
+    cleaned: &mut HashSet<NodeId>,
+) -> usize {
+    let mut removed = 0;
     let mut skipping: Option<NodeId> = None;
     for edge in root.traverse() {
         match edge {
@@ -678,7 +749,8 @@ fn clean(root: NodeRef<'_, Node>, facts: &HashMap<NodeId, Facts>, dropped: &mut 
                     continue;
                 };
                 if drops_conditionally(el, f) {
-                    dropped.insert(node.id());
+                    cleaned.insert(node.id());
+                    removed += f.chars;
                     skipping = Some(node.id());
                 }
             }
@@ -689,6 +761,7 @@ fn clean(root: NodeRef<'_, Node>, facts: &HashMap<NodeId, Facts>, dropped: &mut 
             }
         }
     }
+    removed
 }
 
 fn drops_conditionally(el: &scraper::node::Element, f: &Facts) -> bool {
