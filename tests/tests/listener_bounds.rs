@@ -4,6 +4,9 @@
 //! bounded time and memory while the gate keeps serving everyone else. The peak and current
 //! RSS of the gate under each flood are printed (`--nocapture`).
 
+// A test crate: its helpers report failures by panicking.
+#![allow(clippy::expect_used)]
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
