@@ -11,7 +11,7 @@ pub fn check_template(template: &str) -> Result<(), String> {
 pub fn expand(template: &str) -> Result<String, String> {
     expand_with(template, |reference| {
         match reference.strip_prefix("file:") {
-        Some(path) => std::fs::read_to_string(path)
+        Some(path) => crate::file::read_regular_to_string(std::path::Path::new(path))
             .map(|s| s.trim().to_string())
             .map_err(|e| format!("failed to read the header file {path}: {e}")),
         None => std::env::var(reference)

@@ -16,6 +16,7 @@ pub mod addr;
 pub mod backends;
 pub mod egress;
 mod error;
+pub mod file;
 pub mod header_template;
 pub mod llm;
 pub mod managed;

@@ -56,7 +56,7 @@ impl Policy {
 
     /// Read, parse and validate a policy file.
     pub fn load(path: &Path) -> Result<Self, PolicyError> {
-        let bytes = std::fs::read(path).map_err(|e| {
+        let bytes = crate::file::read_regular(path).map_err(|e| {
             PolicyError::one("policy", format!("failed to read {}: {e}", path.display()))
         })?;
         Self::parse(&bytes, path.parent().unwrap_or(Path::new(".")))
@@ -158,7 +158,7 @@ impl<'a> Validator<'a> {
                 rules_files.push(path);
                 continue;
             }
-            match std::fs::read_to_string(&path) {
+            match crate::file::read_regular_to_string(&path) {
                 Ok(text) => match RuleSet::parse(&text, &path.display().to_string()) {
                     Ok(set) => rules.push(std::sync::Arc::new(set)),
                     Err(e) => self.err(field, e.to_string()),

@@ -107,7 +107,7 @@ async fn report(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Body>
                 .into(),
         ));
     };
-    let expected = match std::fs::read_to_string(token_file) {
+    let expected = match crate::policy::file::read_regular_to_string(token_file) {
         Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
         Ok(_) | Err(_) => {
             return respond::api_error(&ApiError::Internal(format!(

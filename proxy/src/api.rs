@@ -8,24 +8,30 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use prometheus::Registry;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::accept::Acceptor;
+use crate::forward::refusal::ProxyRefusal;
 use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
+use crate::relay::h1::MAX_HEAD;
+use crate::relay::limits::TunnelCap;
 use crate::respond::{self, ApiError, Body};
 use crate::runtime::Runtime;
 use crate::shards::Shards;
 use crate::state::GateState;
+use crate::telemetry::decision::DecisionLine;
 use crate::vendors::html::Scope as ContentScope;
+
+use crate::request_body::{BodyBudget, BodyHold, BodyLimits};
 
 /// Largest request body the api listener reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
@@ -85,37 +91,103 @@ pub fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
     req.extensions().get::<ClientAddr>().map(|c| c.0)
 }
 
+/// Default concurrent connections on the api listener.
+pub const DEFAULT_API_MAX_CONNECTIONS: usize = 1024;
+/// Default concurrent connections on the admin listener (probes and scrapes).
+pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 256;
+
+/// The bounds of one HTTP listener (api, admin): the connection cap and its request bodies'
+/// deadlines and budget. The head is bounded as on the egress listeners: at most
+/// [`MAX_HEAD`] bytes, within the egress header timeout (`egress.timeouts.headerSeconds`,
+/// else `fetch.headerTimeoutMs`), read per connection so a reload applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListenerLimits {
+    /// The `listener` label of its metrics and decision lines.
+    pub name: &'static str,
+    /// Concurrent connections; past it a new one gets `503 too_many_connections` and is closed.
+    pub max_connections: usize,
+    /// Request bodies' deadlines and the listener's budget for them.
+    pub bodies: BodyLimits,
+}
+
+// === impl ListenerLimits ===
+
+impl ListenerLimits {
+    /// The api listener's defaults.
+    pub fn api() -> Self {
+        Self {
+            name: "api",
+            max_connections: DEFAULT_API_MAX_CONNECTIONS,
+            bodies: BodyLimits::default(),
+        }
+    }
+
+    /// The admin listener's defaults.
+    pub fn admin() -> Self {
+        Self {
+            name: "admin",
+            max_connections: DEFAULT_ADMIN_MAX_CONNECTIONS,
+            bodies: BodyLimits::default(),
+        }
+    }
+}
+
 /// Accept HTTP/1 connections on `listener` until `shutdown` flips, serving `handler`, each
-/// connection on the least loaded of `shards`.
+/// connection on the least loaded of `shards`, under `limits`: at most
+/// `limits.max_connections` at once (the next one is answered `503 too_many_connections`
+/// with a decision line and closed), each request head at most [`MAX_HEAD`] bytes (`431`
+/// past it) within the header timeout, and every request body under the listener's
+/// [`BodyBudget`].
 pub async fn serve_http<H, F, B>(
     listener: TcpListener,
     mut acceptor: Acceptor,
     handler: H,
     mut shutdown: watch::Receiver<bool>,
     shards: Arc<Shards>,
+    gate: Arc<GateState>,
+    limits: ListenerLimits,
 ) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let open = TunnelCap::default();
+    let bodies = BodyBudget::new(limits.name, limits.bodies);
+    let accepted_total = gate
+        .metrics
+        .listener_connections
+        .with_label_values(&[limits.name]);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = acceptor.accept(&listener) => accepted,
             _ = shutdown.changed() => break,
         };
+        accepted_total.inc();
+        let Some(permit) = open.try_acquire(limits.max_connections) else {
+            tokio::spawn(refuse_connection(stream, peer, limits));
+            continue;
+        };
         let _ = stream.set_nodelay(true);
+        let header_timeout = crate::relay::limits::Limits::default()
+            .effective(&gate.runtime.load().policy)
+            .header;
         let handler = handler.clone();
+        let bodies = bodies.clone();
         let mut conn_shutdown = shutdown.clone();
         shards.spawn(stream, move |stream| async move {
+            let _permit = permit;
             let service = service_fn(move |mut req: Request<Incoming>| {
                 req.extensions_mut().insert(ClientAddr(peer));
+                req.extensions_mut().insert(bodies.for_client(peer));
                 let handler = handler.clone();
                 async move { Ok::<_, Infallible>(handler(req).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(std::time::Duration::from_secs(30))
+                .header_read_timeout(header_timeout)
+                .max_buf_size(MAX_HEAD)
+                .max_header_size(MAX_HEAD)
                 .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
             tokio::select! {
@@ -131,6 +203,36 @@ pub async fn serve_http<H, F, B>(
             }
         });
     }
+}
+
+/// Answer a connection past the cap with `503 too_many_connections` (`Retry-After: 1`) and
+/// close it without reading its request: one decision line.
+async fn refuse_connection(mut stream: TcpStream, peer: SocketAddr, limits: ListenerLimits) {
+    use tokio::io::AsyncWriteExt;
+    let refusal = ProxyRefusal::TooManyConnections {
+        limit: limits.max_connections,
+    };
+    DecisionLine {
+        listener: limits.name,
+        proxy_type: "unknown",
+        method: None,
+        gate: refusal.gate(),
+        verdict: refusal.verdict(),
+        reason: refusal.code(),
+        url: &"",
+        client: Some(peer),
+        vendor: None,
+        upstream: None,
+        upstream_status: None,
+        request_bytes: None,
+        cache: "bypass",
+        original_dst: None,
+        started: Instant::now(),
+    }
+    .write();
+    let write = refusal.write_to(&mut stream, true);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+    let _ = stream.shutdown().await;
 }
 
 /// The api listener: the LLM route (`/llm/...`, streamed) or the web routes of [`api`].
@@ -254,8 +356,8 @@ async fn run_extract(
 
 async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
-    let body = match read_json(req).await {
-        Ok(v) => v,
+    let (body, _hold) = match read_json(req).await {
+        Ok(read) => read,
         Err(e) => return respond::api_error(&e),
     };
     let Some(urls) = body.get("urls") else {
@@ -287,10 +389,10 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
 
 async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
-    let parsed = read_json(req)
-        .await
-        .and_then(|body| crate::vendor_fronts::firecrawl::parse_scrape(&body));
-    let (urls, limit, scope) = match parsed {
+    let parsed = read_json(req).await.and_then(|(body, hold)| {
+        crate::vendor_fronts::firecrawl::parse_scrape(&body).map(|p| (p, hold))
+    });
+    let ((urls, limit, scope), _hold) = match parsed {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
@@ -300,9 +402,9 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
 
 async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
-    let (urls, scope) = match read_json(req)
+    let ((urls, scope), _hold) = match read_json(req)
         .await
-        .and_then(|b| crate::vendor_fronts::tavily::parse_extract(&b))
+        .and_then(|(b, hold)| crate::vendor_fronts::tavily::parse_extract(&b).map(|u| (u, hold)))
     {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
@@ -316,9 +418,9 @@ async fn search(
     req: Request<Incoming>,
     shape: crate::vendor_fronts::search::SearchShape,
 ) -> Response<Body> {
-    let (query, limit) = match read_json(req)
+    let ((query, limit), _hold) = match read_json(req)
         .await
-        .and_then(|b| crate::vendor_fronts::search::parse_body(&b))
+        .and_then(|(b, hold)| crate::vendor_fronts::search::parse_body(&b).map(|q| (q, hold)))
     {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
@@ -348,21 +450,14 @@ async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Bod
     )
 }
 
-/// Read a JSON body of at most [`MAX_REQUEST_BYTES`].
-pub async fn read_json(req: Request<Incoming>) -> Result<Value, ApiError> {
-    let bytes: Bytes = Limited::new(req.into_body(), MAX_REQUEST_BYTES)
-        .collect()
-        .await
-        .map_err(|e| {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                ApiError::PayloadTooLarge(MAX_REQUEST_BYTES)
-            } else {
-                ApiError::InvalidRequest(format!("failed to read the body: {e}"))
-            }
-        })?
-        .to_bytes();
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}")))
+/// Read a JSON body of at most [`MAX_REQUEST_BYTES`], under the listener's body deadlines and
+/// budget; the hold keeps the body's room taken until the caller drops it (when the request
+/// is answered).
+pub async fn read_json(req: Request<Incoming>) -> Result<(Value, BodyHold), ApiError> {
+    let (parts, body) = req.into_parts();
+    let (bytes, hold) =
+        crate::request_body::read_for(&parts, body, MAX_REQUEST_BYTES, "api").await?;
+    let value = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}")))?;
+    Ok((value, hold))
 }

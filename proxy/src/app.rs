@@ -59,6 +59,64 @@ pub struct ServeArgs {
     /// wake-ups between threads.
     #[arg(long, env = "FLEETGATE_WORKERS")]
     pub workers: Option<std::num::NonZeroUsize>,
+    /// Concurrent connections on the api listener; past it a new connection gets
+    /// `503 too_many_connections` and is closed.
+    #[arg(long, default_value_t = api::DEFAULT_API_MAX_CONNECTIONS, value_parser = at_least_one)]
+    pub api_max_connections: usize,
+    /// Concurrent connections on the admin listener.
+    #[arg(long, default_value_t = api::DEFAULT_ADMIN_MAX_CONNECTIONS, value_parser = at_least_one)]
+    pub admin_max_connections: usize,
+    /// Longest pause between two pieces of a request body on the api listener, in
+    /// milliseconds; past it the request gets `408 body_timeout`.
+    #[arg(long, default_value_t = 10_000, value_parser = at_least_one_u64)]
+    pub body_idle_timeout_ms: u64,
+    /// Longest time a request body on the api listener may take in all, in milliseconds.
+    #[arg(long, default_value_t = 60_000, value_parser = at_least_one_u64)]
+    pub body_timeout_ms: u64,
+    /// Bytes all in-flight request bodies of the api listener may hold together; past it a
+    /// new request with a body gets `503 body_budget_exhausted`.
+    #[arg(long, default_value_t = crate::request_body::DEFAULT_BODY_BUDGET, value_parser = at_least_one)]
+    pub body_budget_bytes: usize,
+}
+
+/// A count of at least one.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Ok(_) => Err("must be at least 1".into()),
+        Err(e) => Err(format!("not a whole number: {e}")),
+    }
+}
+
+/// A duration in milliseconds of at least one.
+fn at_least_one_u64(s: &str) -> Result<u64, String> {
+    at_least_one(s).map(|n| n as u64)
+}
+
+// === impl ServeArgs ===
+
+impl ServeArgs {
+    /// The bounds of the api (`"api"`) or admin listener.
+    pub fn listener_limits(&self, name: &str) -> api::ListenerLimits {
+        let bodies = crate::request_body::BodyLimits {
+            idle: Duration::from_millis(self.body_idle_timeout_ms),
+            total: Duration::from_millis(self.body_timeout_ms),
+            budget: self.body_budget_bytes,
+        };
+        if name == "api" {
+            api::ListenerLimits {
+                max_connections: self.api_max_connections,
+                bodies,
+                ..api::ListenerLimits::api()
+            }
+        } else {
+            api::ListenerLimits {
+                max_connections: self.admin_max_connections,
+                bodies,
+                ..api::ListenerLimits::admin()
+            }
+        }
+    }
 }
 
 /// Listener threads when `--workers` is not given: the cores this process may use (its CPU
@@ -202,6 +260,7 @@ async fn start_listeners(
         let s = shared.clone();
         let acceptor = Acceptor::new(name, Some(gate.metrics.accept_errors.clone()));
         let rx = stop_rx.clone();
+        let limits = args.listener_limits(name);
         tasks.push(if name == "api" {
             tokio::spawn(api::serve_http(
                 listener,
@@ -209,6 +268,8 @@ async fn start_listeners(
                 move |r| api::api_or_llm(s.clone(), r),
                 rx,
                 shards.clone(),
+                gate.clone(),
+                limits,
             ))
         } else {
             tokio::spawn(api::serve_http(
@@ -217,6 +278,8 @@ async fn start_listeners(
                 move |r| admin::admin(s.clone(), r),
                 rx,
                 shards.clone(),
+                gate.clone(),
+                limits,
             ))
         });
     }

@@ -55,6 +55,7 @@ pub mod reload;
 /// Fleet reports over a Hermes home ([`fleetgate_report`]).
 pub use fleetgate_report as report;
 pub mod report_gauges;
+pub mod request_body;
 pub mod resolve;
 pub mod respond;
 pub mod runtime;

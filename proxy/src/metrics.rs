@@ -19,7 +19,8 @@ pub struct ProxyMetrics {
     pub request_duration: HistogramVec,
     /// `fleetgate_vendor_request_duration_seconds{vendor,status_class}`.
     pub vendor_duration: HistogramVec,
-    /// `fleetgate_policy_reloads_total{result}`: `ok`, `invalid`, `unchanged` is not counted.
+    /// `fleetgate_policy_reloads_total{result}`: `ok`, `invalid`, `timeout`; `unchanged` is not
+    /// counted.
     pub policy_reloads: IntCounterVec,
     /// `fleetgate_policy_last_reload_success_timestamp_seconds`.
     pub policy_loaded_at: IntGauge,

@@ -1,26 +1,39 @@
 //! Live policy reload: the file (a ConfigMap mount swaps a symlink) and the blocklist's gate
 //! files are fingerprinted on an interval and on SIGHUP; a change builds a new runtime and
 //! swaps it in. An invalid new policy is logged and counted, and the last good one stays.
+//!
+//! Every file read of a reload (the fingerprint, the policy, its rule, blocklist and key
+//! files) runs on a blocking thread, never on the runtime thread that runs the accept loops,
+//! and under [`RELOAD_TIMEOUT`]: a FIFO in a file's place is refused at open
+//! ([`crate::policy::file`]), and a read that hangs (a network volume gone quiet) is given up
+//! on as a failed reload while every listener keeps answering. While a hung read holds its
+//! thread, no second one is started.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tokio::task::JoinHandle;
 
 use crate::clock::now_secs_i64;
 use crate::policy::Policy;
+use crate::policy::file::read_regular;
 use crate::runtime::Runtime;
 use crate::state::GateState;
 
+/// How long one check or reload may take before it counts as failed
+/// (`fleetgate_policy_reloads_total{result="timeout"}`).
+pub const RELOAD_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Fingerprint of everything a policy load reads: the policy bytes (by their sha256) and the
-/// gate blocklist files.
+/// gate blocklist files. Blocking: call it off the runtime threads.
 pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
     let mut h = Sha256::new();
     h.update(policy_sha256.as_bytes());
     for path in shared_files {
         h.update(path.as_os_str().as_encoded_bytes());
-        match std::fs::read(path) {
+        match read_regular(path) {
             Ok(bytes) => {
                 h.update(b"\x01");
                 h.update(Sha256::digest(&bytes));
@@ -36,35 +49,84 @@ pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
 /// The starting fingerprint is that of the running policy's own bytes, so an edit made between
 /// the first load and the first poll is still seen.
 pub async fn poll_policy_file(gate: Arc<GateState>, path: PathBuf, interval: Duration) {
+    poll_with_timeout(gate, path, interval, RELOAD_TIMEOUT).await;
+}
+
+/// [`poll_policy_file`] with a chosen limit on each check and reload.
+pub async fn poll_with_timeout(
+    gate: Arc<GateState>,
+    path: PathBuf,
+    interval: Duration,
+    limit: Duration,
+) {
     let mut last = {
-        let rt = gate.runtime.load();
-        fingerprint(&rt.policy.sha256, &rt.policy.blocklist.shared_files)
+        let rt = gate.runtime.load_full();
+        let shared = rt.policy.blocklist.shared_files.clone();
+        let sha = rt.policy.sha256.clone();
+        let first = tokio::task::spawn_blocking(move || fingerprint(&sha, &shared));
+        // Not known in time: the first check then reloads whatever the files hold.
+        match tokio::time::timeout(limit, first).await {
+            Ok(Ok(f)) => f,
+            Ok(Err(_)) | Err(_) => String::new(),
+        }
     };
     let mut hup = hangup_signal();
+    // A check or reload that outlived its limit and still holds a blocking thread.
+    let mut hung: Option<JoinHandle<()>> = None;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = recv(&mut hup) => tracing::info!("SIGHUP: checking the policy"),
         }
-        let now = current_fingerprint(&gate, &path);
-        if now == last {
+        if hung.as_ref().is_some_and(|h| !h.is_finished()) {
             continue;
         }
-        last = now;
-        reload_once(&gate, &path);
+        hung = None;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let work = {
+            let (gate, path, last) = (Arc::clone(&gate), path.clone(), last.clone());
+            tokio::task::spawn_blocking(move || {
+                let now = current_fingerprint(&gate, &path);
+                if now != last {
+                    reload_once(&gate, &path);
+                }
+                let _ = tx.send(now);
+            })
+        };
+        match tokio::time::timeout(limit, rx).await {
+            Ok(Ok(now)) => last = now,
+            Ok(Err(_)) => failed(&path, "the reload task failed"),
+            Err(_) => {
+                failed(&path, "the policy files did not answer in time");
+                gate.metrics
+                    .policy_reloads
+                    .with_label_values(&["timeout"])
+                    .inc();
+                hung = Some(work);
+            }
+        }
     }
 }
 
+fn failed(path: &Path, why: &str) {
+    tracing::error!(
+        error = why,
+        path = %path.display(),
+        "policy reload failed; keeping the last good policy"
+    );
+}
+
 fn current_fingerprint(gate: &GateState, path: &Path) -> String {
-    let policy_sha = match std::fs::read(path) {
+    let policy_sha = match read_regular(path) {
         Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
-        Err(e) => format!("unreadable: {:?}", e.kind()),
+        Err(e) => format!("unreadable: {:?} {e}", e.kind()),
     };
     let rt = gate.runtime.load();
     fingerprint(&policy_sha, &rt.policy.blocklist.shared_files)
 }
 
-/// Try one reload; keep the running policy on any failure.
+/// Try one reload; keep the running policy on any failure. Blocking (it reads the policy and
+/// the files it names): call it off the runtime threads.
 pub fn reload_once(gate: &GateState, path: &Path) -> bool {
     let result = Policy::load(path)
         .map_err(|e| e.to_string())
@@ -112,3 +174,6 @@ async fn recv(sig: &mut Hangup) {
         None => std::future::pending::<()>().await,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -183,6 +183,24 @@ pub enum ApiError {
     /// Something inside the gate failed.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The request body stalled or took too long (`408`, the connection closes).
+    #[error("{0}")]
+    BodyTimeout(String),
+    /// The listener's request bodies hold their budget (`503`, `Retry-After: 1`).
+    #[error("{0}")]
+    BodyBudgetExhausted(String),
+}
+
+impl From<crate::request_body::BodyError> for ApiError {
+    fn from(e: crate::request_body::BodyError) -> Self {
+        use crate::request_body::BodyError as E;
+        match e {
+            E::TooLarge(cap) => Self::PayloadTooLarge(cap),
+            E::OverBudget { .. } => Self::BodyBudgetExhausted(e.to_string()),
+            E::Idle(_) | E::Total(_) => Self::BodyTimeout(e.to_string()),
+            E::Read(_) => Self::InvalidRequest(e.to_string()),
+        }
+    }
 }
 
 // === impl ApiError ===
@@ -197,6 +215,8 @@ impl ApiError {
         "unauthorized",
         "endpoint_disabled",
         "internal_error",
+        "body_timeout",
+        "body_budget_exhausted",
     ];
 
     /// Stable snake_case code.
@@ -209,6 +229,8 @@ impl ApiError {
             Self::Unauthorized => "unauthorized",
             Self::Disabled(_) => "endpoint_disabled",
             Self::Internal(_) => "internal_error",
+            Self::BodyTimeout(_) => "body_timeout",
+            Self::BodyBudgetExhausted(_) => "body_budget_exhausted",
         }
     }
 }
@@ -225,6 +247,8 @@ impl Refusal for ApiError {
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyBudgetExhausted(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
     fn message(&self) -> String {
@@ -233,6 +257,9 @@ impl Refusal for ApiError {
             Self::Internal(_) => "internal error".to_string(),
             other => other.to_string(),
         }
+    }
+    fn retry_after(&self) -> bool {
+        matches!(self, Self::BodyBudgetExhausted(_))
     }
 }
 

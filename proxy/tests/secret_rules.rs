@@ -219,6 +219,75 @@ fn credential_parameter_names_in_other_spellings_are_refused() {
 }
 
 #[test]
+fn a_slack_xoxe_token_in_a_short_query_parameter_is_refused() {
+    // Shorter than the refresh-token rule's 146 characters: it used to pass under `?t=`.
+    for token in [
+        format!("xoxe-1-{}", random(ALNUM, 40, 61)),
+        format!("xoxe-{}", random(ALNUM, 12, 62)),
+    ] {
+        for url in [
+            format!("https://slack.example.com/api/check?t={token}"),
+            format!("https://example.com/cb?a=1&t={token}&b=2"),
+            format!("https://example.com/p/{token}"),
+        ] {
+            assert_eq!(rule_of(&url).as_deref(), Some("slack-e-token"), "{url}");
+            let logged = redact_url(&url);
+            assert!(!logged.contains(&token), "{logged} repeats the token");
+        }
+    }
+    // The long refresh tokens keep their own rule; prose with `xoxe` passes.
+    let long = format!("https://e.com/?t=xoxe-1-{}", random(ALNUM, 150, 63));
+    assert_eq!(rule_of(&long).as_deref(), Some("slack-refresh-token"));
+    for url in ["https://e.com/blog/xoxe-", "https://e.com/?t=xoxe-short"] {
+        assert_eq!(decide(url), Verdict::Allow, "{url}");
+    }
+}
+
+/// A V4 signed URL as `gcloud storage sign-url` writes it, with `signature` as the
+/// `X-Goog-Signature` value.
+fn gcs_signed_url(signature: &str) -> String {
+    format!(
+        "https://storage.googleapis.com/example-bucket/reports/2024/q1.pdf\
+         ?X-Goog-Algorithm=GOOG4-RSA-SHA256\
+         &X-Goog-Credential=signer%40example-project.iam.gserviceaccount.com%2F20240101%2Fauto%2Fstorage%2Fgoog4_request\
+         &X-Goog-Date=20240101T000000Z&X-Goog-Expires=900&X-Goog-SignedHeaders=host\
+         &X-Goog-Signature={signature}"
+    )
+}
+
+#[test]
+fn a_gcs_signed_url_with_an_ordinary_signature_passes_as_in_hermes() {
+    // RSA-SHA256 (512 hex digits) and HMAC-SHA256 (64) signatures, any case.
+    for signature in [
+        random(HEX, 512, 71),
+        random(HEX, 64, 72),
+        random(HEX, 64, 73).to_uppercase(),
+    ] {
+        let url = gcs_signed_url(&signature);
+        assert_eq!(decide(&url), Verdict::Allow, "{url}");
+    }
+    // Any other value under that name is still a credential parameter.
+    for value in [
+        "0a1b2c3d".to_string(),
+        random(ALNUM, 64, 74),
+        format!("{}%20", random(HEX, 64, 75)),
+        random(HEX, 1026, 76),
+    ] {
+        let url = gcs_signed_url(&value);
+        assert_eq!(
+            decide(&url),
+            Verdict::Deny(DenyReason::SensitiveQueryParam {
+                key: "X-Goog-Signature".into()
+            }),
+            "{url}"
+        );
+    }
+    // A secret in the value is still found by the rules.
+    let url = gcs_signed_url(&format!("ghp_{}", random(ALNUM, 36, 77)));
+    assert_eq!(rule_of(&url).as_deref(), Some("hermes-ghp"), "{url}");
+}
+
+#[test]
 fn tokens_in_host_labels_are_found_in_upper_case_and_fullwidth_forms() {
     let hex = random(HEX, 40, 41);
     let upper = format!("https://GLPTT-{}.example.com/", hex.to_uppercase());

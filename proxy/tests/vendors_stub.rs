@@ -1009,6 +1009,56 @@ async fn malformed_json_is_a_bad_response_and_not_retried() {
     }
 }
 
+/// A vendor's success body with `extra` tiny values (`0,0,…`) in a field nobody reads: the
+/// answer that costs a JSON tree dozens of times its size.
+fn amplifying_body(kind: BackendKind, op: Op, extra: usize) -> Bytes {
+    let mut body = success_body(kind, op);
+    body["x"] = json!([]);
+    let text = body.to_string();
+    let mut zeros = String::with_capacity(extra * 2);
+    for i in 0..extra {
+        zeros.push_str(if i == 0 { "0" } else { ",0" });
+    }
+    Bytes::from(text.replacen("\"x\":[]", &format!("\"x\":[{zeros}]"), 1))
+}
+
+#[tokio::test]
+async fn an_answer_of_many_tiny_json_values_is_a_bad_response_for_every_vendor() {
+    for (kind, op) in CALLS {
+        // A million values in 2 MB, under the body cap: refused before a tree is built.
+        let body = amplifying_body(kind, op, 1_000_000);
+        let reply = Reply::Body(200, vec![("content-type", "application/json".into())], body);
+        let stub = Stub::start(prefix(kind), vec![reply]).await;
+        let endpoint = Endpoint {
+            max_body_bytes: 8 * 1024 * 1024,
+            ..stub.endpoint(5000, 0)
+        };
+        let err = call(kind, op, endpoint).await.map(|_| ());
+        let err = vendor_error(err.expect_err("an amplifying answer must fail"));
+        assert_eq!(
+            err.kind,
+            VendorErrorKind::BadResponse,
+            "{kind:?} {op:?}: {}",
+            err.message
+        );
+        // The same answer without the padding is served: the bound is on the values alone.
+        let plain = Reply::Body(
+            200,
+            vec![("content-type", "application/json".into())],
+            amplifying_body(kind, op, 1000),
+        );
+        let stub = Stub::start(prefix(kind), vec![plain]).await;
+        let endpoint = Endpoint {
+            max_body_bytes: 8 * 1024 * 1024,
+            ..stub.endpoint(5000, 0)
+        };
+        assert!(
+            call(kind, op, endpoint).await.is_ok(),
+            "{kind:?} {op:?}: an ordinary answer passes"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_oversized_body_hits_the_cap_while_streaming() {
     let total = 256 * 1024 * 1024;

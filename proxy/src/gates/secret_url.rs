@@ -381,7 +381,7 @@ fn any_spelling_in(parts: &SplitUrl<'_>) -> Option<String> {
             }
             let plain = !raw_key.contains(['%', '+']);
             let sensitive = if plain {
-                is_sensitive_squashed(raw_key)
+                is_sensitive_squashed(raw_key) && !is_signed_url_signature(raw_key, raw_value)
             } else {
                 let mut key = unquote_plus(raw_key).into_owned();
                 for _ in 0..DECODE_ROUNDS {
@@ -390,10 +390,30 @@ fn any_spelling_in(parts: &SplitUrl<'_>) -> Option<String> {
                         Cow::Borrowed(_) => break,
                     }
                 }
-                is_sensitive_squashed(&key)
+                is_sensitive_squashed(&key) && !is_signed_url_signature(&key, raw_value)
             };
             sensitive.then(|| unquote_plus(raw_key).into_owned())
         })
+}
+
+/// Whether `name=value` is the signature of a Google Cloud Storage signed URL as Google issues
+/// them: the name `X-Goog-Signature` (any spelling) with a value of 64 to 1024 hex digits (the
+/// HMAC-SHA256 or RSA signature of a V4 signed URL). Such a URL is made to be handed out: the
+/// signature proves one request until the URL expires and grants nothing else, as Hermes
+/// reads it (its list has no `X-Goog-` name). A value in any other shape is refused as a
+/// credential parameter, as before, and the secret rules still read the value whatever it is.
+fn is_signed_url_signature(name: &str, raw_value: &str) -> bool {
+    is_squashed(name, "xgoogsignature")
+        && (64..=1024).contains(&raw_value.len())
+        && raw_value.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether `name`, squashed to lower-case ASCII letters and digits, is `squashed`.
+fn is_squashed(name: &str, squashed: &str) -> bool {
+    name.bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .map(|b| b.to_ascii_lowercase())
+        .eq(squashed.bytes())
 }
 
 /// Whether `name`, without `[…]` suffixes and squashed to lower-case ASCII letters and

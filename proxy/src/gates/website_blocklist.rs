@@ -224,7 +224,7 @@ impl Builder {
 
     fn add_file(&mut self, path: &Path) {
         let label = path.to_string_lossy().into_owned();
-        let text = match std::fs::read(path) {
+        let text = match crate::policy::file::read_regular(path) {
             Ok(bytes) => String::from_utf8(bytes).map_err(|e| e.to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.warn(format!(

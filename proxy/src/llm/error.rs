@@ -44,6 +44,12 @@ pub enum LlmError {
     /// The request body could not be read.
     #[error("failed to read the request: {0}")]
     BadRequest(String),
+    /// The request body stalled or took too long.
+    #[error("failed to read the request: {0}")]
+    BodyTimeout(String),
+    /// The api listener's request bodies hold their budget.
+    #[error("failed to read the request: {0}")]
+    BodyBudgetExhausted(String),
     /// The provider key could not be read.
     #[error("failed to read the key of provider '{0}'")]
     KeyUnavailable(String),
@@ -92,6 +98,8 @@ impl LlmError {
             Self::EndpointNotAllowed(_) => "llm_endpoint_not_allowed",
             Self::TooLarge(_) => "payload_too_large",
             Self::BadRequest(_) => "invalid_request",
+            Self::BodyTimeout(_) => "body_timeout",
+            Self::BodyBudgetExhausted(_) => "body_budget_exhausted",
             Self::KeyUnavailable(_) => "llm_key_unavailable",
             Self::Refused(reason) => reason.code(),
             Self::Connect(e) => e.code(),
@@ -109,6 +117,8 @@ impl LlmError {
                 StatusCode::FORBIDDEN
             }
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyBudgetExhausted(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BadRequest(_)
             | Self::ModelMissing(_)
             | Self::DuplicateKey(_)
@@ -142,5 +152,20 @@ impl Refusal for LlmError {
     }
     fn message(&self) -> String {
         self.to_string()
+    }
+    fn retry_after(&self) -> bool {
+        matches!(self, Self::BodyBudgetExhausted(_))
+    }
+}
+
+impl From<crate::request_body::BodyError> for LlmError {
+    fn from(e: crate::request_body::BodyError) -> Self {
+        use crate::request_body::BodyError as E;
+        match e {
+            E::TooLarge(cap) => Self::TooLarge(cap as u64),
+            E::OverBudget { .. } => Self::BodyBudgetExhausted(e.to_string()),
+            E::Idle(_) | E::Total(_) => Self::BodyTimeout(e.to_string()),
+            E::Read(_) => Self::BadRequest(e.to_string()),
+        }
     }
 }

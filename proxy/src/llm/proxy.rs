@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use tokio::time::{Instant, timeout};
 
@@ -53,13 +53,17 @@ async fn relay(
 ) -> Result<Response<LlmBody>, LlmError> {
     let (parts, body) = req.into_parts();
     let endpoint = judge::endpoint(cx, rt, route, &parts.method)?;
-    let limit = rt.policy.llm.max_request_bytes;
-    let bytes = read_body(body, limit).await.inspect_err(|e| {
-        if matches!(e, LlmError::TooLarge(_)) {
-            // Refused in either mode: a body the gate cannot read whole cannot be forwarded.
-            judge::count_refusal(cx, rt, route, e.code(), "refused");
-        }
-    })?;
+    let limit = usize::try_from(rt.policy.llm.max_request_bytes).unwrap_or(usize::MAX);
+    // The hold keeps the body's room in the listener's budget until the call is answered.
+    let (bytes, _hold) = crate::request_body::read_for(&parts, body, limit, "llm")
+        .await
+        .map_err(LlmError::from)
+        .inspect_err(|e| {
+            if matches!(e, LlmError::TooLarge(_)) {
+                // Refused in either mode: a body the gate cannot read whole cannot be forwarded.
+                judge::count_refusal(cx, rt, route, e.code(), "refused");
+            }
+        })?;
     let prepared = judge::prepare(cx, rt, route, provider, endpoint, bytes)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
@@ -94,29 +98,12 @@ async fn relay(
     Ok(inbound(cx, rt, route, facts, seq, resp, started))
 }
 
-async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, LlmError> {
-    let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
-    Limited::new(body, limit_usize)
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .map_err(|e| {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                LlmError::TooLarge(limit)
-            } else {
-                LlmError::BadRequest(e.to_string())
-            }
-        })
-}
-
 /// The provider key: the Secret file (trimmed), else the environment variable.
 fn read_key(provider: &LlmProvider) -> Result<String, LlmError> {
     let from_file = provider
         .key_file
         .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok());
+        .and_then(|p| crate::policy::file::read_regular_to_string(p).ok());
     let from_env = || {
         provider
             .key_env

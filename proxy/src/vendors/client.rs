@@ -13,6 +13,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use url::Url;
 
+pub mod answer_json;
+
 /// Backoff before the first retry; doubled for each later one.
 const BACKOFF_BASE: Duration = Duration::from_millis(200);
 /// Longest backoff between two attempts.
@@ -284,8 +286,12 @@ impl CallError {
     }
 }
 
-/// Parse a vendor's JSON answer; the error reads "invalid JSON in the response: ...".
+/// Parse a vendor's JSON answer; the error reads "invalid JSON in the response: ...". The
+/// values are counted first ([`answer_json`]): an answer of more than
+/// [`answer_json::MAX_ANSWER_VALUES`] is refused before a tree of it is built.
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
+    answer_json::count_values(bytes, answer_json::MAX_ANSWER_VALUES)
+        .map_err(|e| format!("invalid JSON in the response: {e}"))?;
     serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON in the response: {e}"))
 }
 

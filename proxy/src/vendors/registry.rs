@@ -132,7 +132,7 @@ fn read_key(
     warnings: &mut Vec<String>,
 ) -> Option<String> {
     if let Some(path) = config.and_then(|c| c.api_key_file.as_ref()) {
-        match std::fs::read_to_string(path) {
+        match crate::policy::file::read_regular_to_string(path) {
             Ok(key) if !key.trim().is_empty() => return Some(key.trim().to_string()),
             Ok(_) => warnings.push(format!(
                 "{}: the key file {} is empty",

@@ -64,7 +64,7 @@ pub fn path(store_root: &Path, name: &str) -> PathBuf {
 
 /// The seen ids, oldest first; `None` when there is no state yet.
 pub fn load(path: &Path) -> Result<Option<Vec<String>>, StateError> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::policy::file::read_regular(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
