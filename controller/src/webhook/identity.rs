@@ -16,10 +16,12 @@
 //!   gain privileges (`allowPrivilegeEscalation` not `false`: it could `chown` a program to the
 //!   gate's uid, make it set-uid and run it);
 //! - rewriting the capture itself: a privileged container, or one adding `NET_ADMIN`,
-//!   `NET_RAW` or `ALL`.
+//!   `NET_RAW` or `ALL`;
+//! - driving the gate's own process: `SYS_PTRACE` in a pod that shares its process namespace
+//!   (it could trace the gate and make it connect, or read the keys in its memory).
 //!
-//! The last two rules hold for every pod labelled for injection (as the policy always did); the
-//! identity rules only where the capture is installed: a pod injected in transparent mode
+//! The capture-rewriting and tracing rules hold for every pod labelled for injection (the
+//! policy always refused the first); the identity rules only where the capture is installed: a pod injected in transparent mode
 //! (the webhook) or carrying the gate's `fleetgate-init` container (the policy). The gate
 //! container (`fleetgate-proxy`) and the gate's init container (`fleetgate-init`) run the gate
 //! image and are exempt, as in the policy: by name and image repository.
@@ -49,6 +51,8 @@ pub enum Rule {
     NetCaps,
     /// `privileged: true`.
     Privileged,
+    /// `capabilities.add` holds SYS_PTRACE and the pod shares its process namespace.
+    Ptrace,
     /// The effective `runAsUser` is the gate's uid.
     GateUid,
     /// Neither the container nor the pod sets `runAsUser`: the image decides.
@@ -74,7 +78,7 @@ pub struct RuleRow {
 
 /// The rules, in the order the policy checks them (the API server reports the first that
 /// fails; the webhook reports them all).
-pub static RULES: [RuleRow; 7] = [
+pub static RULES: [RuleRow; 8] = [
     RuleRow {
         rule: Rule::NetCaps,
         scope: Scope::Always,
@@ -84,6 +88,11 @@ pub static RULES: [RuleRow; 7] = [
         rule: Rule::Privileged,
         scope: Scope::Always,
         says: "must not be true: a privileged container can rewrite the capture rules and take any uid",
+    },
+    RuleRow {
+        rule: Rule::Ptrace,
+        scope: Scope::Always,
+        says: "must not add SYS_PTRACE while spec.shareProcessNamespace is true: it could trace the gate's process, connect as it and read its keys",
     },
     RuleRow {
         rule: Rule::GateUid,
@@ -135,9 +144,9 @@ pub struct Violation {
 // === impl Rule ===
 
 impl Rule {
-    /// The rule's row in [`RULES`].
+    /// The rule's row in [`RULES`] (which lists the rules in declaration order).
     pub fn row(self) -> &'static RuleRow {
-        RULES.iter().find(|r| r.rule == self).unwrap_or(&RULES[0])
+        &RULES[self as usize]
     }
 
     /// What the refusal says after the fields, for `gate`.
@@ -240,6 +249,7 @@ fn keeps(sc: Option<&SecurityContext>, cap: &str) -> bool {
 pub fn check(spec: &PodSpec, gate: &Gate<'_>, captured: bool) -> Vec<Violation> {
     let pod = spec.security_context.as_ref();
     let pod_uid = pod.and_then(|p| p.run_as_user);
+    let shared_pids = spec.share_process_namespace == Some(true);
     let all = members(spec, gate);
     let mut found = Vec::new();
     for row in &RULES {
@@ -255,7 +265,7 @@ pub fn check(spec: &PodSpec, gate: &Gate<'_>, captured: bool) -> Vec<Violation> 
             if exempt {
                 continue;
             }
-            if let Some(field) = member_field(row.rule, m, pod_uid, gate) {
+            if let Some(field) = member_field(row.rule, m, pod_uid, shared_pids, gate) {
                 fields.push(field);
             }
         }
@@ -277,6 +287,7 @@ fn member_field(
     rule: Rule,
     m: &Member<'_>,
     pod_uid: Option<i64>,
+    shared_pids: bool,
     gate: &Gate<'_>,
 ) -> Option<String> {
     let sc = m.sc;
@@ -295,6 +306,8 @@ fn member_field(
         .then(|| format!("{}.securityContext.capabilities.add", m.at)),
         Rule::Privileged => (sc.and_then(|s| s.privileged) == Some(true))
             .then(|| format!("{}.securityContext.privileged", m.at)),
+        Rule::Ptrace => (shared_pids && names(caps.and_then(|c| c.add.as_ref()), &["SYS_PTRACE"]))
+            .then(|| format!("{}.securityContext.capabilities.add", m.at)),
         Rule::GateUid => (uid == Some(gate.uid)).then(uid_field),
         Rule::UnsetUid => uid
             .is_none()
@@ -663,6 +676,19 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
                 p["spec"]["containers"][0]["securityContext"] = json!({"privileged": true})
             }),
         ),
+        refused(
+            "a container adding SYS_PTRACE in a pod sharing its process namespace",
+            Rule::Ptrace,
+            "spec.containers[1].securityContext.capabilities.add",
+            with(&|p| {
+                p["spec"]["shareProcessNamespace"] = json!(true);
+                insert(
+                    p,
+                    "containers",
+                    tool(json!({"runAsUser": 1001, "capabilities": {"add": ["SYS_PTRACE"]}})),
+                );
+            }),
+        ),
         admitted(
             "an agent as uid 1000 with every capability dropped",
             base_pod(gate_image),
@@ -692,6 +718,16 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
         admitted(
             "the pod's uid is the gate's but every container sets its own",
             with(&|p| p["spec"]["securityContext"] = json!({"runAsUser": uid})),
+        ),
+        admitted(
+            "SYS_PTRACE in a pod that does not share its process namespace",
+            with(&|p| {
+                insert(
+                    p,
+                    "containers",
+                    tool(json!({"runAsUser": 1001, "capabilities": {"add": ["SYS_PTRACE"]}})),
+                )
+            }),
         ),
         admitted(
             "groups other than the gate's",

@@ -176,6 +176,12 @@ fn the_webhook_names_every_rule_a_pod_breaks_and_every_field() {
 
 #[test]
 fn the_table_covers_every_rule_and_every_kind_of_container() {
+    for (i, row) in RULES.iter().enumerate() {
+        assert_eq!(
+            row.rule as usize, i,
+            "RULES lists the rules in declaration order"
+        );
+    }
     let all = cases(IMAGE);
     for row in &RULES {
         assert!(
