@@ -480,7 +480,7 @@ fn the_admission_policy_and_its_binding_cover_the_release_namespace_only() {
     );
     assert_eq!(
         policy["spec"]["validations"].as_array().map(Vec::len),
-        Some(10),
+        Some(11),
         "gate present, no hostNetwork, and one per rule of the identity table"
     );
     let variables: Vec<&str> = policy["spec"]["variables"]
@@ -496,6 +496,7 @@ fn the_admission_policy_and_its_binding_cover_the_release_namespace_only() {
             "netCaps",
             "privileged",
             "ptrace",
+            "hostPid",
             "gateUid",
             "unsetUid",
             "gateGid",

@@ -18,7 +18,9 @@
 //! - rewriting the capture itself: a privileged container, or one adding `NET_ADMIN`,
 //!   `NET_RAW` or `ALL`;
 //! - driving the gate's own process: `SYS_PTRACE` in a pod that shares its process namespace
-//!   (it could trace the gate and make it connect, or read the keys in its memory).
+//!   (it could trace the gate and make it connect, or read the keys in its memory), or the
+//!   host's process namespace (`hostPID`: with SYS_PTRACE or SYS_ADMIN a container reaches the
+//!   host's processes and their network namespace).
 //!
 //! The capture-rewriting and tracing rules hold for every pod labelled for injection (the
 //! policy always refused the first); the identity rules only where the capture is installed: a pod injected in transparent mode
@@ -53,6 +55,8 @@ pub enum Rule {
     Privileged,
     /// `capabilities.add` holds SYS_PTRACE and the pod shares its process namespace.
     Ptrace,
+    /// `hostPID: true`.
+    HostPid,
     /// The effective `runAsUser` is the gate's uid.
     GateUid,
     /// Neither the container nor the pod sets `runAsUser`: the image decides.
@@ -78,7 +82,7 @@ pub struct RuleRow {
 
 /// The rules, in the order the policy checks them (the API server reports the first that
 /// fails; the webhook reports them all).
-pub static RULES: [RuleRow; 8] = [
+pub static RULES: [RuleRow; 9] = [
     RuleRow {
         rule: Rule::NetCaps,
         scope: Scope::Always,
@@ -93,6 +97,11 @@ pub static RULES: [RuleRow; 8] = [
         rule: Rule::Ptrace,
         scope: Scope::Always,
         says: "must not add SYS_PTRACE while spec.shareProcessNamespace is true: it could trace the gate's process, connect as it and read its keys",
+    },
+    RuleRow {
+        rule: Rule::HostPid,
+        scope: Scope::Always,
+        says: "must not be true: with the host's processes in view, SYS_PTRACE or SYS_ADMIN reaches the gate's process and the host's network namespace",
     },
     RuleRow {
         rule: Rule::GateUid,
@@ -272,6 +281,9 @@ pub fn check(spec: &PodSpec, gate: &Gate<'_>, captured: bool) -> Vec<Violation> 
         if row.rule == Rule::GateGid {
             fields.extend(pod_group_fields(pod, gate));
         }
+        if row.rule == Rule::HostPid && spec.host_pid == Some(true) {
+            fields.push("spec.hostPID".to_string());
+        }
         if !fields.is_empty() {
             found.push(Violation {
                 rule: row.rule,
@@ -308,6 +320,7 @@ fn member_field(
             .then(|| format!("{}.securityContext.privileged", m.at)),
         Rule::Ptrace => (shared_pids && names(caps.and_then(|c| c.add.as_ref()), &["SYS_PTRACE"]))
             .then(|| format!("{}.securityContext.capabilities.add", m.at)),
+        Rule::HostPid => None,
         Rule::GateUid => (uid == Some(gate.uid)).then(uid_field),
         Rule::UnsetUid => uid
             .is_none()
@@ -688,6 +701,12 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
                     tool(json!({"runAsUser": 1001, "capabilities": {"add": ["SYS_PTRACE"]}})),
                 );
             }),
+        ),
+        refused(
+            "a pod sharing the host's process namespace",
+            Rule::HostPid,
+            "spec.hostPID",
+            with(&|p| p["spec"]["hostPID"] = json!(true)),
         ),
         admitted(
             "an agent as uid 1000 with every capability dropped",
