@@ -23,10 +23,11 @@
 //!   host's processes and their network namespace).
 //!
 //! The capture-rewriting and tracing rules hold for every pod labelled for injection (the
-//! policy always refused the first); the identity rules only where the capture is installed: a pod injected in transparent mode
-//! (the webhook) or carrying the gate's `fleetgate-init` container (the policy). The gate
-//! container (`fleetgate-proxy`) and the gate's init container (`fleetgate-init`) run the gate
-//! image and are exempt, as in the policy: by name and image repository.
+//! policy always refused the first); the identity rules only where the capture is installed:
+//! a pod injected in transparent mode (the webhook) or carrying the gate's `fleetgate-init`
+//! container (the policy). The gate container (`fleetgate-proxy`) and the gate's init
+//! container (`fleetgate-init`) run the gate image and are exempt, as in the policy: by name
+//! and image repository.
 
 use k8s_openapi::api::core::v1::{PodSecurityContext, PodSpec, SecurityContext};
 use serde_json::{Value, json};

@@ -10,7 +10,8 @@
 //! 4. `hostNetwork: true` is refused (capture rules and loopback ports would hit the node);
 //! 5. exactly one FleetPolicy of the namespace must select the pod; none or several refuse;
 //! 6. the agent container must exist and must not already use the injector's paths or names;
-//! 7. no container may rewrite the capture (privileged, NET_ADMIN / NET_RAW / ALL) and, in
+//! 7. no container may rewrite the capture (privileged, NET_ADMIN / NET_RAW / ALL) or reach
+//!    the gate's process (SYS_PTRACE with a shared process namespace, hostPID) and, in
 //!    transparent mode, none may run as, or be able to switch to, the gate's uid or gid
 //!    ([`super::identity`]).
 
