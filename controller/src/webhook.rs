@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod egress_floor;
+pub mod identity;
 pub mod mutate;
 mod patch;
 pub mod review;

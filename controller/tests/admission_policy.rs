@@ -5,6 +5,10 @@
 //! privileged, hostNetwork, a look-alike gate container or init container, an ephemeral debug
 //! container. Pods not labelled for injection (or opted out, when allowed) are not matched.
 //!
+//! The identity rules run the shared table of `fleetgate_controller::webhook::identity`: each
+//! forbidden pod refused with exactly one message, naming its field in the table's words, and
+//! each allowed pod admitted, as the webhook does.
+//!
 //! Real-server twin: `tests/tests/k8s/admission.rs` has kube-apiserver itself evaluate the
 //! installed policy (refusals naming it, the ephemeral-container path); this file keeps the
 //! wide table of spellings, which is cheaper client-side.
@@ -13,6 +17,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use fleetgate_controller::webhook::identity::{self, Gate};
 use kube::core::cel::{AdmissionRequest, VapEvaluator, VapExpression};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -73,15 +78,21 @@ fn verdict(policy: &Value, pod: &Value, operation: &str) -> Verdict {
             ..AdmissionRequest::default()
         })
         .build();
+    let variables = variables(policy);
     let expressions = |key: &str| -> Vec<VapExpression> {
         policy["spec"][key]
             .as_array()
             .expect("the policy must list its expressions")
             .iter()
             .map(|e| VapExpression {
-                expression: as_kube_cel_sees_it(e["expression"].as_str().expect("an expression")),
+                expression: with_variables(
+                    &as_kube_cel_sees_it(e["expression"].as_str().expect("an expression")),
+                    &variables,
+                ),
                 message: e["message"].as_str().map(str::to_string),
-                message_expression: None,
+                message_expression: e["messageExpression"]
+                    .as_str()
+                    .map(|m| with_variables(m, &variables)),
             })
             .collect()
     };
@@ -105,6 +116,36 @@ fn verdict(policy: &Value, pod: &Value, operation: &str) -> Verdict {
         true => Verdict::Admitted,
         false => Verdict::Refused(refused),
     }
+}
+
+/// The policy's `spec.variables` as (name, expression), each with the earlier ones inlined.
+fn variables(policy: &Value) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for v in policy["spec"]["variables"].as_array().into_iter().flatten() {
+        let name = v["name"].as_str().expect("a variable name").to_string();
+        let expression = as_kube_cel_sees_it(v["expression"].as_str().expect("an expression"));
+        let expression = with_variables(&expression, &out);
+        out.push((name, expression));
+    }
+    out
+}
+
+/// `expression` with every `variables.<name>` replaced by its expression, in parentheses: the
+/// client-side evaluator binds no `variables`; the API server evaluates each once, lazily, to
+/// the same value.
+fn with_variables(expression: &str, variables: &[(String, String)]) -> String {
+    let mut out = expression.to_string();
+    // Longest names first, so no name is replaced inside a longer one.
+    let mut sorted: Vec<&(String, String)> = variables.iter().collect();
+    sorted.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+    for (name, expr) in sorted {
+        out = out.replace(&format!("variables.{name}"), &format!("({expr})"));
+    }
+    assert!(
+        !out.contains("variables."),
+        "every variable must be defined: {out}"
+    );
+    out
 }
 
 /// The client-side evaluator converts every JSON object key as the API server converts schema
@@ -202,7 +243,10 @@ fn capabilities_privilege_and_host_network_that_bypass_the_gate_are_refused() {
         p["spec"]["containers"][0]["securityContext"] = json!({"privileged": true});
     });
     assert!(
-        refused_for(&privileged, "nor run privileged"),
+        refused_for(
+            &privileged,
+            "spec.containers[0].securityContext.privileged must not be true"
+        ),
         "{privileged:?}"
     );
     let host = with(&|p| p["spec"]["hostNetwork"] = json!(true));
@@ -321,4 +365,67 @@ fn the_policy_follows_the_gate_image_repository_of_the_values() {
         }
     }
     assert_eq!(verdict(&policy, &moved, "CREATE"), Verdict::Admitted);
+}
+
+/// The gate image of the chart's default values.
+const GATE_IMAGE: &str = "ghcr.io/fleetgate/fleetgate-proxy:0.1.0";
+
+#[test]
+fn the_policy_refuses_every_pod_of_the_identity_table_naming_the_field_in_the_tables_words() {
+    let Some(policy) = policy(&[]) else { return };
+    let gate = Gate {
+        uid: 15000,
+        gid: 15000,
+        image: GATE_IMAGE,
+    };
+    let cases = identity::cases(GATE_IMAGE);
+    assert!(cases.len() > 25, "the table must be the full one");
+    for case in cases {
+        // An ephemeral container reaches the API server as an UPDATE of the pod.
+        let operation = if case.ephemeral { "UPDATE" } else { "CREATE" };
+        let got = verdict(&policy, &case.pod, operation);
+        match case.rule {
+            Some(rule) => {
+                let want = format!(
+                    "fleetgate-injected-agents: {} {}",
+                    case.field,
+                    rule.says(&gate)
+                );
+                assert_eq!(
+                    got,
+                    Verdict::Refused(vec![want]),
+                    "{}: refused once, naming the field",
+                    case.name
+                );
+            }
+            None => assert_eq!(got, Verdict::Admitted, "{} must be admitted", case.name),
+        }
+    }
+}
+
+#[test]
+fn the_identity_rules_follow_the_gate_uid_of_the_values() {
+    let Some(policy) = policy(&["--set", "injector.proxyUid=2102"]) else {
+        return;
+    };
+    let gate = Gate {
+        uid: 2102,
+        gid: 2102,
+        image: GATE_IMAGE,
+    };
+    let mut pod = identity::base_pod(GATE_IMAGE);
+    pod["spec"]["containers"][0]["securityContext"]["runAsUser"] = json!(2102);
+    let want = format!(
+        "fleetgate-injected-agents: spec.containers[0].securityContext.runAsUser {}",
+        identity::Rule::GateUid.says(&gate)
+    );
+    assert!(want.contains("is 2102, the gate's uid"), "{want}");
+    assert_eq!(
+        verdict(&policy, &pod, "CREATE"),
+        Verdict::Refused(vec![want])
+    );
+    // The default gate's uid is an ordinary uid under another proxyUid (the gate container of
+    // the base pod runs as 15000 too; it is exempt as the gate either way).
+    pod["spec"]["containers"][0]["securityContext"]["runAsUser"] = json!(15000);
+    assert_eq!(verdict(&policy, &pod, "CREATE"), Verdict::Admitted);
 }

@@ -480,8 +480,30 @@ fn the_admission_policy_and_its_binding_cover_the_release_namespace_only() {
     );
     assert_eq!(
         policy["spec"]["validations"].as_array().map(Vec::len),
-        Some(3),
-        "gate present, no capture-breaking privilege, no hostNetwork"
+        Some(11),
+        "gate present, no hostNetwork, and one per rule of the identity table"
+    );
+    let variables: Vec<&str> = policy["spec"]["variables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(
+        variables,
+        [
+            "captured",
+            "netCaps",
+            "privileged",
+            "ptrace",
+            "hostPid",
+            "gateUid",
+            "unsetUid",
+            "gateGid",
+            "rootKeepsSetuid",
+            "rootEscalates"
+        ],
+        "the capture, then the offending fields of each rule"
     );
     let binding = find(
         &docs,

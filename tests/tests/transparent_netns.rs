@@ -11,7 +11,9 @@
 //! Shows: the client's TCP lands on the gate (v4 and v6), the gate's own traffic is exempt and
 //! reaches the origin (no loop), blocked names and raw IPs are refused, an SNI/destination
 //! mismatch dials the SNI name's checked address, re-applying the rules is idempotent and
-//! `--cleanup` removes them. Skipped with a message when not root or when the tools are
+//! `--cleanup` removes them. A root process that keeps SETUID walks out as the gate's uid (what
+//! admission refuses in a cluster); the identities admission lets in (uid 1000; root without
+//! SETUID/SETGID and with no_new_privs) stay captured and cannot become the gate. Skipped with a message when not root or when the tools are
 //! missing, unless `FLEETGATE_REQUIRE_NETNS=1`. Namespaces are deleted even on panic.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
@@ -412,6 +414,7 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
     check_tls_is_dialed_by_sni_name(&ns, &gate, &remote).await;
     check_ipv6_is_captured(&ns, &gate, &remote).await;
     check_gate_uid_is_exempt(&ns, &gate, &remote).await;
+    check_who_can_send_as_the_gate(&ns, &remote).await;
 
     drop(gate);
     check_a_gate_whose_uid_is_not_exempt_refuses_the_loop(&ns, dir.path(), dns.addr, &remote).await;
@@ -709,5 +712,103 @@ async fn check_gate_uid_is_exempt(ns: &Netns, gate: &GateProcess, remote: &Remot
     assert!(
         !logs.contains("/direct"),
         "the exempt request must never reach the transparent listener"
+    );
+}
+
+/// `command` in `ns` as root, through `setpriv` with `restrict` (the container's security
+/// context): exit code, stdout, stderr.
+async fn as_root(ns: &str, restrict: &[&str], command: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["netns", "exec", ns, "setpriv"];
+    all.extend_from_slice(restrict);
+    all.push("--");
+    all.extend_from_slice(command);
+    let out = tokio::process::Command::new("ip")
+        .args(&all)
+        .output()
+        .await
+        .expect("setpriv must start");
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// Who can send as the gate (docs/kubernetes.md, "Who may send as the gate"): a root process
+/// that keeps SETUID switches to the gate's uid and reaches a blocklisted name past the gate,
+/// which is why admission refuses it; the identities admission lets in stay captured. uid 0
+/// without SETUID/SETGID (bounding and inheritable sets, as `capabilities.drop` leaves them)
+/// and with no_new_privs (`allowPrivilegeEscalation: false`) is refused by the gate and cannot
+/// become the gate; neither can uid 1000.
+async fn check_who_can_send_as_the_gate(ns: &Netns, remote: &Remote) {
+    let curl_blocked = [
+        "curl",
+        "-q",
+        "-sS",
+        "-m",
+        "8",
+        "-D",
+        "-",
+        "--resolve",
+        "blocked.test:80:192.0.2.10",
+        "http://blocked.test/as-the-gate",
+    ];
+    let become_gate = [
+        "setpriv",
+        "--reuid=15000",
+        "--regid=15000",
+        "--clear-groups",
+    ];
+    let switched: Vec<&str> = become_gate.iter().chain(&curl_blocked).copied().collect();
+
+    // Root with the runtime's capabilities: setuid(15000), then out past the capture.
+    let before = remote.http_hits.load(Ordering::SeqCst);
+    let (code, out, err) = as_root(&ns.pod, &[], &switched).await;
+    assert_eq!(
+        code, 0,
+        "root keeping SETUID must become the gate: {out}{err}"
+    );
+    assert!(
+        !out.contains("x-fleetgate-error") && out.contains("hello from the remote origin"),
+        "as the gate's uid the blocklisted name is not captured: {out}"
+    );
+    assert_eq!(
+        remote.http_hits.load(Ordering::SeqCst),
+        before + 1,
+        "root switched to the gate's uid reaches the origin: this is what admission refuses"
+    );
+
+    // Root as admission admits it: no SETUID/SETGID, no privilege escalation.
+    let admitted = [
+        "--bounding-set=-setuid,-setgid",
+        "--inh-caps=-setuid,-setgid",
+        "--no-new-privs",
+    ];
+    let (_, out, err) = as_root(&ns.pod, &admitted, &curl_blocked).await;
+    assert!(
+        out.starts_with("HTTP/1.1 403") && out.contains("x-fleetgate-error: blocked_by_policy"),
+        "root without SETUID/SETGID is captured and refused: {out}{err}"
+    );
+    let (code, out, err) = as_root(&ns.pod, &admitted, &switched).await;
+    assert!(
+        code != 0 && out.is_empty() && err.contains("setresuid"),
+        "root without SETUID/SETGID must not become the gate (exit {code}): {out}{err}"
+    );
+
+    // uid 1000, as the example agents run: no capability to switch with.
+    let (code, out, err) = as_root(
+        &ns.pod,
+        &["--reuid=1000", "--regid=1000", "--clear-groups"],
+        &switched,
+    )
+    .await;
+    assert!(
+        code != 0 && out.is_empty() && err.contains("setresuid"),
+        "uid 1000 must not become the gate (exit {code}): {out}{err}"
+    );
+    assert_eq!(
+        remote.http_hits.load(Ordering::SeqCst),
+        before + 1,
+        "nothing but the switched root process reached the origin"
     );
 }

@@ -76,3 +76,29 @@ app.kubernetes.io/component: controller
 {{- define "fleetgate.admissionPolicyName" -}}
 {{- printf "fleetgate-injected-%s" .Release.Namespace | trunc 63 | trimSuffix "-" }}
 {{- end }}
+
+{{- /*
+The admission policy's offending fields of one rule, as a CEL list of strings: every container,
+init container and ephemeral container for which `cond` (CEL over `c`) holds, each named by
+`field` (CEL string over `@AT@`, the container's path such as `spec.containers[1]`). `exempt`:
+`init` spares the gate's own init container, `gate` also the gate container (both by name and
+gate image, `gateImage`, CEL over `c`). The same rules as controller/src/webhook/identity.rs.
+*/}}
+{{- define "fleetgate.admission.fields" -}}
+{{- $lists := list (list "containers" (eq .exempt "gate") "fleetgate-proxy") (list "initContainers" true "fleetgate-init") (list "ephemeralContainers" false "") -}}
+{{- $parts := list -}}
+{{- range $lists -}}
+{{- $l := printf "object.spec.%s" (index . 0) -}}
+{{- $at := printf "('spec.%s[' + string(%s.map(x, x.name).indexOf(c.name)) + ']')" (index . 0) $l -}}
+{{- $keep := $.cond -}}
+{{- if index . 1 -}}
+{{- $keep = printf "!(c.name == '%s' && %s) && (%s)" (index . 2) $.gateImage $.cond -}}
+{{- end -}}
+{{- $expr := printf "%s.filter(c, %s).map(c, %s)" $l $keep (replace "@AT@" $at $.field) -}}
+{{- if ne (index . 0) "containers" -}}
+{{- $expr = printf "(has(%s) ? %s : [])" $l $expr -}}
+{{- end -}}
+{{- $parts = append $parts $expr -}}
+{{- end -}}
+{{- join " + " $parts -}}
+{{- end }}

@@ -242,7 +242,9 @@ fn the_webhook_injects_the_baselines_floor_for_a_namespace_asking_for_less() {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "agent-0", "namespace": "team-b",
                      "labels": {"app": "hermes", "fleetgate.dev/inject": "enabled"}},
-        "spec": {"containers": [{"name": "hermes", "image": "hermes:0.19.0"}]}
+        // A uid of its own: under capture the image's user is refused.
+        "spec": {"containers": [{"name": "hermes", "image": "hermes:0.19.0",
+                                 "securityContext": {"runAsUser": 1000}}]}
     }))
     .expect("a pod");
     let cfg = crate::webhook::config::InjectorConfig::with_image(

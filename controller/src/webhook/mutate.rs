@@ -9,7 +9,11 @@
 //! 3. a pod without the label `fleetgate.dev/inject: enabled` is not ours;
 //! 4. `hostNetwork: true` is refused (capture rules and loopback ports would hit the node);
 //! 5. exactly one FleetPolicy of the namespace must select the pod; none or several refuse;
-//! 6. the agent container must exist and must not already use the injector's paths or names.
+//! 6. the agent container must exist and must not already use the injector's paths or names;
+//! 7. no container may rewrite the capture (privileged, NET_ADMIN / NET_RAW / ALL) or reach
+//!    the gate's process (SYS_PTRACE with a shared process namespace, hostPID) and, in
+//!    transparent mode, none may run as, or be able to switch to, the gate's uid or gid
+//!    ([`super::identity`]).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +22,7 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use serde_json::{Value, json};
 
+use super::identity;
 use super::patch::{Ops, PatchOp};
 use super::sidecar::{Plan, VOLUME_NAMES};
 use super::{
@@ -176,6 +181,16 @@ fn build(
 ) -> Result<Vec<PatchOp>, String> {
     let (agent_idx, agent) = agent_container(spec, cfg)?;
     check_names(spec)?;
+    let mode = fp.spec.egress.mode.unwrap_or(EgressMode::Proxy);
+    let gate = identity::Gate {
+        uid: cfg.proxy_uid,
+        gid: cfg.proxy_uid,
+        image: &cfg.proxy_image,
+    };
+    let violations = identity::check(spec, &gate, mode == EgressMode::Transparent);
+    if !violations.is_empty() {
+        return Err(identity::message(&violations, &gate));
+    }
     let policy_name = fp.name_any();
     let GateFiles {
         vendor_keys,
@@ -186,7 +201,7 @@ fn build(
     let plan = Plan {
         cfg,
         policy_name: &policy_name,
-        mode: fp.spec.egress.mode.unwrap_or(EgressMode::Proxy),
+        mode,
         vendor_keys: fp
             .spec
             .web

@@ -315,7 +315,9 @@ fn the_injected_commands_parse_with_the_gate_binary() {
         config::PortSpec::Text("8000-8100".into()),
     ];
     c.ignore_outbound_cidrs = vec!["10.0.0.0/8".into(), "fd00::/8".into()];
-    let decision = mutate(&pod(|_| {}), "agents", &[&fp], &c);
+    // Transparent mode: the agent runs as a uid of its own (the image's user is refused).
+    let agent = pod(|p| p["spec"]["containers"][0]["securityContext"] = json!({"runAsUser": 1000}));
+    let decision = mutate(&agent, "agents", &[&fp], &c);
     let Decision::Patch { ops, .. } = decision else {
         panic!("the pod must be patched")
     };

@@ -3,11 +3,14 @@
 //! pod that does not carry the gate is refused with a message naming the policy; a look-alike
 //! gate image, a container adding NET_ADMIN, hostNetwork and an ephemeral container adding
 //! NET_ADMIN are refused too, while a pod that carries the gate and an unlabelled pod are
-//! stored.
+//! stored. Every pod of the identity table (`fleetgate_controller::webhook::identity`) is
+//! refused naming its field in the table's words, or stored, as the webhook decides.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+
+use fleetgate_controller::webhook::identity::{self, Gate};
 
 use crate::support::{self, ensure_crds};
 
@@ -172,4 +175,104 @@ async fn the_admission_policy_refuses_every_labelled_pod_that_dodged_the_gate() 
         other => panic!("an ephemeral container adding NET_ADMIN must be refused: {other:?}"),
     }
     println!("the ValidatingAdmissionPolicy refused {refused} pods or pod updates");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_admission_policy_refuses_every_identity_that_could_send_as_the_gate() {
+    let _ = ensure_crds();
+    let client = support::client().await;
+    let ns = support::namespace(&client, "vap-id").await;
+    support::install_chart(&ns, &["--set", "webhook.failurePolicy=Ignore"]);
+    let policy = format!("fleetgate-injected-{ns}");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let image = format!("{GATE_REPO}:1.0.0");
+    let gate = Gate {
+        uid: 15000,
+        gid: 15000,
+        image: &image,
+    };
+    let cases = identity::cases(&image);
+    let named = |i: usize, pod: &Value| -> Pod {
+        let mut pod = pod.clone();
+        pod["metadata"]["name"] = json!(format!("id-{i}"));
+        serde_json::from_value(pod).expect("a table pod is a Pod")
+    };
+    // The policy binds asynchronously: wait until a pod of the gate's uid is refused.
+    let (first, probe) = cases
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.rule == Some(identity::Rule::GateUid) && !c.ephemeral)
+        .expect("the table refuses the gate's uid");
+    let probe = named(first, &probe.pod);
+    support::eventually(
+        std::time::Duration::from_secs(30),
+        "the admission policy to take effect",
+        || async {
+            let params = PostParams {
+                dry_run: true,
+                ..PostParams::default()
+            };
+            pods.create(&params, &probe).await.err().map(|_| ())
+        },
+    )
+    .await;
+    let mut table = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let answer = if case.ephemeral {
+            // Stored without it, then `kubectl debug`: an UPDATE of pods/ephemeralcontainers.
+            let mut stored = case.pod.clone();
+            let debug = stored["spec"]
+                .as_object_mut()
+                .and_then(|s| s.remove("ephemeralContainers"))
+                .expect("an ephemeral case adds an ephemeral container");
+            let stored = named(i, &stored);
+            pods.create(&PostParams::default(), &stored)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{}: the pod without the debug container must be stored: {e}",
+                        case.name
+                    )
+                });
+            let patch = json!({"spec": {"ephemeralContainers": debug}});
+            pods.patch_subresource(
+                "ephemeralcontainers",
+                &format!("id-{i}"),
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+            .map(|_| ())
+        } else {
+            pods.create(&PostParams::default(), &named(i, &case.pod))
+                .await
+                .map(|_| ())
+        };
+        match (case.rule, answer) {
+            (Some(rule), Err(kube::Error::Api(status))) => {
+                let want = format!("{policy}: {} {}", case.field, rule.says(&gate));
+                assert!(
+                    status.message.contains(&want),
+                    "{}: the API server's refusal must say {want:?}: {}",
+                    case.name,
+                    status.message
+                );
+                table.push((case.name, status.message));
+            }
+            (None, Ok(())) => table.push((case.name, "admitted".to_string())),
+            (rule, answer) => panic!(
+                "{}: the API server must {}: {answer:?}",
+                case.name,
+                if rule.is_some() {
+                    "refuse it"
+                } else {
+                    "admit it"
+                }
+            ),
+        }
+    }
+    println!("the identity table on the real API server:");
+    for (name, answer) in &table {
+        println!("- {name}: {answer}");
+    }
 }

@@ -3,9 +3,12 @@
 //! generated caBundle: a Pod and a Deployment's pods (made by kube-controller-manager) are
 //! stored with the gate injected; with `failurePolicy: Fail` and the controller stopped, pod
 //! creation in the namespace is refused, and works again once it is back (both measured).
+//! Every pod of the identity table, before injection, is refused by the webhook naming its
+//! field in the table's words, or injected and then stored past the admission policy too.
 
 use std::time::Duration;
 
+use fleetgate_controller::webhook::identity::{self, Gate};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
@@ -172,4 +175,113 @@ async fn the_webhook_behind_a_url_override_injects_pods_and_fails_closed_without
         "fail-closed: labelled pods admitted again {:?} after a controller restarted",
         restarted.elapsed()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_webhook_refuses_every_identity_of_the_table_and_what_it_injects_passes_the_policy() {
+    let _ = ensure_crds();
+    let client = support::client().await;
+    let ns = support::namespace(&client, "webhook-id").await;
+    let addr = free_addr();
+    let url = format!("https://{addr}/mutate-pods");
+    support::install_chart(&ns, &["--set", &format!("webhook.url={url}")]);
+    // `app: hermes` in proxy mode, `app: hermes-captured` in transparent mode.
+    for (name, app, mode) in [
+        ("fleet", "hermes", "proxy"),
+        ("capture", "hermes-captured", "transparent"),
+    ] {
+        kubectl(
+            &["-n", &ns, "apply", "--server-side", "-f", "-"],
+            Some(
+                &json!({
+                    "apiVersion": "fleetgate.dev/v1alpha1",
+                    "kind": "FleetPolicy",
+                    "metadata": { "name": name },
+                    "spec": {
+                        "selector": { "matchLabels": { "app": app } },
+                        "egress": { "mode": mode },
+                    },
+                })
+                .to_string(),
+            ),
+        );
+    }
+    let _controller = start_as_installed_on(&ns, "controller-0", &addr);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let image = "ghcr.io/fleetgate/fleetgate-proxy:1.0.0";
+    let gate = Gate {
+        uid: 15000,
+        gid: 15000,
+        image,
+    };
+    let before = |i: usize, pod: &serde_json::Value| -> Pod {
+        let spec: k8s_openapi::api::core::v1::PodSpec =
+            serde_json::from_value(pod["spec"].clone()).expect("a PodSpec");
+        let app = match identity::captured(&spec, &gate) {
+            true => "hermes-captured",
+            false => "hermes",
+        };
+        let mut p = identity::without_gate(pod);
+        p["metadata"]["name"] = json!(format!("id-{i}"));
+        p["metadata"]["labels"]["app"] = json!(app);
+        serde_json::from_value(p).expect("a Pod")
+    };
+    let cases: Vec<_> = identity::cases(image)
+        .into_iter()
+        .filter(|c| !c.ephemeral)
+        .collect();
+    // Serving, with both FleetPolicies in its cache: an admitted captured pod is injected in
+    // transparent mode.
+    let probe = before(999, &identity::base_pod(image));
+    eventually(Duration::from_secs(60), "the webhook serving", || async {
+        let pod = pods.create(&dry, &probe).await.ok()?;
+        let annotations = pod.metadata.annotations?;
+        (annotations.get("fleetgate.dev/egress-mode")? == "transparent").then_some(())
+    })
+    .await;
+    let mut refused = 0;
+    for (i, case) in cases.iter().enumerate() {
+        let answer = pods
+            .create(&PostParams::default(), &before(i, &case.pod))
+            .await;
+        match (case.rule, answer) {
+            (Some(rule), Err(kube::Error::Api(status))) => {
+                let want = format!("fleetgate: pod id-{i}: {} {}", case.field, rule.says(&gate));
+                assert!(
+                    status.message.contains("inject.fleetgate.dev")
+                        && status.message.contains(&want),
+                    "{}: the webhook's refusal must say {want:?}: {}",
+                    case.name,
+                    status.message
+                );
+                if refused == 0 {
+                    println!(
+                        "the webhook's refusal as the API server returns it: {}",
+                        status.message
+                    );
+                }
+                refused += 1;
+            }
+            // Stored: injected by the webhook and admitted by the chart's policy after it.
+            (None, Ok(pod)) => assert!(
+                gate_image(&pod).is_some(),
+                "{}: the stored pod must carry the gate",
+                case.name
+            ),
+            (rule, answer) => panic!(
+                "{}: the webhook must {}: {answer:?}",
+                case.name,
+                if rule.is_some() {
+                    "refuse it"
+                } else {
+                    "inject it"
+                }
+            ),
+        }
+    }
+    println!("the webhook refused {refused} pods of the identity table");
 }
