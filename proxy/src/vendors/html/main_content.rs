@@ -118,6 +118,18 @@ const MAYBE: &[&str] = &[
     "post-text",
     "text",
 ];
+/// Class/id words of readers' comments: set aside even beside a [`MAYBE`] word
+/// (`commentBody`, `comment-text`), unless the box also names the article itself.
+const COMMENTS: &[&str] = &[
+    "comment",
+    "disqus",
+    "replies",
+    "respond",
+    "talkback",
+    "reactions",
+];
+/// Class/id words that name the article itself.
+const PRIMARY: &[&str] = &["article", "main"];
 /// Class/id words of content (+25).
 const POSITIVE: &[&str] = &[
     "article",
@@ -339,7 +351,13 @@ fn is_boilerplate(el: &scraper::node::Element, inside_article: bool, by_class: b
         return false;
     }
     let marks = class_and_id(el).to_ascii_lowercase();
-    !marks.is_empty() && has_any(&marks, UNLIKELY) && !has_any(&marks, MAYBE)
+    if marks.is_empty() {
+        return false;
+    }
+    if has_any(&marks, COMMENTS) && !has_any(&marks, PRIMARY) {
+        return true;
+    }
+    has_any(&marks, UNLIKELY) && !has_any(&marks, MAYBE)
 }
 
 /// Characters and commas of a text node, whitespace runs counted once.
