@@ -306,6 +306,9 @@ pub fn serialize_filtered(
                                 out.push('"');
                             }
                             out.push('>');
+                            if bare_pre(&node) {
+                                out.push_str("<code>");
+                            }
                         }
                     }
                     Node::Text(text) => escape_into(out, text, false),
@@ -321,6 +324,9 @@ pub fn serialize_filtered(
                 }
                 if let Node::Element(el) = node.value() {
                     if depth <= max_depth && !VOID.contains(&el.name()) {
+                        if bare_pre(&node) {
+                            out.push_str("</code>");
+                        }
                         out.push_str("</");
                         out.push_str(el.name());
                         out.push('>');
@@ -330,6 +336,14 @@ pub fn serialize_filtered(
             }
         }
     }
+}
+
+/// A `<pre>` with no `<code>` child: written as `<pre><code>` so it becomes a fenced block.
+fn bare_pre(node: &ego_tree::NodeRef<'_, Node>) -> bool {
+    matches!(node.value(), Node::Element(el) if el.name() == "pre")
+        && !node
+            .children()
+            .any(|c| matches!(c.value(), Node::Element(el) if el.name() == "code"))
 }
 
 fn escape_into(out: &mut String, s: &str, attribute: bool) {

@@ -80,8 +80,6 @@ const UNLIKELY: &[&str] = &[
     "consent",
     "newsletter",
     "subscribe",
-    "share",
-    "sharing",
     "byline-tools",
     "toolbar",
     "masthead",
@@ -89,15 +87,12 @@ const UNLIKELY: &[&str] = &[
     "topbar",
     "skip-link",
     "signup",
-    "paywall",
     "outbrain",
     "taboola",
     "recommend",
     "trending",
     "most-popular",
     "mostpopular",
-    "read-more",
-    "readmore",
     "author-bio",
     "tags",
     "tagcloud",
@@ -219,6 +214,8 @@ struct Facts {
     inputs: usize,
     embeds: usize,
     headings: usize,
+    /// `pre` and `code` elements: code is content however short.
+    code: usize,
     /// Whether a block-level element is among the descendants.
     has_block: bool,
     /// Readability's content score, when the element is a candidate.
@@ -245,6 +242,7 @@ impl Facts {
         self.inputs += child.inputs;
         self.embeds += child.embeds;
         self.headings += child.headings;
+        self.code += child.code;
     }
 }
 
@@ -280,22 +278,30 @@ const BLOCKS: &[&str] = &[
     "ul",
 ];
 
+/// The class and id an element is judged by. An id that is a slug of four or more words
+/// (`sharing-with-a-single-developer`, made from a heading) names its section's topic, not
+/// its role, and is left out.
 fn class_and_id(el: &scraper::node::Element) -> String {
     let mut s = String::new();
     if let Some(c) = el.attr("class") {
         s.push_str(c);
     }
-    if let Some(i) = el.attr("id") {
+    if let Some(i) = el.attr("id").filter(|i| !is_slug(i)) {
         s.push(' ');
         s.push_str(i);
     }
     s
 }
 
+fn is_slug(id: &str) -> bool {
+    id.split(['-', '_']).filter(|w| !w.is_empty()).count() >= 4
+}
+
 /// Readability's class weight: +25 for a positive class/id, −25 for a negative one.
 fn class_weight(el: &scraper::node::Element) -> f64 {
     let mut weight = 0.0;
-    for value in [el.attr("class"), el.attr("id")].into_iter().flatten() {
+    let id = el.attr("id").filter(|i| !is_slug(i));
+    for value in [el.attr("class"), id].into_iter().flatten() {
         if value.is_empty() {
             continue;
         }
@@ -501,6 +507,7 @@ fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
                     "input" | "select" | "textarea" => f.inputs += 1,
                     "embed" | "object" | "iframe" | "video" | "audio" => f.embeds += 1,
                     "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => f.headings += 1,
+                    "pre" | "code" => f.code += 1,
                     "article" => articles -= 1,
                     _ => {}
                 }
@@ -812,7 +819,7 @@ fn drops_conditionally(el: &scraper::node::Element, f: &Facts) -> bool {
     if weight + score < 0.0 {
         return true;
     }
-    if f.commas >= 10 {
+    if f.commas >= 10 || (f.code > 0 && f.link_density() < 0.5) {
         return false;
     }
     let is_list = matches!(name, "ul" | "ol" | "dl")
