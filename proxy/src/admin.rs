@@ -22,18 +22,34 @@ pub async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body
     }
     match req.uri().path() {
         "/live" => respond::text(StatusCode::OK, "text/plain", "live\n"),
-        "/ready" => ready(&shared),
+        "/ready" => ready(&shared).await,
         "/metrics" => metrics(&shared),
         "/v1/status" => status(&shared),
         other => respond::api_error(&ApiError::NotFound(other.to_string())),
     }
 }
 
-/// Ready when a policy is loaded and the store root is writable.
-fn ready(shared: &Shared) -> Response<Body> {
-    let rt = shared.gate.runtime.load();
-    let root = &rt.policy.store.root;
-    let probe = std::fs::create_dir_all(root).and_then(|_| tempfile_probe(root));
+/// How long the store root's write probe may take before the gate is not ready.
+const READY_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ready when a policy is loaded and the store root is writable. The probe writes on a
+/// blocking thread: a volume that hangs makes the gate not ready, it does not stop the
+/// listeners that share this thread.
+async fn ready(shared: &Shared) -> Response<Body> {
+    let rt = shared.gate.runtime.load_full();
+    let root = rt.policy.store.root.clone();
+    let probe_root = root.clone();
+    let probe = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&probe_root).and_then(|_| tempfile_probe(&probe_root))
+    });
+    let probe = match tokio::time::timeout(READY_PROBE_TIMEOUT, probe).await {
+        Ok(Ok(done)) => done,
+        Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within {} s", READY_PROBE_TIMEOUT.as_secs()),
+        )),
+    };
     match probe {
         Ok(()) => respond::text(StatusCode::OK, "text/plain", "ready\n"),
         Err(e) => respond::text(

@@ -24,14 +24,13 @@ use crate::metrics::ProxyMetrics;
 use crate::pipeline::{ExtractOutcome, Pipeline};
 use crate::relay::h1::MAX_HEAD;
 use crate::relay::limits::TunnelCap;
+use crate::request_body::{BodyBudget, BodyHold, BodyLimits};
 use crate::respond::{self, ApiError, Body};
 use crate::runtime::Runtime;
 use crate::shards::Shards;
 use crate::state::GateState;
 use crate::telemetry::decision::DecisionLine;
 use crate::vendors::html::Scope as ContentScope;
-
-use crate::request_body::{BodyBudget, BodyHold, BodyLimits};
 
 /// Largest request body the api listener reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;

@@ -142,11 +142,14 @@ pub fn reload_once(gate: &GateState, path: &Path) -> bool {
             for w in &rt.warnings {
                 tracing::warn!(warning = %w, "policy loaded with a warning");
             }
-            tracing::info!(sha256 = %rt.policy.sha256, rules = rt.blocklist.len(), "policy reloaded");
-            gate.metrics.blocklist_rules.set(rt.blocklist.len() as i64);
+            // In force before it is announced: a request sent on reading the line below (the
+            // reload runs on its own thread) already meets the new policy.
+            let (sha256, rules) = (rt.policy.sha256.clone(), rt.blocklist.len());
+            gate.runtime.store(rt);
+            gate.metrics.blocklist_rules.set(rules as i64);
             gate.metrics.policy_loaded_at.set(now_secs_i64());
             gate.metrics.policy_reloads.with_label_values(&["ok"]).inc();
-            gate.runtime.store(rt);
+            tracing::info!(sha256 = %sha256, rules, "policy reloaded");
             true
         }
         Err(e) => {

@@ -395,9 +395,11 @@ impl DiskCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(_) => return Err(NoCacheReason::VolumeUnreadable),
         }
+        // O_NONBLOCK: a FIFO planted in the folder (the agent shares the volume) must not hang
+        // the open; it is refused below as not a regular file.
         let opened = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path);
         let mut file = match opened {
             Ok(file) => file,
@@ -409,10 +411,14 @@ impl DiskCache {
             }
             Err(_) => return Err(NoCacheReason::VolumeUnreadable),
         };
-        let len = file
+        let meta = file
             .metadata()
-            .map_err(|_| NoCacheReason::VolumeUnreadable)?
-            .len();
+            .map_err(|_| NoCacheReason::VolumeUnreadable)?;
+        if !meta.file_type().is_file() && !meta.file_type().is_dir() {
+            let _ = fs::remove_file(path);
+            return Err(NoCacheReason::CorruptEntry);
+        }
+        let len = meta.len();
         if len > MAX_ENTRY_BYTES {
             let _ = fs::remove_file(path);
             return Err(NoCacheReason::CorruptEntry);

@@ -404,6 +404,15 @@ fn corrupt_entries_are_misses_and_removed() {
             fs::rename(p, &target).expect("rename");
             symlink(&target, p).expect("symlink");
         }),
+        // Nobody writes to it: a blocking open would park the lookup's thread for good.
+        ("a FIFO planted as the entry", |p| {
+            fs::remove_file(p).expect("remove");
+            let made = std::process::Command::new("mkfifo")
+                .arg(p)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success(), "mkfifo");
+        }),
     ];
     for (name, damage) in cases {
         let dir = tempfile::tempdir().expect("a temp dir must be created");
