@@ -5,7 +5,11 @@ Usage: run_fleetgate.py BIN main|full PAGES.tsv OUT.jsonl
 Two ways to run, chosen by what the binary offers:
   convert  `fleetgate-proxy convert [--full-page] FILE...` (one JSON line per file:
            {"file", "title", "markdown", "micros", "error"}); micros is the binary's own
-           in-process time for the page. Files are passed in batches.
+           in-process time for the page. Files are passed in batches. The pages are UTF-8 (the
+           benchmark decodes every page once, as WCEB does) but many still carry their original
+           `<meta charset=windows-1252>` or the like; a file has no HTTP header to override it, so
+           each is handed to convert as a copy with a UTF-8 byte order mark, which outranks the
+           meta prescan as it does in a browser (FLEETGATE_EXTRACT_CONVERT_INPUT=plain: as is).
   extract  until `convert` exists: `fleetgate-proxy extract --policy P --char-limit 2000000 URL`
            for each page, served by a loopback origin (127.0.0.1, port 0) with
            `Content-Type: text/html; charset=utf-8`; the policy is the `direct` backend with
@@ -35,17 +39,28 @@ def has_convert(binary):
 
 def run_convert(binary, view, pages):
     out = {}
+    bom = os.environ.get('FLEETGATE_EXTRACT_CONVERT_INPUT', 'bom') == 'bom'
     for i in range(0, len(pages), BATCH):
         batch = pages[i:i + BATCH]
-        cmd = [binary, 'convert'] + (['--full-page'] if view == 'full' else []) + [p for _, p in batch]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            for n, (_, p) in enumerate(batch):
+                if bom:
+                    f = os.path.join(tmp, f'{n:03}-{os.path.basename(p)}')
+                    with open(p, 'rb') as src, open(f, 'wb') as dst:
+                        dst.write(b'\xef\xbb\xbf' + src.read())
+                    files.append(f)
+                else:
+                    files.append(p)
+            cmd = [binary, 'convert'] + (['--full-page'] if view == 'full' else []) + files
+            r = subprocess.run(cmd, capture_output=True, text=True)
         got = {}
         for line in r.stdout.splitlines():
             if line.strip():
                 j = json.loads(line)
                 got[j.get('file')] = j
-        for ds, p in batch:
-            j = got.get(p) or got.get(os.path.basename(p))
+        for f, (ds, p) in zip(files, batch):
+            j = got.get(f) or got.get(os.path.basename(f))
             if j is None:
                 out[p] = {'text': '', 'micros': None, 'error': f'no_output(exit {r.returncode})'}
             else:
