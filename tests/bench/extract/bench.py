@@ -79,18 +79,41 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
+CHUNK = {'readability': 200}  # jsdom's heap grows over a long run: one node process per chunk
+
+
 def run_extractor(name, pages, outdir, fleetgate_bin):
     out = os.path.join(outdir, f'{name}.jsonl')
     tsv = os.path.join(outdir, 'pages.tsv')
     t0 = time.time()
+    if name == 'fleetgate-full' and os.path.exists(os.path.join(outdir, 'fleetgate-main.jsonl')):
+        main_rows = [json.loads(line) for line in open(os.path.join(outdir, 'fleetgate-main.jsonl'), encoding='utf-8')]
+        if main_rows and main_rows[0].get('mode') == 'extract':
+            # extract has no main-content mode: the full page is the very same output
+            with open(out, 'w', encoding='utf-8') as f:
+                for r in main_rows:
+                    f.write(json.dumps(r, ensure_ascii=False) + '\n')
+            return
     if name.startswith('fleetgate'):
+        if not fleetgate_bin:
+            raise SystemExit('bench.py: --fleetgate-bin (or FLEETGATE_PROXY_BIN) is needed for fleetgate')
         cmd = [sys.executable, os.path.join(here, 'run_fleetgate.py'), fleetgate_bin,
-               'full' if name == 'fleetgate-full' else 'main', tsv, out]
+               'full' if name == 'fleetgate-full' else 'main']
     elif name == 'readability':
-        cmd = ['node', os.path.join(here, 'readability.mjs'), tsv, out]
+        cmd = ['node', '--max-old-space-size=4096', os.path.join(here, 'readability.mjs')]
     else:
-        cmd = [sys.executable, os.path.join(here, 'run_python.py'), name, tsv, out]
-    subprocess.run(cmd, check=True)
+        cmd = [sys.executable, os.path.join(here, 'run_python.py'), name]
+    lines = open(tsv, encoding='utf-8').read().splitlines(keepends=True)
+    size = CHUNK.get(name, len(lines)) or 1
+    with open(out, 'w', encoding='utf-8') as o:
+        for i in range(0, len(lines), size):
+            part_in, part_out = os.path.join(outdir, f'{name}.part.tsv'), os.path.join(outdir, f'{name}.part.jsonl')
+            with open(part_in, 'w', encoding='utf-8') as f:
+                f.writelines(lines[i:i + size])
+            subprocess.run(cmd + [part_in, part_out], check=True)
+            o.write(open(part_out, encoding='utf-8').read())
+            os.remove(part_in)
+            os.remove(part_out)
     print(f'  {name}: {len(pages)} pages in {time.time() - t0:.0f} s', file=sys.stderr)
 
 
