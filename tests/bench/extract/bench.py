@@ -172,17 +172,38 @@ def main():
         outputs[name] = rows
 
     views = {v: e for v, e in VIEWS.items() if e[0] in outputs}
-    jobs, keys = [], []
+    # Scores are cached by what they depend on (the scorer's code, the truth, the text, the view),
+    # so a --rescore or a second run over unchanged outputs scores only what changed.
+    cache_path = os.path.join(outdir, 'scores-cache.jsonl')
+    code = sha(b''.join(open(os.path.join(here, f), 'rb').read() for f in ('score.py', 'lcs.c')))[:16]
+    cached = {}
+    if os.path.exists(cache_path):
+        for line in open(cache_path, encoding='utf-8'):
+            k, v = json.loads(line)
+            cached[k] = tuple(v)
+    jobs, keys, hashes = [], [], []
     for v, (ext, norm) in views.items():
         for p in pages:
             r = outputs[ext][(p['dataset'], p['file'])]
-            jobs.append((p['truth'], r['text'], norm))
+            h = sha(json.dumps([code, norm, p['truth'], r['text']]).encode())
             keys.append((v, p['dataset'], p['file']))
+            hashes.append(h)
+            if h not in cached:
+                jobs.append((h, (p['truth'], r['text'], norm)))
+    todo = {}
+    for h, job in jobs:
+        todo.setdefault(h, job)
     t0 = time.time()
     with multiprocessing.Pool(args.jobs) as pool:
-        results = pool.map(_score_one, jobs, chunksize=8)
-    print(f'  scored {len(jobs)} page outputs in {time.time() - t0:.0f} s', file=sys.stderr)
-    scores = dict(zip(keys, results))
+        results = pool.map(_score_one, list(todo.values()), chunksize=8)
+    with open(cache_path, 'a', encoding='utf-8') as f:
+        for h, res in zip(todo, results):
+            cached[h] = tuple(res)
+            f.write(json.dumps([h, res]) + '\n')
+    print(f'  scored {len(todo)} page outputs in {time.time() - t0:.0f} s '
+          f'({len(keys) - len(jobs)} from the cache)', file=sys.stderr)
+    scores = {k: cached[h] for k, h in zip(keys, hashes)}
+    score.sentences('x')  # the splitter's name for the report
 
     # per-page dump
     dump = os.path.join(args.out, f'{args.name}-pages.jsonl')
