@@ -258,7 +258,28 @@ def main():
         errors = sum(1 for r in rows if r['error'])
         lines.append(f'| {e} | {fmt(mean(ms), 1)} | {fmt(ms[len(ms) // 2] if ms else None, 1)} | '
                      f'{mean([len(r["text"]) for r in rows]):,.0f} | {errors} | {empty} |')
-    lines += ['', 'Ground truth: mean ' + f'{mean([len(p["truth"]) for p in pages]):,.0f} characters per page.', '']
+    timing = {'fleetgate-main': modes.get('fleetgate-main'), 'fleetgate-full': modes.get('fleetgate-full')}
+    lines += ['', 'Time: trafilatura, Readability.js (DOM parse included) and the baseline in process; fleetgate '
+              + ('as `convert` reports it (in process)' if 'convert' in timing.values() else
+                 'the whole `extract` CLI call (process start, policy load, loopback fetch, conversion)') + '.',
+              'Ground truth: mean ' + f'{mean([len(p["truth"]) for p in pages]):,.0f} characters per page.']
+    chars = {e: mean([len(outputs[e][(p['dataset'], p['file'])]['text']) for p in pages]) for e in outputs}
+    if 'fleetgate-main' in chars and 'fleetgate-full' in chars and chars['fleetgate-full']:
+        saved = f'fleetgate main content: {chars["fleetgate-main"] / chars["fleetgate-full"]:.0%} of the full page\'s characters'
+        if 'trafilatura' in chars:
+            saved += f'; trafilatura\'s text: {chars["trafilatura"] / chars["fleetgate-full"]:.0%} of them'
+        lines.append(saved + ' (what main-content extraction saves the agent to read).')
+    lines.append('')
+    if 'fleetgate-main' in outputs:
+        kept = [p for p in pages if outputs['fleetgate-main'][(p['dataset'], p['file'])]['text'].strip()]
+        if 0 < len(kept) < len(pages):
+            lines += [f'## The {len(kept)} pages fleetgate main did not return empty', '',
+                      'Every extractor on the same pages: what the conversion is worth apart from empty outputs.', '',
+                      '| extractor | F1 | precision | recall |', '|---|---:|---:|---:|']
+            for v in views:
+                f1, pr, rc = agg(v, kept)
+                lines.append(f'| {v} | {fmt(f1)} | {fmt(pr)} | {fmt(rc)} |')
+            lines.append('')
     for ds in ds_list:
         lines += [f'## {ds} ({len(by_ds[ds])} pages)', '', '| extractor | F1 | precision | recall |',
                   '|---|---:|---:|---:|']
