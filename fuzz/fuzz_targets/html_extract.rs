@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use fleetgate_proxy::vendors::html::{bounded, html_to_markdown, pool};
+use fleetgate_proxy::vendors::html::{Scope, bounded, html_to_markdown, pool};
 use libfuzzer_sys::fuzz_target;
 
 /// Opening and closing markup of every element that nests, plus misnested and unclosed forms.
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
             let doc = bounded::parse_document(&html, deadline).expect("within a minute");
             let depth = bounded::max_element_depth(doc.root_element());
             assert!(depth <= 2 * bounded::MAX_DEPTH + 8, "tree depth {depth}");
-            html_to_markdown(&html, deadline).expect("within a minute")
+            html_to_markdown(&html, Scope::Main, deadline).expect("within a minute")
         })
         .expect("thread")
         .join()

@@ -61,6 +61,10 @@ pub struct WebPolicy {
     pub search_backend: Option<String>,
     /// Default character limit, 2000..=500000. Default 15000.
     pub char_limit: usize,
+    /// Whether the `direct` backend returns a page's main content (`true`, the default) or
+    /// the whole page; a call may ask for either (Firecrawl `onlyMainContent`, Tavily
+    /// `extract_depth`).
+    pub only_main_content: bool,
     /// The extract cache.
     pub cache: CachePolicy,
     /// Connection settings per vendor backend (only the configured ones).

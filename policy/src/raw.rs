@@ -100,6 +100,9 @@ pub struct RawWeb {
     /// Default character limit of an extracted page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub char_limit: Option<i64>,
+    /// Main content (default) or the whole page, for the `direct` backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_main_content: Option<bool>,
     /// Extract cache.
     #[serde(default)]
     #[serde(skip_serializing_if = "crate::raw::is_default")]

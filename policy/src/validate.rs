@@ -282,6 +282,7 @@ impl<'a> Validator<'a> {
             extract_backend,
             search_backend,
             char_limit,
+            only_main_content: raw.only_main_content.unwrap_or(true),
             cache: self.cache(raw.cache),
             vendors,
             rescue,

@@ -25,6 +25,7 @@ use crate::respond::{self, ApiError, Body};
 use crate::runtime::Runtime;
 use crate::shards::Shards;
 use crate::state::GateState;
+use crate::vendors::html::Scope as ContentScope;
 
 /// Largest request body the api listener reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
@@ -239,12 +240,14 @@ async fn run_extract(
     client: Option<SocketAddr>,
     urls: &Value,
     char_limit: Option<&Value>,
+    scope: Option<ContentScope>,
 ) -> ExtractOutcome {
     let runtime = shared.gate.runtime.load_full();
     let own = shared.gate.own_listeners();
     Pipeline::new(&runtime, &shared.gate.metrics)
         .for_client(client)
         .with_own(&own)
+        .with_scope(scope)
         .extract(urls, char_limit)
         .await
 }
@@ -260,7 +263,16 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
             "the body needs a `urls` list".into(),
         ));
     };
-    match run_extract(shared, client, urls, body.get("char_limit")).await {
+    let scope = match body.get("only_main_content") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(only_main)) => Some(ContentScope::from_only_main(*only_main)),
+        Some(_) => {
+            return respond::api_error(&ApiError::InvalidRequest(
+                "`only_main_content` must be true or false".into(),
+            ));
+        }
+    };
+    match run_extract(shared, client, urls, body.get("char_limit"), scope).await {
         ExtractOutcome::Refused(reason) => respond::extract_refusal(&reason),
         ExtractOutcome::Rows(rows) if rows.is_empty() => respond::json(
             StatusCode::OK,
@@ -278,24 +290,24 @@ async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<B
     let parsed = read_json(req)
         .await
         .and_then(|body| crate::vendor_fronts::firecrawl::parse_scrape(&body));
-    let (urls, limit) = match parsed {
+    let (urls, limit, scope) = match parsed {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let outcome = run_extract(shared, client, &urls, limit.as_ref()).await;
+    let outcome = run_extract(shared, client, &urls, limit.as_ref(), scope).await;
     crate::vendor_fronts::firecrawl::scrape_response(outcome)
 }
 
 async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
-    let urls = match read_json(req)
+    let (urls, scope) = match read_json(req)
         .await
         .and_then(|b| crate::vendor_fronts::tavily::parse_extract(&b))
     {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
-    let outcome = run_extract(shared, client, &urls, None).await;
+    let outcome = run_extract(shared, client, &urls, None, scope).await;
     crate::vendor_fronts::tavily::extract_response(outcome)
 }
 

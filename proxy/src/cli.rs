@@ -1,4 +1,4 @@
-//! The command line: `serve`, `check-policy`, `check-url`, `extract`, `init-iptables`, `watch`.
+//! The command line: `serve`, `check-policy`, `check-url`, `extract`, `convert`, `init-iptables`, `watch`.
 //!
 //! Exit codes: 0 success; 1 a URL was refused (`check-url`) or a command failed at run time;
 //! 2 an invalid policy for the one-shot commands; 64 (`EX_USAGE`) an invalid policy for `serve`.
@@ -20,6 +20,7 @@ use crate::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
 use crate::policy::Policy;
 use crate::runtime::Runtime;
 use crate::telemetry;
+use crate::vendors::html::Scope as ContentScope;
 
 /// fleetgate-proxy: the egress gate sidecar for Hermes Agents.
 #[derive(Debug, Parser)]
@@ -66,9 +67,27 @@ pub enum Command {
         /// Character limit (2000..500000).
         #[arg(long)]
         char_limit: Option<u64>,
+        /// The whole page instead of its main content (`direct` backend; overrides the
+        /// policy's `web.onlyMainContent`).
+        #[arg(long)]
+        full_page: bool,
         /// URLs to extract (at most five are processed).
         #[arg(required = true)]
         urls: Vec<String>,
+    },
+    /// Convert local files as the `direct` backend converts a fetched page (encoding
+    /// sniffing, main content or whole page, markdown) and print one JSON line per file:
+    /// `{"file", "title", "markdown", "micros", "error"}`. Fetches nothing.
+    Convert {
+        /// The whole page instead of its main content.
+        #[arg(long)]
+        full_page: bool,
+        /// `Content-Type` the files are served with (default: sniffed, no charset).
+        #[arg(long)]
+        content_type: Option<String>,
+        /// Files to convert.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
 }
 
@@ -116,8 +135,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Extract {
             policy,
             char_limit,
+            full_page,
             urls,
-        } => rt.block_on(extract(policy.as_deref(), char_limit, &urls)),
+        } => rt.block_on(extract(policy.as_deref(), char_limit, full_page, &urls)),
+        Command::Convert {
+            full_page,
+            content_type,
+            files,
+        } => convert(full_page, content_type.as_deref(), &files),
     }
 }
 
@@ -327,12 +352,18 @@ fn write_check_line(out: &mut Vec<u8>, check: &UrlCheck, scratch: &mut String) {
     out.extend_from_slice(b"]}\n");
 }
 
-async fn extract(path: Option<&Path>, char_limit: Option<u64>, urls: &[String]) -> ExitCode {
+async fn extract(
+    path: Option<&Path>,
+    char_limit: Option<u64>,
+    full_page: bool,
+    urls: &[String],
+) -> ExitCode {
     let (runtime, metrics) = match one_shot_runtime(path) {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let pipeline = Pipeline::new(&runtime, &metrics);
+    let pipeline =
+        Pipeline::new(&runtime, &metrics).with_scope(full_page.then_some(ContentScope::Full));
     let urls = Value::from(urls.to_vec());
     let limit = char_limit.map(Value::from);
     let body = match pipeline.extract(&urls, limit.as_ref()).await {
@@ -350,6 +381,51 @@ async fn extract(path: Option<&Path>, char_limit: Option<u64>, urls: &[String]) 
             eprintln!("fleetgate-proxy: failed to serialise the result: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// `convert`: each file through [`crate::vendors::direct::convert_body`], one JSON line each.
+fn convert(full_page: bool, content_type: Option<&str>, files: &[PathBuf]) -> ExitCode {
+    use crate::vendors::direct::{Unconverted, convert_body};
+    let scope = if full_page {
+        ContentScope::Full
+    } else {
+        ContentScope::Main
+    };
+    let mut failed = false;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for file in files {
+        let line = match std::fs::read(file) {
+            Err(e) => {
+                failed = true;
+                json!({"file": file, "title": "", "markdown": "", "micros": 0,
+                       "error": "read_failed", "message": e.to_string()})
+            }
+            Ok(body) => {
+                let started = tokio::time::Instant::now();
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+                let result = convert_body(content_type.map(str::to_string), &body, scope, deadline);
+                let micros = started.elapsed().as_micros() as u64;
+                match result {
+                    Ok(c) => json!({"file": file, "title": c.title, "markdown": c.content,
+                                    "micros": micros, "error": null}),
+                    Err(Unconverted::Failed(f)) => json!({"file": file, "title": "",
+                        "markdown": "", "micros": micros, "error": f.code(),
+                        "message": f.to_string()}),
+                    Err(Unconverted::Late) => json!({"file": file, "title": "", "markdown": "",
+                        "micros": micros, "error": "upstream_timeout"}),
+                }
+            }
+        };
+        if writeln!(out, "{line}").is_err() {
+            return ExitCode::from(1);
+        }
+    }
+    if out.flush().is_err() || failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

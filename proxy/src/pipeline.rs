@@ -22,6 +22,7 @@ use crate::metrics::{ProxyMetrics, status_class};
 use crate::runtime::Runtime;
 use crate::target_url::TargetUrl;
 use crate::telemetry::{self, decision::DecisionLine};
+use crate::vendors::html::Scope as ContentScope;
 use crate::vendors::{Admitted, Backend, Page, VendorFailure};
 
 mod fetch;
@@ -69,6 +70,8 @@ pub struct Pipeline<'a> {
     client: Option<SocketAddr>,
     /// The gate's own listeners: the `direct` backend never dials one.
     own: Option<&'a OwnListeners>,
+    /// What part of a page the `direct` backend converts.
+    scope: ContentScope,
 }
 
 // === impl Pipeline ===
@@ -81,7 +84,17 @@ impl<'a> Pipeline<'a> {
             metrics,
             client: None,
             own: None,
+            scope: ContentScope::from_only_main(rt.policy.web.only_main_content),
         }
+    }
+
+    /// The same pipeline converting pages with `scope` (a call's own choice); `None` keeps
+    /// the policy's `web.onlyMainContent`.
+    pub fn with_scope(mut self, scope: Option<ContentScope>) -> Self {
+        if let Some(scope) = scope {
+            self.scope = scope;
+        }
+        self
     }
 
     /// The same pipeline refusing fetches that reach one of `own` (a loop into the gate).

@@ -10,6 +10,7 @@
 //! - [`gate::GateProcess`]: the real `fleetgate-proxy` binary, its listeners and its log lines.
 //! - [`llm_stub::StubProvider`]: stub OpenAI-compatible and Anthropic providers (SSE or whole).
 //! - [`http`]: a minimal loopback HTTP/1.1 client for talking to the gate and origins.
+//! - [`pages`]: test pages shaped like real ones (a news page with all its boilerplate).
 //! - [`venv`]: the Python venv with the real Hermes Agent, or a clear skip when it is absent.
 //! - [`farm`]: the smuggling farm (payload corpus, recording origin, real servers, replay).
 //! - [`k8s`]: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
@@ -26,4 +27,5 @@ pub mod http;
 pub mod k8s;
 pub mod llm_stub;
 pub mod origin;
+pub mod pages;
 pub mod venv;

@@ -16,6 +16,7 @@ use std::time::Duration;
 use fleetgate_e2e::dns::StubDns;
 use fleetgate_e2e::gate::GateProcess;
 use fleetgate_e2e::origin::{self, Reply};
+use fleetgate_e2e::pages;
 use fleetgate_e2e::venv;
 use serde_json::Value;
 
@@ -61,6 +62,7 @@ async fn setup() -> (StubDns, origin::Origin, GateProcess) {
     let origin = origin::http1()
         .route("/guide", Reply::html(page))
         .route("/ad", Reply::html("<p>advert</p>"))
+        .route("/news", Reply::html(pages::news_page()))
         .run()
         .await
         .expect("origin must start");
@@ -104,6 +106,7 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
         format!("http://docs.fleet.test:{port}/guide"),
         format!("http://meta.fleet.test:{port}/latest/meta-data/"),
         format!("http://ads.fleet.test:{port}/ad"),
+        format!("http://docs.fleet.test:{port}/news"),
     ];
     let shell = format!(
         "mount --bind {} /etc/hosts && exec \"$0\" \"$@\"",
@@ -138,7 +141,7 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
     let rows = result["results"]
         .as_array()
         .unwrap_or_else(|| panic!("results expected: {result}"));
-    assert_eq!(rows.len(), 3, "{result}");
+    assert_eq!(rows.len(), 4, "{result}");
 
     let docs = &rows[0];
     assert_eq!(
@@ -169,6 +172,13 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
         "Hermes must see the gate's blocklist refusal: {ads}"
     );
     assert_eq!(origin.hits("/ad"), 0, "a blocklisted page is never fetched");
+
+    // A page full of boilerplate: Hermes reads the article, not the navigation around it.
+    let news = rows[3]["content"].as_str().unwrap_or_default();
+    assert_eq!(news.matches("ARTICLE ").count(), 4, "{result}");
+    for marker in pages::BOILERPLATE {
+        assert!(!news.contains(marker), "{marker} reached Hermes: {news}");
+    }
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use super::{Pending, Pipeline, Row};
 use crate::admit::{self, Listener};
 use crate::cache::{CacheOutcome, CachedPage, Lookup, NewEntry, NoCacheReason};
 use crate::gates::DenyReason;
+use crate::vendors::html::Scope;
 use crate::vendors::keyless::Start;
 use crate::vendors::{Admitted, Backend, Hop, HopGate, Page, VendorFailure};
 
@@ -48,7 +49,7 @@ impl Pipeline<'_> {
             let mut lookup = self
                 .rt
                 .cache
-                .lookup(&p.admitted.target.normalized, primary.name());
+                .lookup(&p.admitted.target.normalized, &self.cache_provider(primary));
             // A stored hop the current policy refuses: not served; a fresh fetch re-gates
             // every hop of the page as it is now.
             if let Some(Err(reason)) = lookup.entry.as_ref().map(|e| self.readmit_hops(e)) {
@@ -83,6 +84,15 @@ impl Pipeline<'_> {
                 .map(|(p, r)| (p.index, self.finish(p, r, primary, limit))),
         );
         rows
+    }
+
+    /// The provider part of a cache key: the whole page and the main content of the same URL
+    /// are different entries (`direct+full` beside `direct`).
+    fn cache_provider(&self, backend: &Backend) -> String {
+        match (backend, self.scope) {
+            (Backend::Direct(_), Scope::Full) => format!("{}+full", backend.name()),
+            _ => backend.name().to_string(),
+        }
     }
 
     /// Re-admit every stored hop of a hit under the current policy (E1, E2's checks that need
@@ -145,7 +155,7 @@ impl Pipeline<'_> {
                     self.check_port(port).map_err(VendorFailure::Refused)?;
                     self.check_loop(&p.admitted.addrs, port)
                         .map_err(VendorFailure::Refused)?;
-                    direct.fetch(p.admitted.clone(), &hops).await
+                    direct.fetch(p.admitted.clone(), &hops, self.scope).await
                 }))
                 .await
             }
@@ -280,7 +290,7 @@ impl Pipeline<'_> {
                 url: pending.admitted.target.normalized.clone(),
                 final_url: page.url.clone(),
                 hops: page.hops.iter().map(|hop| hop.url.clone()).collect(),
-                provider: backend.name().to_string(),
+                provider: self.cache_provider(backend),
                 title: page.title.clone(),
                 content: page.content.clone(),
                 status: page.status,

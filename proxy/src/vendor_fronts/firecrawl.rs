@@ -12,9 +12,14 @@ use serde_json::{Value, json};
 
 use crate::pipeline::{ExtractOutcome, Row};
 use crate::respond::{self, ApiError, Body};
+use crate::vendors::html::Scope;
 
-/// Translate a scrape request body into the pipeline's `urls` value and char limit.
-pub fn parse_scrape(body: &Value) -> Result<(Value, Option<Value>), ApiError> {
+/// A scrape request, as the pipeline takes it.
+pub type Scrape = (Value, Option<Value>, Option<Scope>);
+
+/// Translate a scrape request body into the pipeline's `urls` value, char limit and scope
+/// (`onlyMainContent`, Firecrawl's default `true`; absent, the policy decides).
+pub fn parse_scrape(body: &Value) -> Result<Scrape, ApiError> {
     let url = body
         .get("url")
         .and_then(Value::as_str)
@@ -33,7 +38,16 @@ pub fn parse_scrape(body: &Value) -> Result<(Value, Option<Value>), ApiError> {
     }
     // Firecrawl has no char budget; the gate's policy default applies unless the caller asks.
     let limit = body.get("fleetgate_char_limit").cloned();
-    Ok((json!([url]), limit))
+    let scope = match body.get("onlyMainContent") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(only_main)) => Some(Scope::from_only_main(*only_main)),
+        Some(_) => {
+            return Err(ApiError::InvalidRequest(
+                "`onlyMainContent` must be true or false".into(),
+            ));
+        }
+    };
+    Ok((json!([url]), limit, scope))
 }
 
 /// The Firecrawl response for one scraped URL.
@@ -115,11 +129,11 @@ fn refusal(code: &'static str, message: &str, status: StatusCode) -> Response<Bo
 }
 
 /// Gate refusals are 403; upstream timeouts 408 (Firecrawl's own timeout status); other
-/// upstream failures 502; binary payloads 422.
+/// upstream failures 502; binary payloads and pages without text 422.
 fn status_for(code: &str) -> StatusCode {
     match code {
         "upstream_timeout" => StatusCode::REQUEST_TIMEOUT,
-        "binary_content" => StatusCode::UNPROCESSABLE_ENTITY,
+        "binary_content" | "empty_content" => StatusCode::UNPROCESSABLE_ENTITY,
         c if c.starts_with("upstream_") || c == "too_many_redirects" => StatusCode::BAD_GATEWAY,
         _ => StatusCode::FORBIDDEN,
     }

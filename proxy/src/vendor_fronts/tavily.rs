@@ -7,16 +7,31 @@ use serde_json::{Value, json};
 
 use crate::pipeline::ExtractOutcome;
 use crate::respond::{self, ApiError, Body};
+use crate::vendors::html::Scope;
 
-/// The pipeline's `urls` value from a Tavily extract body.
-pub fn parse_extract(body: &Value) -> Result<Value, ApiError> {
-    match body.get("urls") {
-        Some(Value::String(u)) => Ok(json!([u])),
-        Some(list @ Value::Array(_)) => Ok(list.clone()),
-        _ => Err(ApiError::InvalidRequest(
-            "`urls` must be a URL or a list of URLs".into(),
-        )),
-    }
+/// The pipeline's `urls` value and scope from a Tavily extract body: `extract_depth`
+/// `basic` is the main content, `advanced` the whole page; absent, the policy decides.
+pub fn parse_extract(body: &Value) -> Result<(Value, Option<Scope>), ApiError> {
+    let urls = match body.get("urls") {
+        Some(Value::String(u)) => json!([u]),
+        Some(list @ Value::Array(_)) => list.clone(),
+        _ => {
+            return Err(ApiError::InvalidRequest(
+                "`urls` must be a URL or a list of URLs".into(),
+            ));
+        }
+    };
+    let scope = match body.get("extract_depth") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) if d == "basic" => Some(Scope::Main),
+        Some(Value::String(d)) if d == "advanced" => Some(Scope::Full),
+        Some(_) => {
+            return Err(ApiError::InvalidRequest(
+                "`extract_depth` must be \"basic\" or \"advanced\"".into(),
+            ));
+        }
+    };
+    Ok((urls, scope))
 }
 
 /// Shape an extract outcome the way Tavily answers.

@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout};
 
-use super::html;
+use super::html::{self, Scope};
 use super::page::{Admitted, Hop, HopGate, Page, VendorFailure};
 use crate::policy::FetchPolicy;
 
@@ -70,15 +70,17 @@ impl DirectFetcher {
         }
     }
 
-    /// Fetch an admitted target, re-gating every redirect hop through `gate`.
+    /// Fetch an admitted target, re-gating every redirect hop through `gate`; an HTML page
+    /// is converted with `scope` (its main content, or the whole page).
     pub async fn fetch<G: HopGate>(
         &self,
         first: Admitted,
         gate: &G,
+        scope: Scope,
     ) -> Result<Page, VendorFailure> {
         let total = self.limits.total_timeout;
         let deadline = Instant::now() + total;
-        match timeout(total, self.follow(first, gate, deadline)).await {
+        match timeout(total, self.follow(first, gate, scope, deadline)).await {
             Ok(result) => result,
             Err(_) => Err(VendorFailure::Timeout {
                 phase: "total",
@@ -91,6 +93,7 @@ impl DirectFetcher {
         &self,
         first: Admitted,
         gate: &G,
+        scope: Scope,
         deadline: Instant,
     ) -> Result<Page, VendorFailure> {
         let mut hop = first;
@@ -98,7 +101,7 @@ impl DirectFetcher {
         for _ in 0..=self.limits.max_redirects {
             let response = self.fetch_once(&hop).await?;
             let Some(location) = redirect_location(&response) else {
-                let mut page = self.to_page(&hop, response, deadline).await?;
+                let mut page = self.to_page(&hop, response, scope, deadline).await?;
                 page.hops = hops;
                 return Ok(page);
             };
@@ -221,6 +224,7 @@ impl DirectFetcher {
         &self,
         hop: &Admitted,
         response: HopResponse,
+        scope: Scope,
         deadline: Instant,
     ) -> Result<Page, VendorFailure> {
         let status = response.status.as_u16();
@@ -229,7 +233,7 @@ impl DirectFetcher {
         }
         let max_body_bytes = self.limits.max_body_bytes;
         let total = self.limits.total_timeout;
-        let body = html::pool::run(move || convert(response, max_body_bytes, deadline))
+        let body = html::pool::run(move || convert(response, max_body_bytes, scope, deadline))
             .await
             .map_err(|e| VendorFailure::Protocol(e.to_string()))?
             .map_err(|failure| match failure {
@@ -265,15 +269,22 @@ impl DirectFetcher {
 }
 
 /// A decoded, converted response body.
-struct Converted {
-    title: String,
-    content: String,
-    content_type: Option<String>,
-    textual: bool,
+#[derive(Debug)]
+pub struct Converted {
+    /// The page's title.
+    pub title: String,
+    /// Markdown (HTML), the text itself (text), or the bytes as Latin-1 (binary).
+    pub content: String,
+    /// `Content-Type` as served.
+    pub content_type: Option<String>,
+    /// Whether the body is text (HTML or text), not a binary payload.
+    pub textual: bool,
 }
 
 /// Why a body was not converted.
-enum Unconverted {
+#[derive(Debug)]
+pub enum Unconverted {
+    /// The body cannot be handed to the agent.
     Failed(VendorFailure),
     /// The fetch's deadline passed during the conversion.
     Late,
@@ -283,6 +294,7 @@ enum Unconverted {
 fn convert(
     response: HopResponse,
     max_body_bytes: u64,
+    scope: Scope,
     deadline: Instant,
 ) -> Result<Converted, Unconverted> {
     let body = decode_content_encoding(&response.headers, response.body, max_body_bytes)
@@ -292,21 +304,43 @@ fn convert(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let kind = BodyKind::of(content_type.as_deref(), &body);
+    convert_body(content_type, &body, scope, deadline)
+}
+
+/// Convert a body as served (after `Content-Encoding`): HTML to markdown with `scope`, text
+/// decoded, binary kept as bytes. A body with bytes that yields no text is an error
+/// (`empty_content`), never an empty success. `fleetgate-proxy convert` runs the same code.
+pub fn convert_body(
+    content_type: Option<String>,
+    body: &[u8],
+    scope: Scope,
+    deadline: Instant,
+) -> Result<Converted, Unconverted> {
+    let kind = BodyKind::of(content_type.as_deref(), body);
     let (title, content) = match kind {
         BodyKind::Html => {
-            let text = decode_text(content_type.as_deref(), &body);
+            let text = decode_text(content_type.as_deref(), body, true);
             let converted =
-                html::html_to_markdown(&text, deadline).map_err(|_| Unconverted::Late)?;
+                html::html_to_markdown(&text, scope, deadline).map_err(|_| Unconverted::Late)?;
             (converted.title, converted.markdown)
         }
         BodyKind::Text => {
-            let text = decode_text(content_type.as_deref(), &body);
+            let text = decode_text(content_type.as_deref(), body, false);
             (markdown_title(&text), text)
         }
         // Latin-1 keeps every byte as one char, so E7 can name the binary kind.
         BodyKind::Binary => (String::new(), body.iter().map(|&b| b as char).collect()),
     };
+    if content.trim().is_empty() && !body.iter().all(u8::is_ascii_whitespace) {
+        return Err(Unconverted::Failed(VendorFailure::EmptyContent {
+            bytes: body.len(),
+            kind: if kind == BodyKind::Html {
+                "html"
+            } else {
+                "text"
+            },
+        }));
+    }
     Ok(Converted {
         title,
         content,
@@ -399,11 +433,49 @@ impl BodyKind {
     }
 }
 
-/// No `Content-Type`: HTML if it looks like it, text if it is valid UTF-8 without NULs.
+/// No `Content-Type`: HTML if it starts (after whitespace) as the WHATWG MIME sniffing
+/// algorithm's HTML patterns do, text if it is valid UTF-8 without NULs, else binary.
 fn sniff(body: &[u8]) -> BodyKind {
+    const HTML_STARTS: &[&[u8]] = &[
+        b"<!doctype html",
+        b"<html",
+        b"<head",
+        b"<script",
+        b"<iframe",
+        b"<h1",
+        b"<div",
+        b"<font",
+        b"<table",
+        b"<a",
+        b"<style",
+        b"<title",
+        b"<b",
+        b"<body",
+        b"<br",
+        b"<p",
+        b"<!--",
+        b"<meta",
+    ];
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    let rest = &body[start..];
+    let html = HTML_STARTS.iter().any(|pattern| {
+        rest.len() > pattern.len()
+            && rest[..pattern.len()].eq_ignore_ascii_case(pattern)
+            && (pattern == b"<!--"
+                || matches!(
+                    rest[pattern.len()],
+                    b' ' | b'>' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'/'
+                ))
+    });
     let head = &body[..body.len().min(512)];
-    let lower = String::from_utf8_lossy(head).to_ascii_lowercase();
-    if lower.trim_start().starts_with("<!doctype html") || lower.contains("<html") {
+    if html
+        || String::from_utf8_lossy(head)
+            .to_ascii_lowercase()
+            .contains("<html")
+    {
         BodyKind::Html
     } else if std::str::from_utf8(body).is_ok() && !head.contains(&0) {
         BodyKind::Text
@@ -412,31 +484,10 @@ fn sniff(body: &[u8]) -> BodyKind {
     }
 }
 
-/// Decode with the declared charset (or `<meta charset>` for HTML), UTF-8 by default.
-fn decode_text(content_type: Option<&str>, body: &[u8]) -> String {
-    let declared = content_type
-        .and_then(charset_param)
-        .or_else(|| meta_charset(body));
-    let encoding = declared
-        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()))
-        .unwrap_or(encoding_rs::UTF_8);
-    let (text, _, _) = encoding.decode(body);
-    text.into_owned()
-}
-
-fn charset_param(content_type: &str) -> Option<String> {
-    content_type.split(';').skip(1).find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        (k.trim().eq_ignore_ascii_case("charset")).then(|| v.trim().trim_matches('"').to_string())
-    })
-}
-
-fn meta_charset(body: &[u8]) -> Option<String> {
-    let head = String::from_utf8_lossy(&body[..body.len().min(1024)]).to_ascii_lowercase();
-    let at = head.find("charset=")? + "charset=".len();
-    let rest = head[at..].trim_start_matches(['"', '\'']);
-    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))?;
-    Some(rest[..end].to_string()).filter(|s| !s.is_empty())
+/// Decode a body as a browser would: BOM, HTTP charset, the `<meta>` prescan (HTML only),
+/// then UTF-8 or the detector's guess ([`html::encoding`]).
+fn decode_text(content_type: Option<&str>, body: &[u8], html: bool) -> String {
+    html::encoding::decode(content_type, body, html)
 }
 
 /// The title of a markdown/text page: its first `# ` heading, else empty.

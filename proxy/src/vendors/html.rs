@@ -1,65 +1,130 @@
-//! HTML → markdown for the `direct` backend: title from `<title>`, the page's main content
-//! when it marks one (`<main>`, `<article>`, `role=main`), converted with `htmd`.
+//! HTML → markdown for the `direct` backend: title from `<title>`, then the page's main
+//! content ([`main_content`]) or, when asked for, the whole page, converted with `htmd`.
 //!
 //! Every step is bounded, because any page an agent is pointed at reaches it: the parse is
 //! linear and stops at the fetch's deadline ([`bounded::parse_document`]), the tree is never
-//! deeper than [`bounded::MAX_DEPTH`] open elements, and the subtree handed to `htmd` is
-//! written back iteratively with its depth capped ([`bounded::serialize_capped`]). The whole
-//! conversion runs on the extraction pool ([`pool`]), never on the listeners' async workers.
+//! deeper than [`bounded::MAX_DEPTH`] open elements, every walk of it is iterative, and the
+//! subtrees handed to `htmd` are written back with their depth capped
+//! ([`bounded::serialize_filtered`]). The whole conversion runs on the extraction pool
+//! ([`pool`]), never on the listeners' async workers.
 
 pub mod bounded;
+pub mod encoding;
+pub mod main_content;
 pub mod pool;
 
 use tokio::time::Instant;
 
-use scraper::{Html, Selector};
+use scraper::{Html, Node, Selector};
 
 pub use bounded::DeadlineExceeded;
 
-/// Elements that never carry page text.
-const ALWAYS_SKIPPED: &[&str] = &[
-    "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head",
-];
-/// Page chrome, skipped when the whole body is converted.
-const CHROME: &[&str] = &["nav", "footer", "aside", "form", "button"];
+/// What part of a page to convert.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The main content: the article without navigation, footers and link lists.
+    #[default]
+    Main,
+    /// The whole `<body>` (scripts, styles and other non-text elements still left out).
+    Full,
+}
+
+impl Scope {
+    /// The scope a policy's `web.onlyMainContent` names.
+    pub fn from_only_main(only_main: bool) -> Self {
+        if only_main { Self::Main } else { Self::Full }
+    }
+
+    /// Stable name (cache keys, decision lines).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Main => "main",
+            Self::Full => "full",
+        }
+    }
+}
 
 /// A converted HTML page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Converted {
     /// `<title>` text, whitespace collapsed.
     pub title: String,
-    /// Markdown of the main content.
+    /// Markdown of the main content (or of the whole page).
     pub markdown: String,
 }
 
 /// Convert an HTML document, or stop at `deadline`.
-pub fn html_to_markdown(html: &str, deadline: Instant) -> Result<Converted, DeadlineExceeded> {
+pub fn html_to_markdown(
+    html: &str,
+    scope: Scope,
+    deadline: Instant,
+) -> Result<Converted, DeadlineExceeded> {
     let doc = bounded::parse_document(html, deadline)?;
     let title = select_first(&doc, "title")
         .map(|t| collapse_ws(&t.text().collect::<String>()))
         .unwrap_or_default();
-    let main = ["main", "article", "[role=main]"]
-        .iter()
-        .find_map(|sel| select_first(&doc, sel));
-    let (root, skip): (_, Vec<&str>) = match main {
-        Some(el) => (el, ALWAYS_SKIPPED.to_vec()),
-        None => (
-            select_first(&doc, "body").unwrap_or_else(|| doc.root_element()),
-            ALWAYS_SKIPPED.iter().chain(CHROME).copied().collect(),
-        ),
-    };
-    let fragment = bounded::serialize_capped(root, &skip, bounded::MAX_DEPTH);
+    let mut markdown = String::new();
+    if scope == Scope::Main {
+        if let Some(selection) = main_content::select(&doc) {
+            let mut fragment = String::new();
+            for root in &selection.roots {
+                if let Some(node) = doc.tree.get(*root) {
+                    bounded::serialize_filtered(
+                        &mut fragment,
+                        node,
+                        |n| selection.dropped.contains(&n.id()),
+                        bounded::MAX_DEPTH,
+                    );
+                }
+            }
+            markdown = to_markdown(&fragment, deadline)?;
+        }
+        // No prose to score (a short page, a list of links): the body without its chrome.
+        if markdown.is_empty() {
+            markdown = whole_body(&doc, true, deadline)?;
+        }
+    }
+    // The whole page: asked for, or nothing else had text.
+    if markdown.is_empty() {
+        markdown = whole_body(&doc, false, deadline)?;
+    }
+    Ok(Converted { title, markdown })
+}
+
+/// The `<body>` as markdown, without `nav`/`footer`/`aside`/`menu` when `without_chrome`.
+fn whole_body(
+    doc: &Html,
+    without_chrome: bool,
+    deadline: Instant,
+) -> Result<String, DeadlineExceeded> {
+    let body = select_first(doc, "body").unwrap_or_else(|| doc.root_element());
+    let mut fragment = String::new();
+    bounded::serialize_filtered(
+        &mut fragment,
+        *body,
+        |n| {
+            matches!(n.value(), Node::Element(el)
+                if main_content::NEVER_TEXT.contains(&el.name())
+                    || (without_chrome && main_content::CHROME.contains(&el.name())))
+        },
+        bounded::MAX_DEPTH,
+    );
+    to_markdown(&fragment, deadline)
+}
+
+/// `htmd` over a bounded fragment; should it fail, the fragment's text.
+fn to_markdown(fragment: &str, deadline: Instant) -> Result<String, DeadlineExceeded> {
     if Instant::now() >= deadline {
         return Err(DeadlineExceeded);
     }
-    let converter = htmd::HtmlToMarkdown::builder().skip_tags(skip).build();
-    let markdown = converter
-        .convert(&fragment)
-        .unwrap_or_else(|_| collapse_ws(&doc.root_element().text().collect::<String>()));
-    Ok(Converted {
-        title,
-        markdown: markdown.trim().to_string(),
-    })
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(main_content::NEVER_TEXT.to_vec())
+        .build();
+    let markdown = converter.convert(fragment).unwrap_or_else(|_| {
+        let doc = Html::parse_fragment(fragment);
+        collapse_ws(&doc.root_element().text().collect::<String>())
+    });
+    Ok(markdown.trim().to_string())
 }
 
 fn select_first<'a>(doc: &'a Html, selector: &str) -> Option<scraper::ElementRef<'a>> {
@@ -90,7 +155,7 @@ mod tests {
             <main><h1>Example Domain</h1><p>This domain is for <b>examples</b>.</p>
             <script>alert(1)</script><p><a href="https://iana.org/domains/example">Learn more</a></p></main>
             <footer>footer text</footer></body></html>"#;
-        let got = html_to_markdown(page, far()).expect("converted");
+        let got = html_to_markdown(page, Scope::Main, far()).expect("converted");
         assert_eq!(
             got.title, "Example Domain",
             "title must be the collapsed <title> text"
@@ -121,9 +186,126 @@ mod tests {
     }
 
     #[test]
+    fn a_meta_charset_does_not_end_the_parse() {
+        for page in [
+            "<html><head><meta charset=\"utf-8\"></head><body><p>MARKER text here</p></body></html>",
+            "<meta charset=utf-8><title>T</title><p>MARKER text here</p>",
+            "<html><head><meta http-equiv=\"content-type\" content=\"text/html; charset=utf-8\">\
+             <title>T</title></head><body><p>MARKER text here</p></body></html>",
+        ] {
+            for scope in [Scope::Main, Scope::Full] {
+                let got = html_to_markdown(page, scope, far()).expect("converted");
+                assert_eq!(got.markdown, "MARKER text here", "{scope:?} {page}");
+            }
+        }
+        let got = html_to_markdown(
+            "<meta charset=utf-8><title>Kept</title><p>x</p>",
+            Scope::Main,
+            far(),
+        )
+        .expect("converted");
+        assert_eq!(got.title, "Kept");
+    }
+
+    #[test]
+    fn main_content_leaves_out_boilerplate_around_the_article() {
+        let links: String = (0..20)
+            .map(|i| format!("<li><a href=\"/s/{i}\">Section {i}</a></li>"))
+            .collect();
+        let prose = "The committee met for three hours, and the minutes, published today, \
+                     record a long discussion of the budget, the schedule and the staff.";
+        let page = format!(
+            "<html><body><div class=\"top-menu\"><ul>{links}</ul></div>\
+             <div id=\"main-column\"><h1>Budget approved</h1><p>{prose}</p><p>{prose}</p>\
+             <ul class=\"share-links\"><li><a href=\"/f\">Share</a></li><li><a href=\"/t\">Tweet</a></li></ul>\
+             <pre><code>let x = 1;</code></pre>\
+             <table><tr><th>Item</th><th>Cost</th></tr><tr><td>Staff, salaries and training</td><td>12,000</td></tr></table>\
+             </div><div class=\"site-footer\">Copyright notice</div></body></html>"
+        );
+        let main = html_to_markdown(&page, Scope::Main, far()).expect("converted");
+        assert!(
+            main.markdown.starts_with("# Budget approved"),
+            "{}",
+            main.markdown
+        );
+        assert_eq!(
+            main.markdown.matches("The committee met").count(),
+            2,
+            "{}",
+            main.markdown
+        );
+        assert!(
+            main.markdown.contains("let x = 1;"),
+            "code is content: {}",
+            main.markdown
+        );
+        assert!(
+            main.markdown.contains("| Staff, salaries and training |"),
+            "tables are content: {}",
+            main.markdown
+        );
+        for chrome in ["Section 1", "Share", "Tweet", "Copyright"] {
+            assert!(
+                !main.markdown.contains(chrome),
+                "{chrome}: {}",
+                main.markdown
+            );
+        }
+        let full = html_to_markdown(&page, Scope::Full, far()).expect("converted");
+        for kept in ["Section 1", "Tweet", "Copyright", "The committee met"] {
+            assert!(full.markdown.contains(kept), "{kept}: {}", full.markdown);
+        }
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// HTML with visible text never converts to empty output, whatever markup surrounds
+        /// it: encoding indicators, chrome, unclosed and stray tags, scripts.
+        #[test]
+        fn visible_text_is_never_lost(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(vec![
+                        "<div>", "</div>", "<p>", "</p>", "<span>", "</span>", "<main>", "</main>",
+                        "<article>", "</article>", "<nav>", "</nav>", "<footer>", "</footer>",
+                        "<aside>", "</aside>", "<section class=\"related\">", "</section>",
+                        "<ul>", "</ul>", "<li>", "</li>", "<a href=\"/x\">", "</a>", "<table>",
+                        "<tr>", "<td>", "</td>", "</table>", "<h1>", "</h1>", "<b>", "</b>",
+                        "<meta charset=\"utf-8\">", "<meta charset=\"shift_jis\">",
+                        "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=gbk\">",
+                        "<br>", "<img src=\"/i.png\">", "<script>var x = 1;</script>",
+                        "<style>p { color: red }</style>", "<div style=\"display:none\">",
+                        "<head>", "</head>", "<body>", "<html>",
+                    ]).prop_map(|s: &str| s.to_string()),
+                    "[a-zA-Z]{1,10}( [a-z]{1,8}){0,12}",
+                ],
+                1..40,
+            ),
+            word in "[A-Za-z]{3,10}",
+            at in 0usize..40,
+        ) {
+            let mut parts = parts;
+            let at = at.min(parts.len());
+            parts.insert(at, format!(" {word} "));
+            let page = parts.concat();
+            for scope in [Scope::Main, Scope::Full] {
+                let got = html_to_markdown(&page, scope, far()).expect("converted");
+                proptest::prop_assert!(
+                    !got.markdown.trim().is_empty(),
+                    "{:?} converted to nothing: {}", scope, page
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_page_without_main_converts_the_body_minus_navigation() {
         let got = html_to_markdown(
             "<body><nav>menu</nav><p>Body text</p><footer>f</footer></body>",
+            Scope::Main,
             far(),
         )
         .expect("converted");

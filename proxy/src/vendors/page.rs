@@ -184,6 +184,16 @@ pub enum VendorFailure {
     /// The response could not be read or decoded.
     #[error("failed to read the response: {0}")]
     Protocol(String),
+    /// A non-empty body yielded no text: never handed to the agent as an empty success.
+    #[error(
+        "the page has no extractable text ({bytes} bytes of {kind}; it may be rendered by script)"
+    )]
+    EmptyContent {
+        /// Size of the decoded body.
+        bytes: usize,
+        /// What the body was read as (`html`, `text`).
+        kind: &'static str,
+    },
     /// A vendor API call failed; the message is the vendor's (or Hermes') wording.
     #[error("{0}")]
     Vendor(VendorError),
@@ -201,6 +211,7 @@ impl VendorFailure {
         "upstream_body_too_large",
         "too_many_redirects",
         "upstream_protocol_error",
+        "empty_content",
         "vendor_not_configured",
         "vendor_capability_missing",
         "vendor_unreachable",
@@ -223,6 +234,7 @@ impl VendorFailure {
             Self::BodyTooLarge { .. } => "upstream_body_too_large",
             Self::TooManyRedirects(_) => "too_many_redirects",
             Self::Protocol(_) => "upstream_protocol_error",
+            Self::EmptyContent { .. } => "empty_content",
             Self::Vendor(e) => e.kind.code(),
         }
     }

@@ -11,6 +11,15 @@ fn body_kinds_follow_content_type_then_sniffing() {
         (Some("image/png"), b"\x89PNG", BodyKind::Binary),
         (Some("application/pdf"), b"%PDF", BodyKind::Binary),
         (None, b"<!DOCTYPE html><p>x", BodyKind::Html),
+        // Leading whitespace of any length, then a tag the sniffing algorithm names.
+        (
+            None,
+            b"\n\t\t\n   <!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01//EN\">",
+            BodyKind::Html,
+        ),
+        (None, b"  <div class=x>words</div>", BodyKind::Html),
+        (None, b"<!-- generated --><p>x</p>", BodyKind::Html),
+        (None, b"<abbr>not a listed start</abbr>", BodyKind::Text),
         (None, b"plain words", BodyKind::Text),
         (None, b"\x00\x01\x02", BodyKind::Binary),
     ];
@@ -23,12 +32,12 @@ fn body_kinds_follow_content_type_then_sniffing() {
 fn text_is_decoded_with_the_declared_or_meta_charset() {
     let latin1 = b"caf\xe9";
     assert_eq!(
-        decode_text(Some("text/plain; charset=ISO-8859-1"), latin1),
+        decode_text(Some("text/plain; charset=ISO-8859-1"), latin1, false),
         "café"
     );
     let html = b"<meta charset=\"windows-1252\"><p>caf\xe9</p>";
-    assert!(decode_text(Some("text/html"), html).contains("café"));
-    assert_eq!(decode_text(None, "naïve".as_bytes()), "naïve");
+    assert!(decode_text(Some("text/html"), html, true).contains("café"));
+    assert_eq!(decode_text(None, "naïve".as_bytes(), false), "naïve");
 }
 
 #[test]

@@ -52,13 +52,28 @@ pub fn parse_document(html: &str, deadline: Instant) -> Result<Html, DeadlineExc
         let (chunk, tail) = rest.split_at(cut);
         rest = tail;
         input.push_back(StrTendril::from_slice(chunk));
-        while let TokenizerResult::Script(_) = tokenizer.feed(&input) {}
+        feed_all(&tokenizer, &input);
         if tokenizer.sink.expired.get() || Instant::now() >= deadline {
             return Err(DeadlineExceeded);
         }
     }
     tokenizer.end();
     Ok(tokenizer.sink.builder.sink.0.into_inner())
+}
+
+/// Feed everything queued in `input` to the tokenizer. The tokenizer stops early for a
+/// `<script>` (nothing runs here) and for an encoding indicator (`<meta charset>`: the body
+/// was decoded before the parse, by the HTTP charset, a BOM or the WHATWG prescan, so the
+/// indicator changes nothing); either way feeding resumes until the queue is drained. Taking
+/// such a stop for the end of the input would lose the rest of the page.
+fn feed_all(tokenizer: &Tokenizer<DepthCap>, input: &BufferQueue) {
+    loop {
+        match tokenizer.feed(input) {
+            TokenizerResult::Done => break,
+            TokenizerResult::Script(_) | TokenizerResult::EncodingIndicator(_) => {}
+        }
+    }
+    debug_assert!(input.is_empty(), "the tokenizer left input unread");
 }
 
 /// The largest char boundary of `s` at or below `max` (at least one char, so input advances).
@@ -245,8 +260,24 @@ const VOID: &[&str] = &[
 /// `dropped`, and with the markup of elements deeper than `max_depth` below `root` left out
 /// (their text kept). Iterative: any depth is safe.
 pub fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize) -> String {
-    use ego_tree::iter::Edge;
     let mut out = String::new();
+    serialize_filtered(
+        &mut out,
+        *root,
+        |node| matches!(node.value(), Node::Element(el) if dropped.contains(&el.name())),
+        max_depth,
+    );
+    out
+}
+
+/// [`serialize_capped`] with the subtrees to leave out chosen by `drop`, appended to `out`.
+pub fn serialize_filtered(
+    out: &mut String,
+    root: ego_tree::NodeRef<'_, Node>,
+    drop: impl Fn(&ego_tree::NodeRef<'_, Node>) -> bool,
+    max_depth: usize,
+) {
+    use ego_tree::iter::Edge;
     let mut depth = 0usize;
     // While inside a dropped subtree: the node that opened it.
     let mut skipping: Option<ego_tree::NodeId> = None;
@@ -259,7 +290,7 @@ pub fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize
                 match node.value() {
                     Node::Element(el) => {
                         let name = el.name();
-                        if dropped.contains(&name) {
+                        if drop(&node) {
                             skipping = Some(node.id());
                             continue;
                         }
@@ -271,13 +302,13 @@ pub fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize
                                 out.push(' ');
                                 out.push_str(key);
                                 out.push_str("=\"");
-                                escape_into(&mut out, value, true);
+                                escape_into(out, value, true);
                                 out.push('"');
                             }
                             out.push('>');
                         }
                     }
-                    Node::Text(text) => escape_into(&mut out, text, false),
+                    Node::Text(text) => escape_into(out, text, false),
                     _ => {}
                 }
             }
@@ -299,7 +330,6 @@ pub fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize
             }
         }
     }
-    out
 }
 
 fn escape_into(out: &mut String, s: &str, attribute: bool) {
