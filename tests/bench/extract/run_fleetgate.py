@@ -7,9 +7,10 @@ Two ways to run, chosen by what the binary offers:
            {"file", "title", "markdown", "micros", "error"}); micros is the binary's own
            in-process time for the page. Files are passed in batches. The pages are UTF-8 (the
            benchmark decodes every page once, as WCEB does) but many still carry their original
-           `<meta charset=windows-1252>` or the like; a file has no HTTP header to override it, so
-           each is handed to convert as a copy with a UTF-8 byte order mark, which outranks the
-           meta prescan as it does in a browser (FLEETGATE_EXTRACT_CONVERT_INPUT=plain: as is).
+           `<meta charset=windows-1252>` or the like. So convert is told what a server would say,
+           `--content-type "text/html; charset=utf-8"`, which outranks the meta prescan as in a
+           browser; a convert without that option gets copies with a UTF-8 byte order mark, which
+           outranks it too. FLEETGATE_EXTRACT_CONVERT_INPUT=header|bom|plain picks one.
   extract  until `convert` exists: `fleetgate-proxy extract --policy P --char-limit 2000000 URL`
            for each page, served by a loopback origin (127.0.0.1, port 0) with
            `Content-Type: text/html; charset=utf-8`; the policy is the `direct` backend with
@@ -32,14 +33,16 @@ import urllib.parse
 BATCH = 64
 
 
-def has_convert(binary):
+def convert_help(binary):
     r = subprocess.run([binary, 'convert', '--help'], capture_output=True, text=True)
-    return r.returncode == 0
+    return r.stdout if r.returncode == 0 else None
 
 
-def run_convert(binary, view, pages):
+def run_convert(binary, view, pages, helptext):
     out = {}
-    bom = os.environ.get('FLEETGATE_EXTRACT_CONVERT_INPUT', 'bom') == 'bom'
+    how = os.environ.get('FLEETGATE_EXTRACT_CONVERT_INPUT') or ('header' if '--content-type' in helptext else 'bom')
+    bom = how == 'bom'
+    extra = ['--content-type', 'text/html; charset=utf-8'] if how == 'header' else []
     for i in range(0, len(pages), BATCH):
         batch = pages[i:i + BATCH]
         with tempfile.TemporaryDirectory() as tmp:
@@ -52,7 +55,7 @@ def run_convert(binary, view, pages):
                     files.append(f)
                 else:
                     files.append(p)
-            cmd = [binary, 'convert'] + (['--full-page'] if view == 'full' else []) + files
+            cmd = [binary, 'convert'] + (['--full-page'] if view == 'full' else []) + extra + files
             r = subprocess.run(cmd, capture_output=True, text=True)
         got = {}
         for line in r.stdout.splitlines():
@@ -132,8 +135,9 @@ def run_extract(binary, pages):
 def main():
     binary, view, pages_file, out_file = sys.argv[1:5]
     pages = [tuple(line.rstrip('\n').split('\t')) for line in open(pages_file, encoding='utf-8') if line.strip()]
-    if has_convert(binary):
-        res, mode = run_convert(binary, view, pages)
+    helptext = convert_help(binary)
+    if helptext is not None:
+        res, mode = run_convert(binary, view, pages, helptext)
     else:
         res, mode = run_extract(binary, pages)
     with open(out_file, 'w', encoding='utf-8') as o:
