@@ -58,7 +58,7 @@ def run_convert(binary, view, pages, helptext):
             cmd = [binary, 'convert'] + (['--full-page'] if view == 'full' else []) + extra + files
             r = subprocess.run(cmd, capture_output=True, text=True)
         got = {}
-        for line in r.stdout.splitlines():
+        for line in r.stdout.split("\n"):  # not splitlines: U+2028 may sit inside a JSON string
             if line.strip():
                 j = json.loads(line)
                 got[j.get('file')] = j
