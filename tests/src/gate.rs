@@ -377,6 +377,19 @@ pub async fn run_cli_with(
         .with_context(|| format!("failed to run {} {args:?}", binary.display()))
 }
 
+/// A gate policy for loopback tests: listeners on port 0, the stub DNS server at `dns` as the
+/// only resolver, 127.0.0.1 opened by `egress.allowCIDRs` (how an operator opens an internal
+/// service), the volume under the gate's work dir, short fetch timeouts; `extra` is appended.
+pub fn loopback_policy(dns: SocketAddr, extra: &str) -> String {
+    format!(
+        "version: v1\n\
+         listen:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n\
+         egress:\n  allowCIDRs: [\"127.0.0.1/32\"]\n  resolver:\n    nameservers: [\"{dns}\"]\n    timeoutMs: 1500\n    attempts: 1\n\
+         store:\n  root: ${{WORK_DIR}}/volume\n  agentVisibleRoot: /opt/data/cache/fleetgate\n\
+         fetch:\n  headerTimeoutMs: 1500\n  totalTimeoutMs: 4000\n{extra}"
+    )
+}
+
 /// Parses `{"listening": {"api": "127.0.0.1:PORT", ...}}` into listener name → address.
 pub fn parse_listening_line(line: &str) -> anyhow::Result<BTreeMap<String, SocketAddr>> {
     let value: serde_json::Value = serde_json::from_str(line)

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use fleetgate_e2e::dns::{DnsReply, StubDns};
-use fleetgate_e2e::gate::GateProcess;
+use fleetgate_e2e::gate::{GateProcess, loopback_policy};
 use fleetgate_e2e::http;
 use fleetgate_e2e::origin::{self, Origin, Reply};
 use serde_json::{Value, json};
@@ -18,14 +18,7 @@ fn ip(s: &str) -> IpAddr {
 
 /// A policy that resolves through `dns` and opens only 127.0.0.1 for the loopback origins.
 fn policy(dns: &StubDns, extra: &str) -> String {
-    format!(
-        "version: v1\n\
-         listen:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n\
-         egress:\n  allowCIDRs: [\"127.0.0.1/32\"]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1500\n    attempts: 1\n\
-         store:\n  root: ${{WORK_DIR}}/volume\n  agentVisibleRoot: /opt/data/cache/fleetgate\n\
-         fetch:\n  headerTimeoutMs: 1500\n  totalTimeoutMs: 4000\n{extra}",
-        dns.addr()
-    )
+    loopback_policy(dns.addr(), extra)
 }
 
 async fn extract(gate: &GateProcess, urls: Value) -> (u16, Value) {

@@ -8,7 +8,7 @@
 use std::net::IpAddr;
 
 use fleetgate_e2e::dns::StubDns;
-use fleetgate_e2e::gate::GateProcess;
+use fleetgate_e2e::gate::{GateProcess, loopback_policy};
 use fleetgate_e2e::http;
 use fleetgate_e2e::origin::{self, Origin, Reply};
 use fleetgate_e2e::pages::{BOILERPLATE, news_page};
@@ -18,16 +18,14 @@ fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address must parse")
 }
 
-fn policy(dns: &StubDns, extra: &str) -> String {
-    format!(
-        "version: v1\n\
-         listen:\n  api: 127.0.0.1:0\n  admin: 127.0.0.1:0\n\
-         egress:\n  allowCIDRs: [\"127.0.0.1/32\"]\n  resolver:\n    nameservers: [\"{}\"]\n    timeoutMs: 1500\n    attempts: 1\n\
-         store:\n  root: ${{WORK_DIR}}/volume\n\
-         web:\n  cache:\n    enabled: false\n{extra}\
-         fetch:\n  headerTimeoutMs: 1500\n  totalTimeoutMs: 4000\n",
-        dns.addr()
-    )
+/// The loopback policy, the extract cache off unless `web` turns it on.
+fn policy(dns: &StubDns, web: &str) -> String {
+    let web = if web.contains("cache:") {
+        web.to_string()
+    } else {
+        format!("  cache:\n    enabled: false\n{web}")
+    };
+    loopback_policy(dns.addr(), &format!("web:\n{web}"))
 }
 
 async fn setup(routes: Vec<(String, Reply)>, extra: &str) -> (StubDns, Origin, GateProcess) {
@@ -275,9 +273,9 @@ async fn the_policy_default_can_be_the_whole_page_and_cache_entries_keep_scopes_
         .await
         .unwrap();
     // The whole page by default, with the cache on: each scope has its own entry.
-    let text = policy(&dns, "  onlyMainContent: false\n").replace(
-        "  cache:\n    enabled: false\n",
-        "  cache:\n    enabled: true\n",
+    let text = policy(
+        &dns,
+        "  cache:\n    enabled: true\n  onlyMainContent: false\n",
     );
     let gate = GateProcess::spawn(&text).await.expect("gate must start");
     let url = origin.url_with_host("origin.test", "/news");
