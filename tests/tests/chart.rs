@@ -480,7 +480,7 @@ fn the_admission_policy_and_its_binding_cover_the_release_namespace_only() {
     );
     assert_eq!(
         policy["spec"]["validations"].as_array().map(Vec::len),
-        Some(11),
+        Some(12),
         "gate present, no hostNetwork, and one per rule of the identity table"
     );
     let variables: Vec<&str> = policy["spec"]["variables"]
@@ -501,7 +501,8 @@ fn the_admission_policy_and_its_binding_cover_the_release_namespace_only() {
             "unsetUid",
             "gateGid",
             "rootKeepsSetuid",
-            "rootEscalates"
+            "rootEscalates",
+            "initNotFirst"
         ],
         "the capture, then the offending fields of each rule"
     );

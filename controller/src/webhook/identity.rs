@@ -15,6 +15,11 @@
 //! - switching to it: a root container (uid 0) that keeps `SETUID` or `SETGID`, or that may
 //!   gain privileges (`allowPrivilegeEscalation` not `false`: it could `chown` a program to the
 //!   gate's uid, make it set-uid and run it);
+//! - going under the capture: a root container that keeps `NET_RAW`, which the runtimes grant
+//!   by default (a packet socket, `AF_PACKET`, writes frames straight to the interface, where
+//!   no iptables rule sees them);
+//! - running before it: an init container ahead of the gate's `fleetgate-init` (the capture is
+//!   installed by the first init container, which the injector makes `fleetgate-init`);
 //! - rewriting the capture itself: a privileged container, or one adding `NET_ADMIN`,
 //!   `NET_RAW` or `ALL`;
 //! - driving the gate's own process: `SYS_PTRACE` in a pod that shares its process namespace
@@ -64,10 +69,12 @@ pub enum Rule {
     UnsetUid,
     /// `runAsGroup` (container or pod), `supplementalGroups` or `fsGroup` is the gate's gid.
     GateGid,
-    /// Runs as uid 0 and keeps SETUID or SETGID.
+    /// Runs as uid 0 and keeps SETUID, SETGID or NET_RAW.
     RootKeepsSetuid,
     /// Runs as uid 0 and `allowPrivilegeEscalation` is not `false`.
     RootEscalates,
+    /// The first init container is not the gate's `fleetgate-init`.
+    InitNotFirst,
 }
 
 /// A row of the table: the rule, where it applies, and what the refusal says after the fields.
@@ -83,7 +90,7 @@ pub struct RuleRow {
 
 /// The rules, in the order the policy checks them (the API server reports the first that
 /// fails; the webhook reports them all).
-pub static RULES: [RuleRow; 9] = [
+pub static RULES: [RuleRow; 10] = [
     RuleRow {
         rule: Rule::NetCaps,
         scope: Scope::Always,
@@ -122,12 +129,17 @@ pub static RULES: [RuleRow; 9] = [
     RuleRow {
         rule: Rule::RootKeepsSetuid,
         scope: Scope::Captured,
-        says: "must drop SETUID and SETGID in a container that runs as root (uid 0): with them it could switch to the gate's uid {uid}, which capture exempts",
+        says: "must drop SETUID, SETGID and NET_RAW in a container that runs as root (uid 0): with SETUID or SETGID it could switch to the gate's uid {uid}, which capture exempts, and with NET_RAW send packets under the capture",
     },
     RuleRow {
         rule: Rule::RootEscalates,
         scope: Scope::Captured,
         says: "must be false in a container that runs as root (uid 0): otherwise it could run a program set-uid to the gate's uid {uid}, which capture exempts",
+    },
+    RuleRow {
+        rule: Rule::InitNotFirst,
+        scope: Scope::Captured,
+        says: "must be the gate's fleetgate-init: the first init container installs the capture, and one that runs before it has unfiltered egress",
     },
 ];
 
@@ -285,6 +297,16 @@ pub fn check(spec: &PodSpec, gate: &Gate<'_>, captured: bool) -> Vec<Violation> 
         if row.rule == Rule::HostPid && spec.host_pid == Some(true) {
             fields.push("spec.hostPID".to_string());
         }
+        if row.rule == Rule::InitNotFirst
+            && self::captured(spec, gate)
+            && spec
+                .init_containers
+                .as_ref()
+                .and_then(|cs| cs.first())
+                .is_some_and(|c| !(c.name == INIT_CONTAINER && gate.runs(c.image.as_deref())))
+        {
+            fields.push("spec.initContainers[0]".to_string());
+        }
         if !fields.is_empty() {
             found.push(Violation {
                 rule: row.rule,
@@ -321,15 +343,18 @@ fn member_field(
             .then(|| format!("{}.securityContext.privileged", m.at)),
         Rule::Ptrace => (shared_pids && names(caps.and_then(|c| c.add.as_ref()), &["SYS_PTRACE"]))
             .then(|| format!("{}.securityContext.capabilities.add", m.at)),
-        Rule::HostPid => None,
+        Rule::HostPid | Rule::InitNotFirst => None,
         Rule::GateUid => (uid == Some(gate.uid)).then(uid_field),
         Rule::UnsetUid => uid
             .is_none()
             .then(|| format!("{}.securityContext.runAsUser", m.at)),
         Rule::GateGid => (sc.and_then(|s| s.run_as_group) == Some(gate.gid))
             .then(|| format!("{}.securityContext.runAsGroup", m.at)),
-        Rule::RootKeepsSetuid => (uid == Some(0) && (keeps(sc, "SETUID") || keeps(sc, "SETGID")))
-            .then(|| format!("{}.securityContext.capabilities.drop", m.at)),
+        Rule::RootKeepsSetuid => (uid == Some(0)
+            && ["SETUID", "SETGID", "NET_RAW"]
+                .iter()
+                .any(|cap| keeps(sc, cap)))
+        .then(|| format!("{}.securityContext.capabilities.drop", m.at)),
         Rule::RootEscalates => (uid == Some(0)
             && sc.and_then(|s| s.allow_privilege_escalation) != Some(false))
         .then(|| format!("{}.securityContext.allowPrivilegeEscalation", m.at)),
@@ -383,10 +408,33 @@ pub struct Case {
     pub ephemeral: bool,
 }
 
+// === impl Case ===
+
+impl Case {
+    /// The field as the webhook names it: the webhook sees the pod before injection, where
+    /// the gate's `fleetgate-init` (which the injector puts first) is not there yet, so a
+    /// captured pod's other init containers sit one index lower.
+    pub fn field_before_injection(&self, gate: &Gate<'_>) -> String {
+        let carries_init = serde_json::from_value::<PodSpec>(self.pod["spec"].clone())
+            .is_ok_and(|spec| captured(&spec, gate));
+        let shifted = self
+            .field
+            .strip_prefix("spec.initContainers[")
+            .and_then(|rest| rest.split_once(']'))
+            .and_then(|(i, rest)| Some((i.parse::<usize>().ok()?.checked_sub(1)?, rest)));
+        match shifted {
+            Some((i, rest)) if carries_init => format!("spec.initContainers[{i}]{rest}"),
+            _ => self.field.to_string(),
+        }
+    }
+}
+
 /// An injected pod in transparent mode whose agent runs as uid 1000 with every capability
 /// dropped and no privilege escalation: the gate (`gate_image`, uid and gid 15000, the
-/// injector's defaults) last among the containers, `fleetgate-init` last among the init
-/// containers, so removing them (the pod before injection) leaves every other index as it is.
+/// injector's defaults) last among the containers and `fleetgate-init` first among the init
+/// containers, where the injector puts them. Removing them (the pod before injection) leaves
+/// every container's index as it is and moves other init containers one down
+/// ([`Case::field_before_injection`]).
 pub fn base_pod(gate_image: &str) -> Value {
     let uid = DEFAULT_PROXY_UID;
     json!({
@@ -448,7 +496,8 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
     };
     let insert = |p: &mut Value, list: &str, c: Value| {
         if let Some(cs) = p["spec"][list].as_array_mut() {
-            let at = if list == "containers" { 1 } else { 0 };
+            // After the agent, and after `fleetgate-init`, which the injector puts first.
+            let at = 1;
             cs.insert(at, c);
         }
     };
@@ -508,7 +557,7 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
         refused(
             "an init container running as the gate's uid",
             Rule::GateUid,
-            "spec.initContainers[0].securityContext.runAsUser",
+            "spec.initContainers[1].securityContext.runAsUser",
             with(&|p| {
                 insert(
                     p,
@@ -609,7 +658,7 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
         refused(
             "a root init container keeping SETUID and SETGID",
             Rule::RootKeepsSetuid,
-            "spec.initContainers[0].securityContext.capabilities.drop",
+            "spec.initContainers[1].securityContext.capabilities.drop",
             with(&|p| {
                 insert(
                     p,
@@ -628,7 +677,7 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
                     p,
                     "containers",
                     tool(root(
-                        json!({"capabilities": {"drop": ["SETUID", "SETGID"]}}),
+                        json!({"capabilities": {"drop": ["SETUID", "SETGID", "NET_RAW"]}}),
                     )),
                 )
             }),
@@ -672,7 +721,7 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
         refused(
             "an init container adding ALL",
             Rule::NetCaps,
-            "spec.initContainers[0].securityContext.capabilities.add",
+            "spec.initContainers[1].securityContext.capabilities.add",
             with(&|p| {
                 insert(
                     p,
@@ -725,13 +774,53 @@ pub fn cases(gate_image: &str) -> Vec<Case> {
             with(&|p| p["spec"]["containers"][0]["securityContext"] = json!({"runAsUser": 1000})),
         ),
         admitted(
-            "a root container without SETUID and SETGID that cannot escalate",
+            "a root container without SETUID, SETGID and NET_RAW that cannot escalate",
             with(&|p| {
                 insert(
                     p,
                     "containers",
                     tool(root(json!({"allowPrivilegeEscalation": false,
-                                     "capabilities": {"drop": ["setuid", "CAP_SETGID"]}}))),
+                                     "capabilities": {"drop": ["setuid", "CAP_SETGID", "net_raw"]}}))),
+                )
+            }),
+        ),
+        refused(
+            "a root container dropping SETUID and SETGID but keeping the runtime's NET_RAW",
+            Rule::RootKeepsSetuid,
+            "spec.containers[1].securityContext.capabilities.drop",
+            with(&|p| {
+                insert(
+                    p,
+                    "containers",
+                    tool(root(json!({"allowPrivilegeEscalation": false,
+                                     "capabilities": {"drop": ["SETUID", "SETGID"]}}))),
+                )
+            }),
+        ),
+        refused(
+            "an init container that runs before fleetgate-init",
+            Rule::InitNotFirst,
+            "spec.initContainers[0]",
+            with(&|p| {
+                if let Some(cs) = p["spec"]["initContainers"].as_array_mut() {
+                    cs.insert(
+                        0,
+                        json!({"name": "setup", "image": "example.com/tool:1", "securityContext":
+                               {"runAsUser": 1001, "allowPrivilegeEscalation": false,
+                                "capabilities": {"drop": ["ALL"]}}}),
+                    );
+                }
+            }),
+        ),
+        admitted(
+            "an init container after fleetgate-init",
+            with(&|p| {
+                insert(
+                    p,
+                    "initContainers",
+                    json!({"name": "setup", "image": "example.com/tool:1", "securityContext":
+                           {"runAsUser": 1001, "allowPrivilegeEscalation": false,
+                            "capabilities": {"drop": ["ALL"]}}}),
                 )
             }),
         ),

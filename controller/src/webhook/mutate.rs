@@ -232,10 +232,11 @@ fn build(
     ops.append("/spec/volumes", spec.volumes.is_some(), plan.volumes());
     agent_ops(&mut ops, agent_idx, agent, &plan)?;
     if plan.mode == EgressMode::Transparent {
-        ops.append(
+        // First: an init container that ran before the capture would have unfiltered egress.
+        ops.prepend(
             "/spec/initContainers",
             spec.init_containers.is_some(),
-            vec![plan.init_container()],
+            plan.init_container(),
         );
     }
     ops.add("/spec/containers/-", plan.gate_container());

@@ -52,6 +52,15 @@ impl Ops {
         }
     }
 
+    /// Insert `item` first in the list at `path` (`/0`); an absent list is created holding it.
+    pub fn prepend(&mut self, path: &str, present: bool, item: Value) {
+        if present {
+            self.add(format!("{path}/0"), item);
+        } else {
+            self.add(path, Value::Array(vec![item]));
+        }
+    }
+
     /// Set `entries` in the string map at `path`; an absent map is created whole by one `add`.
     pub fn set_entries(&mut self, path: &str, present: bool, entries: &[(&str, &str)]) {
         if present {

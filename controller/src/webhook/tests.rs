@@ -324,7 +324,7 @@ fn the_injected_commands_parse_with_the_gate_binary() {
     let mut checked = Vec::new();
     for op in ops
         .iter()
-        .filter(|o| o.path.ends_with("/-") || o.path.ends_with("initContainers"))
+        .filter(|o| o.path.ends_with("/-") || o.path.contains("/initContainers"))
     {
         for c in std::iter::once(&op.value).chain(op.value.as_array().into_iter().flatten()) {
             let Some(args) = c["args"].as_array() else {

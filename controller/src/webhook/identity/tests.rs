@@ -64,7 +64,11 @@ fn every_forbidden_pod_breaks_exactly_its_rule_naming_the_field() {
 fn the_webhook_refuses_every_forbidden_pod_before_injection_with_the_field_and_the_reason() {
     for case in cases(IMAGE).into_iter().filter(|c| !c.ephemeral) {
         let got = webhook(&case.pod);
-        match case.rule {
+        // An init container ahead of fleetgate-init is fine before injection: the injector
+        // puts fleetgate-init first (tested below).
+        let rule = case.rule.filter(|r| *r != Rule::InitNotFirst);
+        let field = case.field_before_injection(&gate());
+        match rule {
             Some(rule) => {
                 let Decision::Refuse(message) = &got else {
                     panic!("{}: the webhook must refuse: {got:?}", case.name);
@@ -72,10 +76,9 @@ fn the_webhook_refuses_every_forbidden_pod_before_injection_with_the_field_and_t
                 let says = rule.says(&gate());
                 assert!(
                     message.starts_with("fleetgate: pod agent: ")
-                        && message.contains(&format!("{} {says}", case.field)),
-                    "{}: the refusal must name {} and say {says:?}: {message}",
+                        && message.contains(&format!("{field} {says}")),
+                    "{}: the refusal must name {field} and say {says:?}: {message}",
                     case.name,
-                    case.field
                 );
             }
             None => assert!(
@@ -123,7 +126,8 @@ fn admitted_pods_break_no_rule_and_the_gates_own_containers_are_exempt() {
     );
     let got = check(&spec, &gate(), true);
     let rules: Vec<Rule> = got.iter().map(|v| v.rule).collect();
-    assert_eq!(rules, [Rule::NetCaps], "{got:?}");
+    // It adds NET_RAW as root, too (the gate's own init container is exempt from both).
+    assert_eq!(rules, [Rule::NetCaps, Rule::RootKeepsSetuid], "{got:?}");
 }
 
 #[test]
@@ -229,4 +233,34 @@ fn capability_names_match_in_every_spelling_and_the_repository_is_the_image_with
     assert!(!g.runs(Some("ghcr.io/fleetgate/fleetgate-proxy-evil:0.1.0")));
     assert!(!g.runs(Some("evil.example/ghcr.io/fleetgate/fleetgate-proxy:0.1.0")));
     assert!(!g.runs(None));
+}
+
+#[test]
+fn the_injector_puts_fleetgate_init_before_the_pods_own_init_containers() {
+    let mut pod = base_pod(IMAGE);
+    pod["spec"]["initContainers"]
+        .as_array_mut()
+        .expect("init containers")
+        .push(
+            json!({"name": "setup", "image": "example.com/tool:1", "securityContext":
+                     {"runAsUser": 1001, "allowPrivilegeEscalation": false,
+                      "capabilities": {"drop": ["ALL"]}}}),
+        );
+    let Decision::Patch { ops, .. } = webhook(&pod) else {
+        panic!("the pod must be injected");
+    };
+    let patch: json_patch::Patch =
+        serde_json::from_value(serde_json::to_value(ops).expect("ops serialize"))
+            .expect("an RFC 6902 patch");
+    let mut doc = without_gate(&pod);
+    json_patch::patch(&mut doc, &patch).expect("the patch must apply");
+    let names: Vec<&str> = doc["spec"]["initContainers"]
+        .as_array()
+        .expect("init containers")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, [INIT_CONTAINER, "setup"]);
+    let spec = spec_of(&doc);
+    assert_eq!(check(&spec, &gate(), true), [], "the injected pod passes");
 }
