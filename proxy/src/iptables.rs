@@ -10,12 +10,25 @@
 //!     ├─ [-m multiport --dports P,..]        RETURN   --ignore-ports, 15 per rule
 //!     ├─ [-d CIDR]                           RETURN   --ignore-cidrs of this family
 //!     └─ -p tcp ─► FLEETGATE_REDIRECT ─► REDIRECT --to-ports 15182
+//!
+//!  nat OUTPUT ─(-p udp)─► FLEETGATE_UDP
+//!     ├─ -m owner --uid-owner 15000          RETURN   the gate's own lookups
+//!     ├─ [-m owner --gid-owner G]            RETURN
+//!     ├─ -o lo                               RETURN
+//!     ├─ -d RESOLVER -p udp --dport 53       RETURN   DNS to the pod's name servers
+//!     ├─ [-d CIDR]                           RETURN   --ignore-cidrs of this family
+//!     └─ -p udp ─► REDIRECT --to-ports 15182          refused: nothing listens there for UDP
 //! ```
 //!
 //! Applying is idempotent: `iptables-save -t nat` is read first; the chain declarations
 //! create-or-flush the two chains, and the jump from OUTPUT is inserted only when missing
 //! (extra copies are deleted). `--cleanup` deletes the jumps, flushes and deletes the chains.
-//! UDP is never redirected: QUIC and DNS are not captured by these rules.
+//! UDP is not relayed: other than DNS to the pod's name servers (the `nameserver` lines of
+//! `/etc/resolv.conf`, or `--dns-servers`), a UDP datagram of any uid but the gate's is
+//! redirected to the transparent listener's port on loopback, where nothing listens for UDP:
+//! the sender gets "connection refused" at once (as from a REJECT rule; the nat table cannot
+//! drop) and nothing leaves the pod. QUIC clients fall back to TCP, which is captured.
+//! `--allow-udp` leaves UDP alone.
 
 // Printing to stdout is this module's job: `--dry-run` prints the rules.
 #![allow(clippy::print_stdout)]
@@ -39,6 +52,12 @@ pub const DEFAULT_TO_PORT: u16 = crate::transparent::config::DEFAULT_PORT;
 pub const OUTPUT_CHAIN: &str = "FLEETGATE_OUTPUT";
 /// The chain that redirects to the transparent listener.
 pub const REDIRECT_CHAIN: &str = "FLEETGATE_REDIRECT";
+/// The chain jumped to from nat OUTPUT for UDP: DNS out, the rest refused.
+pub const UDP_CHAIN: &str = "FLEETGATE_UDP";
+/// fleetgate's chains, in declaration order.
+const CHAINS: [&str; 3] = [OUTPUT_CHAIN, REDIRECT_CHAIN, UDP_CHAIN];
+/// Where the pod's name servers are listed.
+const RESOLV_CONF: &str = "/etc/resolv.conf";
 /// `-m multiport` takes at most 15 ports (a range counts as two).
 const MULTIPORT_MAX: usize = 15;
 
@@ -63,6 +82,14 @@ pub struct Args {
     /// Leave IPv6 alone (only for kernels without IPv6: an unredirected family is an egress hole).
     #[arg(long)]
     pub no_ipv6: bool,
+    /// Leave UDP alone (by default only DNS to the pod's name servers goes out: an open UDP
+    /// path is an egress hole, e.g. QUIC to a blocklisted site).
+    #[arg(long)]
+    pub allow_udp: bool,
+    /// The name servers DNS may go to over UDP (default: the `nameserver` lines of
+    /// /etc/resolv.conf).
+    #[arg(long, value_delimiter = ',')]
+    pub dns_servers: Vec<std::net::IpAddr>,
     /// Print the rules instead of applying them.
     #[arg(long)]
     pub dry_run: bool,
@@ -128,6 +155,8 @@ pub struct Config {
     pub ignore_ports: Vec<PortRange>,
     /// Exempt destination networks (both families; [`Rules::build`] keeps its own).
     pub ignore_cidrs: Vec<IpNet>,
+    /// UDP: `None` leaves it alone; `Some(servers)` lets DNS out to `servers` only.
+    pub udp_dns_only: Option<Vec<std::net::IpAddr>>,
 }
 
 /// One rule: the chain it belongs to and its match/target arguments.
@@ -148,8 +177,8 @@ pub struct Rules {
     pub chains: Vec<&'static str>,
     /// The rules of those chains, in order.
     pub rules: Vec<Rule>,
-    /// The jump from nat OUTPUT into [`OUTPUT_CHAIN`].
-    pub jump: Rule,
+    /// The jumps from nat OUTPUT: TCP into [`OUTPUT_CHAIN`], UDP into [`UDP_CHAIN`].
+    pub jumps: Vec<Rule>,
 }
 
 /// Why `init-iptables` failed.
@@ -233,6 +262,13 @@ impl Family {
         }
     }
 
+    fn holds(self, ip: &std::net::IpAddr) -> bool {
+        matches!(
+            (self, ip),
+            (Self::V4, std::net::IpAddr::V4(_)) | (Self::V6, std::net::IpAddr::V6(_))
+        )
+    }
+
     fn contains(self, net: &IpNet) -> bool {
         matches!(
             (self, net),
@@ -251,6 +287,7 @@ impl Default for Config {
             to_port: DEFAULT_TO_PORT,
             ignore_ports: Vec::new(),
             ignore_cidrs: Vec::new(),
+            udp_dns_only: Some(Vec::new()),
         }
     }
 }
@@ -267,12 +304,29 @@ impl TryFrom<&Args> for Config {
         if args.to_port == 0 {
             return Err(IptablesError::Invalid("--to-port must be 1-65535".into()));
         }
+        let udp_dns_only = match (args.allow_udp, args.dns_servers.is_empty()) {
+            (true, _) => None,
+            (false, false) => Some(args.dns_servers.clone()),
+            (false, true) => Some(match std::fs::read_to_string(RESOLV_CONF) {
+                Ok(text) => name_servers(&text),
+                Err(e) => {
+                    // No DNS over UDP then (TCP to a name server is captured like any
+                    // connection); said once, where the init container's log shows it.
+                    eprintln!(
+                        "fleetgate-proxy: init-iptables: failed to read {RESOLV_CONF} ({e}); \
+                         DNS over UDP is refused too (pass --dns-servers)"
+                    );
+                    Vec::new()
+                }
+            }),
+        };
         Ok(Self {
             proxy_uid: args.proxy_uid,
             proxy_gid: args.proxy_gid,
             to_port: args.to_port,
             ignore_ports: args.ignore_ports.clone(),
             ignore_cidrs: args.ignore_cidrs.iter().map(IpNet::trunc).collect(),
+            udp_dns_only,
         })
     }
 }
@@ -328,16 +382,53 @@ impl Rules {
             &redirect,
             "to-transparent-listener",
         ));
-        let jump = Rule::new(
+        let mut jumps = vec![Rule::new(
             "OUTPUT",
             &["-p", "tcp", "-j", OUTPUT_CHAIN],
             "capture-outbound-tcp",
-        );
+        )];
+        let mut chains = vec![OUTPUT_CHAIN, REDIRECT_CHAIN];
+        if let Some(servers) = &cfg.udp_dns_only {
+            chains.push(UDP_CHAIN);
+            rules.push(Rule::new(UDP_CHAIN, &uid_args, "ignore-proxy-uid"));
+            if let Some(gid) = cfg.proxy_gid {
+                let gid = gid.to_string();
+                let gid_args = ["-m", "owner", "--gid-owner", gid.as_str(), "-j", "RETURN"];
+                rules.push(Rule::new(UDP_CHAIN, &gid_args, "ignore-proxy-gid"));
+            }
+            rules.push(Rule::new(UDP_CHAIN, &lo, "ignore-loopback"));
+            for server in servers.iter().filter(|ip| family.holds(ip)) {
+                let net = IpNet::from(*server).to_string();
+                let args = [
+                    "-d",
+                    net.as_str(),
+                    "-p",
+                    "udp",
+                    "--dport",
+                    "53",
+                    "-j",
+                    "RETURN",
+                ];
+                rules.push(Rule::new(UDP_CHAIN, &args, "dns-to-name-server"));
+            }
+            for net in cfg.ignore_cidrs.iter().filter(|n| family.contains(n)) {
+                let net = net.to_string();
+                let args = ["-d", net.as_str(), "-j", "RETURN"];
+                rules.push(Rule::new(UDP_CHAIN, &args, "ignore-cidr"));
+            }
+            let refuse = ["-p", "udp", "-j", "REDIRECT", "--to-ports", port.as_str()];
+            rules.push(Rule::new(UDP_CHAIN, &refuse, "refuse-udp"));
+            jumps.push(Rule::new(
+                "OUTPUT",
+                &["-p", "udp", "-j", UDP_CHAIN],
+                "refuse-outbound-udp",
+            ));
+        }
         Self {
             family,
-            chains: vec![OUTPUT_CHAIN, REDIRECT_CHAIN],
+            chains,
             rules,
-            jump,
+            jumps,
         }
     }
 
@@ -349,19 +440,46 @@ impl Rules {
             "# fleetgate init-iptables: {} nat table\n*nat\n",
             self.family.label()
         );
+        // A chain installed before but not wanted now (`--allow-udp` on a re-run): its jumps
+        // go first, then the chain.
+        let stale: Vec<&str> = installed
+            .chains
+            .iter()
+            .copied()
+            .filter(|c| !self.chains.contains(c))
+            .collect();
+        for (target, line) in &installed.jumps {
+            if stale.contains(target) {
+                out.push_str(&delete_line(line));
+            }
+        }
         for chain in &self.chains {
             // In --noflush mode a declared chain is created, or flushed when it exists.
             out.push_str(&format!(":{chain} - [0:0]\n"));
+        }
+        for op in ["-F", "-X"] {
+            for chain in &stale {
+                out.push_str(&format!("{op} {chain}\n"));
+            }
         }
         for rule in &self.rules {
             out.push_str(&rule.line("-A"));
             out.push('\n');
         }
-        match installed.jumps.split_first() {
-            None => out.push_str(&format!("-I OUTPUT 1 {}\n", self.jump.args.join(" "))),
-            Some((_kept, extra)) => {
-                for line in extra {
-                    out.push_str(&delete_line(line));
+        for jump in &self.jumps {
+            let target = jump_target(&jump.args).unwrap_or_default();
+            let lines: Vec<&String> = installed
+                .jumps
+                .iter()
+                .filter(|(t, _)| *t == target)
+                .map(|(_, l)| l)
+                .collect();
+            match lines.split_first() {
+                None => out.push_str(&format!("-I OUTPUT 1 {}\n", jump.args.join(" "))),
+                Some((_kept, extra)) => {
+                    for line in extra {
+                        out.push_str(&delete_line(line));
+                    }
                 }
             }
         }
@@ -381,7 +499,7 @@ impl Rules {
             .iter()
             .map(|c| base(vec!["-N".into(), (*c).into()]))
             .collect();
-        for rule in self.rules.iter().chain([&self.jump]) {
+        for rule in self.rules.iter().chain(&self.jumps) {
             let mut rest = vec!["-A".to_string(), rule.chain.to_string()];
             rest.extend(rule.args.iter().cloned());
             out.push(base(rest));
@@ -395,8 +513,10 @@ impl Rules {
         for chain in &self.chains {
             out.push_str(&format!(":{chain} - [0:0]\n"));
         }
-        out.push_str(&self.jump.line("-A"));
-        out.push('\n');
+        for jump in &self.jumps {
+            out.push_str(&jump.line("-A"));
+            out.push('\n');
+        }
         for rule in &self.rules {
             out.push_str(&rule.line("-A"));
             out.push('\n');
@@ -417,7 +537,7 @@ pub fn cleanup_script(family: Family, existing: &str) -> Option<String> {
         "# fleetgate init-iptables --cleanup: {} nat table\n*nat\n",
         family.label()
     );
-    for line in &installed.jumps {
+    for (_, line) in &installed.jumps {
         out.push_str(&delete_line(line));
     }
     for op in ["-F", "-X"] {
@@ -437,8 +557,8 @@ fn delete_line(saved: &str) -> String {
 /// fleetgate's traces in an `iptables-save -t nat` dump.
 #[derive(Debug, Default)]
 struct Installed {
-    /// `-A OUTPUT ... -j FLEETGATE_OUTPUT` lines, verbatim.
-    jumps: Vec<String>,
+    /// `-A OUTPUT ... -j FLEETGATE_OUTPUT|FLEETGATE_UDP` lines, verbatim, with their target.
+    jumps: Vec<(&'static str, String)>,
     /// Which of fleetgate's chains exist (in declaration order).
     chains: Vec<&'static str>,
 }
@@ -448,14 +568,14 @@ impl Installed {
         let mut found = Self::default();
         for line in save.lines().map(str::trim) {
             let words: Vec<&str> = line.split_whitespace().collect();
-            if words.first() == Some(&"-A")
-                && words.get(1) == Some(&"OUTPUT")
-                && words.windows(2).any(|w| w == ["-j", OUTPUT_CHAIN])
-            {
-                found.jumps.push(line.to_string());
+            if words.first() != Some(&"-A") || words.get(1) != Some(&"OUTPUT") {
+                continue;
+            }
+            if let Some(target) = jump_target(&words) {
+                found.jumps.push((target, line.to_string()));
             }
         }
-        for chain in [OUTPUT_CHAIN, REDIRECT_CHAIN] {
+        for chain in CHAINS {
             let declared = format!(":{chain} ");
             if save.lines().any(|l| l.trim_start().starts_with(&declared)) {
                 found.chains.push(chain);
@@ -463,6 +583,35 @@ impl Installed {
         }
         found
     }
+}
+
+/// Which of fleetgate's jump chains (`-j FLEETGATE_OUTPUT` or `-j FLEETGATE_UDP`) the words
+/// of a rule jump to.
+fn jump_target<S: AsRef<str>>(words: &[S]) -> Option<&'static str> {
+    words.windows(2).find_map(|w| {
+        (w[0].as_ref() == "-j")
+            .then(|| {
+                [OUTPUT_CHAIN, UDP_CHAIN]
+                    .into_iter()
+                    .find(|c| *c == w[1].as_ref())
+            })
+            .flatten()
+    })
+}
+
+/// The addresses of the `nameserver` lines of a resolv.conf (what the pod's resolver asks).
+pub fn name_servers(resolv_conf: &str) -> Vec<std::net::IpAddr> {
+    resolv_conf
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("nameserver"))
+                .then(|| words.next())
+                .flatten()
+        })
+        // A scoped IPv6 address (`fe80::1%eth0`) is matched without its zone.
+        .filter_map(|a| a.split('%').next()?.parse().ok())
+        .collect()
 }
 
 /// Ports as `-m multiport --dports` lists of at most 15 slots (a range takes two).
@@ -520,8 +669,10 @@ pub fn render_dry_run(args: &Args) -> Result<String, IptablesError> {
             }
             (Format::Commands, true) => {
                 let cmd = family.command();
-                let jump = rules.jump.args.join(" ");
-                out.push_str(&format!("{cmd} -t nat -D OUTPUT {jump}\n"));
+                for jump in &rules.jumps {
+                    let jump = jump.args.join(" ");
+                    out.push_str(&format!("{cmd} -t nat -D OUTPUT {jump}\n"));
+                }
                 for op in ["-F", "-X"] {
                     for chain in &rules.chains {
                         out.push_str(&format!("{cmd} -t nat {op} {chain}\n"));

@@ -20,7 +20,10 @@
 //!   gate through the kubelet's volume refresh without a restart.
 //! - Transparent mode: the init container (gate image, NET_ADMIN) installs the capture, a
 //!   direct connection from the agent container lands on the gate, a metadata fetch is
-//!   refused; only the gate's uid goes out.
+//!   refused; only the gate's uid goes out. The admitted agent (uid 10000) and an admitted
+//!   root agent (SETUID, SETGID and NET_RAW dropped) hold no way out: no capability, no switch
+//!   to the gate's uid or gid, no packet or raw socket, UDP refused, TCP to a blocklisted site
+//!   by address or name refused by the gate.
 //!
 //! Root only (a kubelet and a bridge); `tests/run` runs it (`FLEETGATE_REQUIRE_K8S_NODE=1`).
 
@@ -580,4 +583,71 @@ fn transparent_capture_from_the_init_container_catches_the_agents_direct_connect
         !out.contains("Paragraph 399"),
         "a raw-address connection must not reach the origin past the gate (ok={ok}): {out}"
     );
+
+    // Every way out a process of the admitted agent holds: as its own uid (10000, the example)
+    // and as root that admission lets in (SETUID, SETGID and NET_RAW dropped, no escalation).
+    let agent = escape_probe(cluster, &ns, &pod, "hermes");
+    assert_eq!(agent["uid"], 10000, "{agent}");
+    assert_eq!(
+        agent["cap_eff"], "0000000000000000",
+        "no capability: {agent}"
+    );
+    assert_no_way_out(&agent);
+    let root = agent::root_agent(cluster, &ns);
+    let probe = escape_probe(cluster, &ns, &root, "hermes");
+    assert_eq!(probe["uid"], 0, "{probe}");
+    assert_no_way_out(&probe);
+    let refused = decision(cluster, &ns, &root, "ads.fleet.test", |l| {
+        l["listener"] == "transparent" && l["verdict"] == "deny"
+    });
+    println!("decision (root agent, direct to a blocklisted site): {refused}");
+}
+
+/// `tests/python/escape_probe.py` in `container`: what a process there can do to get out.
+fn escape_probe(cluster: &Cluster, ns: &str, pod: &str, container: &str) -> Value {
+    let script = std::fs::read_to_string(cluster::workspace().join("tests/python/escape_probe.py"))
+        .expect("the probe must exist");
+    let (ok, out) = agent::exec(
+        cluster,
+        ns,
+        pod,
+        container,
+        &[
+            "/opt/hermes/bin/python",
+            "-",
+            "15000",
+            cluster::PUBLIC,
+            "ads.fleet.test",
+        ],
+        Some(&script),
+    );
+    assert!(ok, "the probe must run in {pod}/{container}: {out}");
+    let start = out
+        .find('{')
+        .unwrap_or_else(|| panic!("JSON expected: {out}"));
+    let probe: Value =
+        serde_json::from_str(&out[start..]).unwrap_or_else(|e| panic!("the probe ({e}): {out}"));
+    println!("escape probe in {pod}/{container}: {probe}");
+    probe
+}
+
+/// No capability, no switch to the gate's identity, no packet or raw socket, UDP refused, and
+/// TCP to a blocklisted site (by address or by name) captured and refused by the gate.
+fn assert_no_way_out(probe: &Value) {
+    // SETGID 6, SETUID 7, NET_ADMIN 12, NET_RAW 13, SYS_PTRACE 19, SYS_ADMIN 21.
+    let caps = probe["cap_eff"]
+        .as_str()
+        .and_then(|c| u64::from_str_radix(c, 16).ok())
+        .unwrap_or_else(|| panic!("CapEff expected: {probe}"));
+    for bit in [6, 7, 12, 13, 19, 21] {
+        assert_eq!(caps & (1 << bit), 0, "capability {bit} held: {probe}");
+    }
+    assert_eq!(probe["no_new_privs"], "1", "{probe}");
+    for attempt in ["setuid_gate", "setgid_gate", "packet_socket", "raw_socket"] {
+        assert_eq!(probe[attempt], "PermissionError", "{attempt}: {probe}");
+    }
+    assert_eq!(probe["udp"], "refused", "{probe}");
+    for tcp in ["tcp_by_address", "tcp_by_name"] {
+        assert_eq!(probe[tcp], "HTTP/1.1 403 Forbidden", "{tcp}: {probe}");
+    }
 }

@@ -13,8 +13,12 @@
 //! mismatch dials the SNI name's checked address, re-applying the rules is idempotent and
 //! `--cleanup` removes them. A root process that keeps SETUID walks out as the gate's uid (what
 //! admission refuses in a cluster); the identities admission lets in (uid 1000; root without
-//! SETUID/SETGID and with no_new_privs) stay captured and cannot become the gate. Skipped with a message when not root or when the tools are
-//! missing, unless `FLEETGATE_REQUIRE_NETNS=1`. Namespaces are deleted even on panic.
+//! SETUID/SETGID and with no_new_privs) stay captured and cannot become the gate. UDP leaves
+//! the pod only as the gate's or as DNS to the name servers (`--dns-servers`); any other
+//! datagram is refused on the spot. A root process that keeps the runtime's NET_RAW writes a
+//! frame on a packet socket under every rule (what admission refuses); without NET_RAW it
+//! cannot open one. Skipped with a message when not root or when the tools are missing,
+//! unless `FLEETGATE_REQUIRE_NETNS=1`. Namespaces are deleted even on panic.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
 use std::net::SocketAddr;
@@ -33,6 +37,9 @@ use tokio::net::TcpListener;
 const GATE_UID: &str = "15000";
 const AGENT_UID: &str = "1000";
 const ORIGIN_V4: &str = "192.0.2.10";
+/// The system's Python (readable by every uid, unlike a per-user install), for the UDP and
+/// packet-socket senders.
+const PYTHON: &str = "/usr/bin/python3";
 
 /// Two namespaces and their veth pair; everything is deleted on drop, panics included.
 struct Netns {
@@ -152,6 +159,9 @@ fn missing_prerequisite() -> Option<String> {
         {
             return Some(format!("`{tool}` is not installed"));
         }
+    }
+    if !Path::new(PYTHON).exists() {
+        return Some(format!("{PYTHON} is not installed"));
     }
     let iptables = [
         "iptables-nft-restore",
@@ -374,9 +384,11 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
     let bin = gate_copy(dir.path());
     let launcher = gate_launcher(&ns.pod, dir.path(), GATE_UID);
 
-    // Apply twice: the second run must leave exactly one jump.
-    let first = init_iptables(&ns, &bin, &[]);
-    let applied = init_iptables(&ns, &bin, &[]);
+    // Apply twice: the second run must leave exactly one jump. The remote end stands for the
+    // pod's name server.
+    let dns_servers = ["--dns-servers", "192.0.2.10,2001:db8::10"];
+    let first = init_iptables(&ns, &bin, &dns_servers);
+    let applied = init_iptables(&ns, &bin, &dns_servers);
     assert_eq!(
         first.len(),
         2,
@@ -389,10 +401,15 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
             .filter(|l| l.starts_with("-A OUTPUT") && l.contains("-j FLEETGATE_OUTPUT"))
             .count();
         assert_eq!(jumps, 1, "re-applying must keep one jump:\n{saved}");
+        let udp_jumps = saved
+            .lines()
+            .filter(|l| l.starts_with("-A OUTPUT") && l.contains("-j FLEETGATE_UDP"))
+            .count();
+        assert_eq!(udp_jumps, 1, "re-applying must keep one UDP jump:\n{saved}");
         assert_eq!(
             saved.matches("--uid-owner 15000").count(),
-            1,
-            "chains must be flushed, not doubled:\n{saved}"
+            2,
+            "chains must be flushed, not doubled (one exemption per chain):\n{saved}"
         );
     }
 
@@ -415,6 +432,8 @@ async fn captured_tcp_lands_on_the_gate_and_only_the_gate_leaves() {
     check_ipv6_is_captured(&ns, &gate, &remote).await;
     check_gate_uid_is_exempt(&ns, &gate, &remote).await;
     check_who_can_send_as_the_gate(&ns, &remote).await;
+    check_udp_leaves_only_as_dns_or_the_gate(&ns).await;
+    check_a_packet_socket_needs_net_raw(&ns).await;
 
     drop(gate);
     check_a_gate_whose_uid_is_not_exempt_refuses_the_loop(&ns, dir.path(), dns.addr, &remote).await;
@@ -810,5 +829,208 @@ async fn check_who_can_send_as_the_gate(ns: &Netns, remote: &Remote) {
         remote.http_hits.load(Ordering::SeqCst),
         before + 1,
         "nothing but the switched root process reached the origin"
+    );
+}
+
+/// A UDP receiver in the remote namespace on `ports` of both its addresses: the payloads that
+/// arrived.
+fn udp_receiver(ns: &str, ports: &[u16]) -> Arc<Mutex<Vec<String>>> {
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut sockets = Vec::new();
+    for port in ports {
+        for host in [ORIGIN_V4, "2001:db8::10"] {
+            let addr = SocketAddr::new(host.parse().unwrap(), *port);
+            let socket = in_netns(ns, move || {
+                std::net::UdpSocket::bind(addr).expect("the remote UDP socket must bind")
+            })
+            .join()
+            .unwrap();
+            sockets.push(socket);
+        }
+    }
+    for socket in sockets {
+        let got = got.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while let Ok(n) = socket.recv(&mut buf) {
+                got.lock().unwrap().push(text(&buf[..n]));
+            }
+        });
+    }
+    got
+}
+
+/// Sends one datagram (`argv`: host port payload) from a connected UDP socket and waits a
+/// second for an answer: prints `refused` (the capture's refusal), `timeout` (it left and
+/// nobody answered) or an error name.
+const UDP_SEND: &str = r#"
+import socket, sys
+host, port, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
+s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+s.connect((host, port))
+try:
+    s.send(payload)
+    s.recv(100)
+    print("answered")
+except ConnectionRefusedError:
+    print("refused")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print(type(e).__name__, e.errno)
+"#;
+
+/// Writes one IPv4/UDP packet (`argv`: device, next-hop MAC, source, destination, port,
+/// payload) on a packet socket (`AF_PACKET`): below netfilter, so no iptables rule sees it.
+/// Prints `sent`, or `EPERM` when the process lacks NET_RAW.
+const PACKET_SEND: &str = r#"
+import socket, struct, sys
+dev, mac, src, dst, port, payload = sys.argv[1:7]
+data = payload.encode()
+udp = struct.pack("!HHHH", 40000, int(port), 8 + len(data), 0) + data
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
+                 socket.inet_aton(src), socket.inet_aton(dst))
+words = struct.unpack("!10H", ip)
+total = sum(words)
+total = (total >> 16) + (total & 0xFFFF)
+total += total >> 16
+ip = ip[:10] + struct.pack("!H", ~total & 0xFFFF) + ip[12:]
+try:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0800))
+except PermissionError:
+    print("EPERM")
+    sys.exit(3)
+s.sendto(ip + udp, (dev, 0x0800, 0, 0, bytes.fromhex(mac.replace(":", ""))))
+print("sent")
+"#;
+
+/// UDP out of the pod: the gate's uid and DNS to the name servers leave; any other datagram of
+/// any other uid (QUIC to a blocklisted site, a tunnel) is refused at once, over both families.
+async fn check_udp_leaves_only_as_dns_or_the_gate(ns: &Netns) {
+    let got = udp_receiver(&ns.remote, &[53, 9999]);
+    let send = |uid: &'static str, host: &'static str, port: &'static str, tag: &'static str| {
+        let pod = ns.pod.clone();
+        async move {
+            let (_, out, err) = as_root(
+                &pod,
+                &[
+                    &format!("--reuid={uid}"),
+                    &format!("--regid={uid}"),
+                    "--clear-groups",
+                ],
+                &[PYTHON, "-c", UDP_SEND, host, port, tag],
+            )
+            .await;
+            format!("{}{}", out.trim(), err.trim())
+        }
+    };
+    let quic = send(AGENT_UID, ORIGIN_V4, "9999", "agent-udp-v4").await;
+    assert_eq!(quic, "refused", "the agent's datagram must be refused");
+    let quic6 = send(AGENT_UID, "2001:db8::10", "9999", "agent-udp-v6").await;
+    assert_eq!(
+        quic6, "refused",
+        "the agent's IPv6 datagram must be refused"
+    );
+    let dns = send(AGENT_UID, ORIGIN_V4, "53", "agent-dns-v4").await;
+    assert_eq!(
+        dns, "timeout",
+        "DNS to the name server leaves (nobody answers)"
+    );
+    let dns_elsewhere = send(AGENT_UID, "192.0.2.99", "53", "agent-dns-elsewhere").await;
+    assert_eq!(
+        dns_elsewhere, "refused",
+        "port 53 to another address is refused"
+    );
+    let gate = send(GATE_UID, ORIGIN_V4, "9999", "gate-udp-v4").await;
+    assert_eq!(gate, "timeout", "the gate's datagram leaves");
+    let mut arrived = Vec::new();
+    for _ in 0..50 {
+        arrived = got.lock().unwrap().clone();
+        if arrived.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    arrived.sort();
+    assert_eq!(
+        arrived,
+        ["agent-dns-v4", "gate-udp-v4"],
+        "only the DNS datagram and the gate's arrived"
+    );
+}
+
+/// A packet socket writes under the capture: root keeping the runtime's NET_RAW (even without
+/// SETUID/SETGID and with no_new_privs) gets a datagram to the remote end that no rule saw,
+/// which is why admission makes root drop NET_RAW; without it the socket cannot be opened.
+async fn check_a_packet_socket_needs_net_raw(ns: &Netns) {
+    let got = udp_receiver(&ns.remote, &[9998]);
+    let pid = std::process::id();
+    let (dev, peer) = (format!("fgtp{pid}a"), format!("fgtp{pid}b"));
+    let mac = text(
+        &ns.exec(
+            &ns.remote,
+            &["cat", &format!("/sys/class/net/{peer}/address")],
+        )
+        .stdout,
+    );
+    let mac = mac.trim().to_string();
+    let raw = |restrict: &'static [&'static str], tag: &'static str| {
+        let (pod, dev, mac) = (ns.pod.clone(), dev.clone(), mac.clone());
+        async move {
+            let command = [
+                PYTHON,
+                "-c",
+                PACKET_SEND,
+                &dev,
+                &mac,
+                "192.0.2.1",
+                ORIGIN_V4,
+                "9998",
+                tag,
+            ];
+            let (code, out, err) = as_root(&pod, restrict, &command).await;
+            (code, format!("{}{}", out.trim(), err.trim()))
+        }
+    };
+    let keeps = raw(
+        &[
+            "--bounding-set=-setuid,-setgid",
+            "--inh-caps=-setuid,-setgid",
+            "--no-new-privs",
+        ],
+        "raw-keeps-net-raw",
+    )
+    .await;
+    assert_eq!(keeps, (0, "sent".to_string()), "root keeping NET_RAW");
+    let dropped = raw(
+        &[
+            "--bounding-set=-setuid,-setgid,-net_raw",
+            "--inh-caps=-setuid,-setgid,-net_raw",
+            "--no-new-privs",
+        ],
+        "raw-without-net-raw",
+    )
+    .await;
+    assert_eq!(dropped, (3, "EPERM".to_string()), "root without NET_RAW");
+    let agent = raw(
+        &["--reuid=1000", "--regid=1000", "--clear-groups"],
+        "raw-agent",
+    )
+    .await;
+    assert_eq!(agent, (3, "EPERM".to_string()), "uid 1000");
+    let mut arrived = Vec::new();
+    for _ in 0..50 {
+        arrived = got.lock().unwrap().clone();
+        if !arrived.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        *got.lock().unwrap(),
+        ["raw-keeps-net-raw"],
+        "the frame written with NET_RAW passed under the capture; nothing else arrived ({arrived:?})"
     );
 }

@@ -34,14 +34,113 @@ fn exemptions_come_before_the_redirect_and_the_redirect_targets_the_listener() {
         "only TCP is redirected, to 15182: {:?}",
         redirect.args
     );
-    assert_eq!(rules.jump.chain, "OUTPUT");
+    assert_eq!(rules.jumps[0].chain, "OUTPUT");
     assert!(
-        rules
-            .jump
+        rules.jumps[0]
             .args
             .join(" ")
             .contains("-p tcp -j FLEETGATE_OUTPUT")
     );
+}
+
+fn udp_rules(rules: &Rules) -> Vec<String> {
+    rules
+        .rules
+        .iter()
+        .filter(|r| r.chain == UDP_CHAIN)
+        .map(|r| r.args.join(" "))
+        .collect()
+}
+
+#[test]
+fn udp_goes_out_only_as_dns_to_the_name_servers_and_the_rest_is_refused() {
+    let c = Config {
+        udp_dns_only: Some(vec![
+            "10.96.0.10".parse().unwrap(),
+            "fd00::a".parse().unwrap(),
+        ]),
+        ignore_cidrs: vec!["192.0.2.0/24".parse().unwrap()],
+        ..cfg()
+    };
+    let v4 = Rules::build(&c, Family::V4);
+    let udp = udp_rules(&v4);
+    let at = |needle: &str| {
+        udp.iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("`{needle}` in {udp:?}"))
+    };
+    assert!(at("--uid-owner 15000 -j RETURN") < at("-o lo -j RETURN"));
+    assert!(at("-o lo") < at("-d 10.96.0.10/32 -p udp --dport 53 -j RETURN"));
+    assert!(at("--dport 53") < at("-d 192.0.2.0/24 -j RETURN"));
+    assert_eq!(
+        at("-p udp -j REDIRECT --to-ports 15182"),
+        udp.len() - 1,
+        "the refusal is last: {udp:?}"
+    );
+    assert!(!udp.iter().any(|r| r.contains("fd00::a")), "{udp:?}");
+    assert!(
+        v4.jumps
+            .iter()
+            .any(|j| j.args.join(" ").starts_with("-p udp -j FLEETGATE_UDP")),
+        "{:?}",
+        v4.jumps
+    );
+    let v6 = udp_rules(&Rules::build(&c, Family::V6));
+    assert!(
+        v6.iter()
+            .any(|r| r.contains("-d fd00::a/128 -p udp --dport 53")),
+        "{v6:?}"
+    );
+    // No name server known: no DNS over UDP either, the refusal stays.
+    let none = udp_rules(&Rules::build(&cfg(), Family::V4));
+    assert!(!none.iter().any(|r| r.contains("--dport 53")), "{none:?}");
+    assert!(
+        none.last().is_some_and(|r| r.contains("REDIRECT")),
+        "{none:?}"
+    );
+    // --allow-udp: no UDP chain, no UDP jump.
+    let open = Rules::build(
+        &Config {
+            udp_dns_only: None,
+            ..cfg()
+        },
+        Family::V4,
+    );
+    assert!(udp_rules(&open).is_empty() && open.jumps.len() == 1);
+    assert!(!open.chains.contains(&UDP_CHAIN));
+}
+
+#[test]
+fn allowing_udp_on_a_rerun_removes_the_udp_chain_and_its_jump() {
+    let saved = Rules::build(&cfg(), Family::V4).as_saved();
+    let open = Rules::build(
+        &Config {
+            udp_dns_only: None,
+            ..cfg()
+        },
+        Family::V4,
+    );
+    let script = open.restore_script(&saved);
+    let at = |needle: &str| {
+        script
+            .find(needle)
+            .unwrap_or_else(|| panic!("`{needle}` in {script}"))
+    };
+    assert!(at("-D OUTPUT -p udp") < at("-F FLEETGATE_UDP"));
+    assert!(at("-F FLEETGATE_UDP") < at("-X FLEETGATE_UDP"));
+    assert!(!script.contains(":FLEETGATE_UDP"), "{script}");
+    assert!(
+        !script.contains("-I OUTPUT"),
+        "the TCP jump is kept: {script}"
+    );
+}
+
+#[test]
+fn name_servers_are_read_from_resolv_conf() {
+    let text = "# generated\nsearch agents.svc.cluster.local svc.cluster.local\nnameserver 10.96.0.10\n\
+                nameserver fe80::1%eth0\nnameserver bogus\noptions ndots:5\n";
+    let got: Vec<String> = name_servers(text).iter().map(ToString::to_string).collect();
+    assert_eq!(got, ["10.96.0.10", "fe80::1"]);
 }
 
 #[test]
@@ -122,8 +221,8 @@ fn reapplying_keeps_one_jump() {
     let rules = Rules::build(&cfg(), Family::V4);
     let fresh = rules.restore_script("");
     assert!(
-        fresh.contains("\n-I OUTPUT 1 -p tcp "),
-        "a fresh install inserts the jump: {fresh}"
+        fresh.contains("\n-I OUTPUT 1 -p tcp ") && fresh.contains("\n-I OUTPUT 1 -p udp "),
+        "a fresh install inserts the jumps: {fresh}"
     );
     let saved = rules.as_saved();
     let again = rules.restore_script(&saved);
@@ -171,7 +270,9 @@ fn cleanup_deletes_jumps_then_flushes_then_deletes_chains() {
             .unwrap_or_else(|| panic!("`{needle}` in {script}"))
     };
     assert!(at("-D OUTPUT -p tcp") < at("-F FLEETGATE_OUTPUT"));
+    assert!(at("-D OUTPUT -p udp") < at("-F FLEETGATE_UDP"));
     assert!(at("-F FLEETGATE_REDIRECT") < at("-X FLEETGATE_OUTPUT"));
+    assert!(at("-F FLEETGATE_UDP") < at("-X FLEETGATE_UDP"));
     assert!(script.trim_end().ends_with("COMMIT"), "{script}");
 }
 

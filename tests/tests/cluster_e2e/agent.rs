@@ -59,6 +59,37 @@ pub fn fleet_policy(cluster: &Cluster, ns: &str, mode: &str, blocked: &[&str]) -
     .to_string()
 }
 
+/// A second agent pod, `hermes-root`, that runs as root the way admission lets it in a
+/// captured pod: SETUID, SETGID and NET_RAW dropped, no privilege escalation. Its name, once
+/// it is ready.
+pub fn root_agent(cluster: &Cluster, ns: &str) -> String {
+    let deployment: Value = serde_json::from_str(&deployment(ns)).expect("JSON");
+    let mut pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "hermes-root", "namespace": ns,
+                     "labels": deployment["spec"]["template"]["metadata"]["labels"].clone()},
+        "spec": deployment["spec"]["template"]["spec"].clone(),
+    });
+    pod["spec"]["securityContext"] = json!({"runAsUser": 0, "runAsGroup": 0,
+        "seccompProfile": {"type": "RuntimeDefault"}});
+    pod["spec"]["containers"][0]["securityContext"] = json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["SETUID", "SETGID", "NET_RAW"]},
+    });
+    cluster.kubectl_in(&["apply", "-n", ns, "-f", "-"], &pod.to_string());
+    cluster.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=Ready",
+        "pod/hermes-root",
+        "--timeout",
+        WAIT,
+    ]);
+    "hermes-root".to_string()
+}
+
 /// Apply the agent Deployment and wait for its rollout.
 pub fn start_agents(cluster: &Cluster, ns: &str) {
     cluster.kubectl_in(&["apply", "-n", ns, "-f", "-"], &deployment(ns));
