@@ -35,6 +35,13 @@ use crate::vendors::html::Scope as ContentScope;
 /// Largest request body the api listener reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
+/// The most JSON values a request body may hold. A megabyte of `[0,0,…]` is half a million
+/// values and some 50 MB as a tree; the budget lets about a hundred such bodies in at once, so
+/// the values are counted ([`count_values`](crate::vendors::client::answer_json::count_values))
+/// before the tree is built. The largest real request (an extract of a few dozen URLs with
+/// its options) holds some hundreds.
+pub const MAX_REQUEST_VALUES: usize = 20_000;
+
 /// The api and admin listeners' state: the gate's, and each feature's own beside it.
 #[derive(Debug)]
 pub struct Shared {
@@ -456,7 +463,13 @@ pub async fn read_json(req: Request<Incoming>) -> Result<(Value, BodyHold), ApiE
     let (parts, body) = req.into_parts();
     let (bytes, hold) =
         crate::request_body::read_for(&parts, body, MAX_REQUEST_BYTES, "api").await?;
-    let value = serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}")))?;
+    let invalid = |e: String| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}"));
+    crate::vendors::client::answer_json::count_values(&bytes, MAX_REQUEST_VALUES).map_err(|e| {
+        match e.starts_with("more than") {
+            true => ApiError::InvalidRequest(format!("the body holds {e}")),
+            false => invalid(e),
+        }
+    })?;
+    let value = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
     Ok((value, hold))
 }

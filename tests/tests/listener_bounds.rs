@@ -340,3 +340,68 @@ async fn an_unfinished_body_is_dropped_at_its_deadline_and_bodies_past_the_budge
         "40 unfinished bodies must not grow the gate by more than 24 MiB: idle {idle} KiB, peak {peak} KiB"
     );
 }
+
+/// A request body of tiny JSON values (`[0,0,…]`): a megabyte is half a million values, some
+/// 50 MB as a tree. Sixty of them at once, all inside the body budget, are refused with `400`
+/// after one counting pass and never become trees: the gate grows by a small multiple of the
+/// bytes it holds, not by gigabytes.
+#[tokio::test]
+async fn request_bodies_of_tiny_json_values_are_refused_before_a_tree_is_built() {
+    let gate = GateProcess::builder(&policy(20))
+        .spawn()
+        .await
+        .expect("the gate starts");
+    let api = gate.api_addr();
+    let (_, idle) = rss(&gate);
+    let mut body = br#"{"urls":["http://example.test/"],"formats":["markdown"],"x":["#.to_vec();
+    while body.len() < 1_000_000 {
+        body.extend_from_slice(b"0,");
+    }
+    body.extend_from_slice(b"0]}");
+    let head = format!(
+        "POST /v1/extract HTTP/1.1\r\nhost: gate\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&body);
+    let sends = (0..60).map(|_| {
+        let request = request.clone();
+        tokio::spawn(async move {
+            let mut s = sent(api, &request).await;
+            until_closed(&mut s, Duration::from_secs(30)).await
+        })
+    });
+    let started = Instant::now();
+    let answers = futures_util::future::join_all(sends).await;
+    let took = started.elapsed();
+    let (peak, now) = rss(&gate);
+    eprintln!(
+        "60 x 1 MB bodies of tiny JSON values, answered in {took:?}: idle RSS {idle} KiB, peak {peak} KiB (+{} KiB), RSS after {now} KiB",
+        peak.saturating_sub(idle)
+    );
+    for answer in answers {
+        let answer = answer.expect("the task").expect("answered and closed");
+        assert!(
+            answer.starts_with("HTTP/1.1 400") && answer.contains("more than 20000 JSON values"),
+            "{:.300}",
+            answer
+        );
+    }
+    assert!(
+        peak.saturating_sub(idle) < 256 * 1024,
+        "60 MB of request bodies must not grow the gate by more than 256 MiB: idle {idle} KiB, peak {peak} KiB"
+    );
+    // A real request still goes through the parser (and is answered on its merits).
+    let ok = br#"{"urls":["http://127.0.0.1:9/"]}"#;
+    let mut small = format!(
+        "POST /v1/extract HTTP/1.1\r\nhost: gate\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        ok.len()
+    )
+    .into_bytes();
+    small.extend_from_slice(ok);
+    let mut s = sent(api, &small).await;
+    let answer = until_closed(&mut s, Duration::from_secs(30))
+        .await
+        .expect("answered");
+    assert!(!answer.contains("JSON values"), "{answer:.300}");
+}

@@ -290,8 +290,14 @@ impl CallError {
 /// values are counted first ([`answer_json`]): an answer of more than
 /// [`answer_json::MAX_ANSWER_VALUES`] is refused before a tree of it is built.
 pub(crate) fn parse_json(bytes: &[u8]) -> Result<serde_json::Value, String> {
-    answer_json::count_values(bytes, answer_json::MAX_ANSWER_VALUES)
-        .map_err(|e| format!("invalid JSON in the response: {e}"))?;
+    answer_json::count_values(bytes, answer_json::MAX_ANSWER_VALUES).map_err(|e| {
+        let holds = if e.starts_with("more than") {
+            "the answer holds "
+        } else {
+            ""
+        };
+        format!("invalid JSON in the response: {holds}{e}")
+    })?;
     serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON in the response: {e}"))
 }
 

@@ -1,4 +1,4 @@
-//! A vendor answer's JSON counted before a tree of it is built.
+//! A vendor answer's (or a request body's) JSON counted before a tree of it is built.
 //!
 //! A tree costs dozens of times the text of an answer made of tiny values (`[0,0,0,…]` is two
 //! bytes a value in the text and about a hundred in a tree): a 30 MB answer of them would take
@@ -41,10 +41,7 @@ impl Count<'_> {
         let n = self.seen.get() + 1;
         self.seen.set(n);
         if n > self.limit {
-            return Err(E::custom(format!(
-                "the answer holds more than {} JSON values",
-                self.limit
-            )));
+            return Err(E::custom(format!("more than {} JSON values", self.limit)));
         }
         Ok(())
     }
