@@ -466,6 +466,8 @@ fn make_home(python: &Path, dir: &Path, jobs: &[Job]) -> Value {
         .arg(&spec_path)
         .env_remove("HERMES_HOME")
         .env_remove("PYTEST_CURRENT_TEST")
+        // The venv sealed as Hermes' image seals it: no package installed from PyPI on the way.
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
         .output()
         .expect("the fixture writer must start");
     assert!(

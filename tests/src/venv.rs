@@ -23,6 +23,12 @@ pub const REQUIRE_VENV_ENV: &str = "FLEETGATE_REQUIRE_VENV";
 /// How long one Python run may take (Hermes imports are slow on a cold cache).
 pub const PYTHON_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The environment every Hermes run of the tests gets: its venv sealed, as Hermes' own
+/// container image seals it. Otherwise Hermes installs packages from PyPI the first time a
+/// code path needs them (0.20.1 installs boto3 when it first resolves a provider), which would
+/// change the pinned venv and reach past loopback.
+pub const HERMES_ENV: [(&str, &str); 1] = [("HERMES_DISABLE_LAZY_INSTALLS", "1")];
+
 /// A pinned Hermes Agent the real-client tests run, each from its own venv (the two
 /// distributions ship the same top-level modules, so they cannot share one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -254,9 +260,9 @@ macro_rules! hermes_matrix {
     )+};
 }
 
-/// Runs `python -c script args...` with extra `env`, collecting its output within
-/// [`PYTHON_TIMEOUT`] whatever its exit status. Async so in-process servers the script talks
-/// to keep running meanwhile.
+/// Runs `python -c script args...` with [`HERMES_ENV`] and extra `env`, collecting its output
+/// within [`PYTHON_TIMEOUT`] whatever its exit status. Async so in-process servers the script
+/// talks to keep running meanwhile.
 pub async fn run_python(
     python: &Path,
     script: &str,
@@ -267,6 +273,7 @@ pub async fn run_python(
         .arg("-c")
         .arg(script)
         .args(args)
+        .envs(HERMES_ENV)
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .kill_on_drop(true)

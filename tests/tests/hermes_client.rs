@@ -127,6 +127,7 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals(version:
         .arg("3000")
         .args(&urls)
         .env("HERMES_HOME", &home)
+        .envs(venv::HERMES_ENV)
         .env("FIRECRAWL_API_URL", format!("http://{}", gate.api_addr()))
         .env_remove("HTTPS_PROXY")
         .env_remove("HTTP_PROXY")

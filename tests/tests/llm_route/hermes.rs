@@ -55,6 +55,7 @@ async fn run_turn(cli: &Path, secrets: &Secrets, home: &Path, prompt: &str) -> O
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", secrets.dir.path())
         .env("HERMES_HOME", home)
+        .envs(venv::HERMES_ENV)
         .current_dir(secrets.dir.path())
         .stdin(Stdio::null())
         .kill_on_drop(true)
