@@ -5,7 +5,8 @@
 //! effort and tier (enforce mode), and the report shows each role with what was really sent
 //! and served. A refused turn counts once per turn under both versions, however many
 //! requests each sends for it; Hermes' own `x_search` tool, which asks xAI to search X
-//! itself, is refused or observed as a provider-side tool.
+//! itself, and a Hermes turn on xAI responses declaring xAI's native web search are refused or
+//! observed as provider-side tools.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -424,4 +425,100 @@ async fn hermes_x_search_is_refused_or_observed_as_a_provider_side_tool(version:
         .await
         .unwrap_or_else(|e| panic!("{version}: the observed tool must be logged: {e}"));
     assert_eq!(line["action"], "observed", "{line}");
+}
+
+/// `<cli> -z <prompt>` on xAI responses (`model.provider: xai`, `XAI_BASE_URL` at the gate's main
+/// role, a placeholder `XAI_API_KEY`) with `web.search_backend: xai`: Hermes declares xAI's
+/// native `{"type": "web_search"}` in place of its own web_search function.
+async fn xai_turn(version: Hermes, python: &Path, gate: &GateProcess, secrets: &Secrets) -> Output {
+    let home = secrets.path("hermes-home");
+    std::fs::create_dir_all(&home).expect("hermes home");
+    std::fs::write(
+        home.join("config.yaml"),
+        "model:\n  default: grok-4\n  provider: xai\nweb:\n  search_backend: xai\n",
+    )
+    .expect("config");
+    let run = tokio::process::Command::new(version.cli(python))
+        .args(["-z", "What is new on the web about fleetgate?"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", secrets.dir.path())
+        .env("HERMES_HOME", &home)
+        .env("XAI_API_KEY", "agent-placeholder-key")
+        .env(
+            "XAI_BASE_URL",
+            format!("http://{}/llm/main/v1", gate.api_addr()),
+        )
+        .envs(venv::HERMES_ENV)
+        .current_dir(secrets.dir.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    tokio::time::timeout(TURN_TIMEOUT, run)
+        .await
+        .expect("the Hermes turn must finish in time")
+        .expect("hermes must run")
+}
+
+hermes_matrix!(a_hermes_turn_with_xai_native_web_search_is_refused_or_observed);
+
+async fn a_hermes_turn_with_xai_native_web_search_is_refused_or_observed(version: Hermes) {
+    let Some(python) = version.python() else {
+        return;
+    };
+    let with_search = |r: &fleetgate_e2e::llm_stub::SeenRequest| {
+        r.path.ends_with("/responses")
+            && r.body["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["type"] == "web_search"))
+    };
+    // Refused: the turn ends with the gate's refusal naming the tool.
+    let (stub, secrets, gate, _) = x_search_gate("  providerTools:\n    main: refuse\n").await;
+    let out = xai_turn(version, &python, &gate, &secrets).await;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("provider-side tool 'web_search' is not allowed for role 'main'"),
+        "{version} must show the refusal naming the tool: {said}"
+    );
+    assert!(
+        !stub.requests().iter().any(with_search),
+        "{version}: the turn with the native search never reaches the provider"
+    );
+    let text = metrics(&gate).await;
+    let refused =
+        r#"fleetgate_llm_provider_tools_total{action="refused",role="main",tool="web_search"}"#;
+    assert!(
+        series(&text, refused) >= 1.0,
+        "{version}: {refused}\n{text}"
+    );
+    drop(gate);
+
+    // Observed: relayed as Hermes built it, counted.
+    let (stub, secrets, gate, _) = x_search_gate("").await;
+    xai_turn(version, &python, &gate, &secrets).await;
+    let seen = stub.requests();
+    let sent = seen
+        .iter()
+        .find(|r| with_search(r))
+        .unwrap_or_else(|| panic!("{version}: the turn must reach the provider: {seen:?}"));
+    let tools: Vec<&Value> = sent.body["tools"]
+        .as_array()
+        .map(|t| t.iter().filter(|t| t["type"] != "function").collect())
+        .unwrap_or_default();
+    assert_eq!(
+        tools,
+        [&json!({"type": "web_search"})],
+        "{version}: xAI's native search, as Hermes declares it"
+    );
+    let text = metrics(&gate).await;
+    let observed =
+        r#"fleetgate_llm_provider_tools_total{action="observed",role="main",tool="web_search"}"#;
+    assert!(
+        series(&text, observed) >= 1.0,
+        "{version}: {observed}\n{text}"
+    );
 }
