@@ -25,8 +25,7 @@ use crate::policy::llm::{LlmMode, LlmPolicy, LlmProvider, ProviderToolsMode};
 use crate::runtime::Runtime;
 
 /// One request under judgement: the route's state, the policy of the moment, and — once it
-/// is read — the body, which ties a refusal to its turn.
-#[derive(Debug)]
+/// is read — the body, which ties a refusal to its turn. Its `Debug` never shows the body.
 pub struct Judge<'a> {
     /// The route's state.
     pub cx: &'a LlmContext,
@@ -41,6 +40,16 @@ pub struct Judge<'a> {
 }
 
 // === impl Judge ===
+
+impl std::fmt::Debug for Judge<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judge")
+            .field("route", self.route)
+            .field("body_bytes", &self.body.map(<[u8]>::len))
+            .field("retry", &self.retry.get())
+            .finish_non_exhaustive()
+    }
+}
 
 impl<'a> Judge<'a> {
     /// A request whose body is not read (yet): its refusals are never further attempts.
