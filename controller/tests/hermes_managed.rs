@@ -1,11 +1,12 @@
-//! A real client: Hermes 0.19.0 reads the `config.yaml` rendered from `deploy/examples/` as its
-//! managed scope and reports the pinned values as effective and managed, over a user config
-//! that tries to override them.
+//! A real client: Hermes 0.19.0 and 0.20.1 (one test per version) read the `config.yaml`
+//! rendered from `deploy/examples/` as their managed scope and report the pinned values as
+//! effective and managed, over a user config that tries to override them.
 #![allow(clippy::expect_used)]
 
 use std::path::PathBuf;
 
-use fleetgate_e2e::venv;
+use fleetgate_e2e::hermes_matrix;
+use fleetgate_e2e::venv::{self, Hermes};
 use serde_json::{Value, json};
 
 fn workspace() -> PathBuf {
@@ -28,9 +29,10 @@ fn rendered_managed_config(example: &str) -> String {
         .expect("the ConfigMap must carry config.yaml")
 }
 
-#[tokio::test]
-async fn hermes_applies_the_rendered_managed_config_over_the_user_config() {
-    let Some(python) = venv::hermes_python() else {
+hermes_matrix!(hermes_applies_the_rendered_managed_config_over_the_user_config);
+
+async fn hermes_applies_the_rendered_managed_config_over_the_user_config(version: Hermes) {
+    let Some(python) = version.python() else {
         return;
     };
     let dir = tempfile::tempdir().expect("a temp dir must be created");
@@ -75,7 +77,7 @@ async fn hermes_applies_the_rendered_managed_config_over_the_user_config() {
     .expect("python must run");
     assert!(
         out.status.success(),
-        "the script must succeed: {}",
+        "{version}: the script must succeed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let report: Value = serde_json::from_slice(&out.stdout).expect("the script must print JSON");
@@ -89,13 +91,13 @@ async fn hermes_applies_the_rendered_managed_config_over_the_user_config() {
             "security.redact_secrets": true,
             "web.extract_timeout": 45,
         }),
-        "Hermes must see the pinned values, not the user's"
+        "{version} must see the pinned values, not the user's"
     );
     for key in keys {
         assert_eq!(
             report["is_managed"][key],
             json!(true),
-            "Hermes must report {key} as managed"
+            "{version} must report {key} as managed"
         );
     }
     // model.default, model.provider, agent.reasoning_effort, security.redact_secrets,
@@ -103,6 +105,6 @@ async fn hermes_applies_the_rendered_managed_config_over_the_user_config() {
     let pinned = report["managed_keys"].as_array().map_or(0, Vec::len);
     assert_eq!(
         pinned, 7,
-        "Hermes must count the same pinned keys as the controller: {report}"
+        "{version} must count the same pinned keys as the controller: {report}"
     );
 }

@@ -1,6 +1,6 @@
 //! `llm:` — the LLM route's policy: providers (base URL, kind, key file), which provider
-//! serves each agent role, the observe/enforce switch, the allowed models and the pinned
-//! effort and service tier per role. Raw serde types and their validation live together
+//! serves each agent role, the observe/enforce switch, the allowed models, the pinned
+//! effort and service tier per role, and what a role's provider-side tools get. Raw serde types and their validation live together
 //! here; `policy::mod` only calls [`validate`].
 
 use std::collections::BTreeMap;
@@ -13,6 +13,9 @@ use super::FieldError;
 
 /// Effort levels a pin may name (Hermes' wire ladder; `ultra` never reaches a wire).
 pub const EFFORT_LEVELS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// What `llm.providerTools.<role>` may say.
+pub const PROVIDER_TOOLS_MODES: &[&str] = &["allow", "observe", "refuse"];
 
 /// Provider kinds: how the key is sent and where effort lives on the wire.
 pub const PROVIDER_KINDS: &[&str] = &["openai", "anthropic", "openrouter", "xai"];
@@ -65,6 +68,13 @@ pub struct RawLlm {
     #[serde(default)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extra_endpoints: Vec<String>,
+    /// Role (same role keys as `roles`) → `allow`, `observe` (the default for every role) or
+    /// `refuse`: what a request naming a tool the provider runs itself (a web search, a page
+    /// fetch, code execution) gets. Such a tool fetches at the provider, where no gate sees
+    /// it.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub provider_tools: BTreeMap<String, String>,
 }
 
 /// `llm.providers.<name>:` as written.
@@ -108,6 +118,41 @@ pub enum LlmMode {
     Observe,
     /// Refuse disallowed models and write pins onto requests.
     Enforce,
+}
+
+/// What a request naming a provider-side tool gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProviderToolsMode {
+    /// Pass it, uncounted.
+    Allow,
+    /// Pass it, counted and logged (the default).
+    #[default]
+    Observe,
+    /// Refuse it in enforce mode (counted as `would_refuse` in observe mode).
+    Refuse,
+}
+
+// === impl ProviderToolsMode ===
+
+impl ProviderToolsMode {
+    /// Parse a mode name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "allow" => Some(Self::Allow),
+            "observe" => Some(Self::Observe),
+            "refuse" => Some(Self::Refuse),
+            _ => None,
+        }
+    }
+
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Observe => "observe",
+            Self::Refuse => "refuse",
+        }
+    }
 }
 
 /// How a provider takes its key and shapes its requests.
@@ -193,6 +238,9 @@ pub struct LlmPolicy {
     pub max_request_bytes: u64,
     /// Other endpoints relayed as sent in enforce mode.
     pub extra_endpoints: Vec<EndpointPattern>,
+    /// Role key → what its provider-side tools get; a role not named (nor `auxiliary`, nor
+    /// `default`) observes.
+    pub provider_tools: BTreeMap<String, ProviderToolsMode>,
 }
 
 /// A `METHOD /path` pattern of `llm.extraEndpoints`.
@@ -278,6 +326,14 @@ impl LlmPolicy {
     /// The pin applying to `role`, with the same fallbacks as [`Self::provider_for`].
     pub fn pin_for(&self, role: &str) -> Option<&LlmPin> {
         lookup(&self.pins, role)
+    }
+
+    /// What `role`'s provider-side tools get, with the same fallbacks as
+    /// [`Self::provider_for`]; `observe` when no entry applies.
+    pub fn provider_tools_for(&self, role: &str) -> ProviderToolsMode {
+        lookup(&self.provider_tools, role)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Whether `model` is allowed (always, when the list is empty).
@@ -391,6 +447,25 @@ pub fn validate(raw: RawLlm, base_dir: &Path, errors: &mut Vec<FieldError>) -> L
             },
         );
     }
+    let mut provider_tools = BTreeMap::new();
+    for (role, mode) in &raw.provider_tools {
+        let Some(key) = role_key(role) else {
+            err(format!("llm.providerTools.{role}"), bad_role(role));
+            continue;
+        };
+        match ProviderToolsMode::from_name(mode.trim()) {
+            Some(mode) => {
+                provider_tools.insert(key, mode);
+            }
+            None => err(
+                format!("llm.providerTools.{role}"),
+                format!(
+                    "unknown value '{mode}'; use one of {}",
+                    PROVIDER_TOOLS_MODES.join(", ")
+                ),
+            ),
+        }
+    }
     let max_request_bytes = raw.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES);
     if !MAX_REQUEST_BYTES_RANGE.contains(&max_request_bytes) {
         err(
@@ -421,6 +496,7 @@ pub fn validate(raw: RawLlm, base_dir: &Path, errors: &mut Vec<FieldError>) -> L
             *MAX_REQUEST_BYTES_RANGE.end(),
         ),
         extra_endpoints,
+        provider_tools,
     }
 }
 

@@ -7,7 +7,9 @@
 //! any key the agent sends is dropped. The request body is buffered (bounded) to be read and,
 //! in enforce mode, rewritten; the response streams back frame by frame, SSE included, with
 //! the served tier scanned as it passes ([`tier`]). [`proxy`] is the request path,
-//! [`enforce`] the refusals and pins, [`store`] the last observation per role.
+//! [`judge`] and [`enforce`] the refusals and pins, [`provider_tools`] the tools a provider
+//! runs itself, [`turns`] which refusals are one turn's, [`observation_store`] the last
+//! observation per role.
 
 use crate::policy::llm::role_key;
 use crate::state::GateState;
@@ -23,10 +25,12 @@ pub mod judge;
 pub mod metrics;
 pub mod observation_store;
 pub mod path;
+pub mod provider_tools;
 pub mod proxy;
 pub mod request_facts;
 pub mod scan;
 pub mod tier;
+pub mod turns;
 pub mod upstream;
 
 pub use boxed_body::{LlmBody, full};
@@ -45,6 +49,8 @@ pub struct LlmState {
     pub metrics: metrics::LlmMetrics,
     /// TLS and kept connections.
     pub upstreams: upstream::Upstreams,
+    /// The refused turns of the last minute.
+    pub turns: turns::RefusedTurns,
 }
 
 /// What one LLM request reads: the gate's state and the route's own.
@@ -65,6 +71,7 @@ impl LlmState {
             observations: observation_store::ObservationStore::new(),
             metrics: metrics::LlmMetrics::register(reg)?,
             upstreams: upstream::Upstreams::new(),
+            turns: turns::RefusedTurns::new(),
         })
     }
 }

@@ -6,6 +6,13 @@
 //! `x_search.model: "grok-4.5"`, and `compression` as a section); merge behaviour for a key
 //! depends only on whether the default at that key is a mapping, so the rest is not needed.
 //! `${VAR}` references stay literal: the gate does not share the agent's environment.
+//!
+//! The three cron settings of Hermes 0.20.1 are shown as its scheduler reads them, not as
+//! written: `cron.model_drift_guard` and `cron.preflight` are on unless the value is the
+//! boolean `false` (a missing, malformed or non-boolean value keeps them on), and
+//! `cron.script_timeout_seconds` is the whole seconds of a positive number (or numeric
+//! string), else 3600. `HERMES_CRON_SCRIPT_TIMEOUT` in the agent's environment, which the
+//! gate cannot see, would win over it. Hermes 0.19.0 has no drift guard and no preflight.
 
 use std::path::Path;
 
@@ -16,7 +23,7 @@ use super::jobs::truthy;
 use super::yaml::{YamlError, parse_mapping};
 
 /// The keys of `effective`, in report order.
-pub const EFFECTIVE_KEYS: [&str; 8] = [
+pub const EFFECTIVE_KEYS: [&str; 11] = [
     "model.default",
     "model.provider",
     "agent.reasoning_effort",
@@ -25,9 +32,16 @@ pub const EFFECTIVE_KEYS: [&str; 8] = [
     "delegation.model",
     "compression.threshold_tokens",
     "x_search.model",
+    "cron.model_drift_guard",
+    "cron.preflight",
+    "cron.script_timeout_seconds",
 ];
 
-/// `effective` of the status report: the eight keys in order, null when unset.
+/// Hermes' cron script timeout when none is configured (`_DEFAULT_SCRIPT_TIMEOUT`).
+pub const DEFAULT_SCRIPT_TIMEOUT_SECONDS: i64 = 3600;
+
+/// `effective` of the status report: the keys in order, null when unset (the cron settings
+/// as Hermes reads them, never null).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Effective(pub Vec<(&'static str, Value)>);
 
@@ -170,15 +184,44 @@ fn canonicalize_model_id(model: &mut Map<String, Value>) {
     }
 }
 
-/// The eight effective keys of a merged tree. A root `model` that is a non-empty string is
-/// the model id Hermes runs with, so it is shown as `model.default`.
+/// The effective keys of a merged tree. A root `model` that is a non-empty string is the
+/// model id Hermes runs with, so it is shown as `model.default`; the cron settings are shown
+/// as the scheduler reads them.
 pub fn effective(tree: &Map<String, Value>) -> Effective {
     Effective(
         EFFECTIVE_KEYS
             .iter()
-            .map(|key| (*key, lookup(tree, key)))
+            .map(|key| {
+                let value = lookup(tree, key);
+                let read = match *key {
+                    // `cron_config.get(key, True) is not False`
+                    "cron.model_drift_guard" | "cron.preflight" => {
+                        Value::Bool(value != Value::Bool(false))
+                    }
+                    "cron.script_timeout_seconds" => script_timeout_seconds(&value).into(),
+                    _ => value,
+                };
+                (*key, read)
+            })
             .collect(),
     )
+}
+
+/// Hermes' `_get_script_timeout` on a configured value: `int(float(value))` when that works
+/// and is positive, else the default.
+pub fn script_timeout_seconds(value: &Value) -> i64 {
+    let seconds = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().replace('_', "").parse::<f64>().ok(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    };
+    match seconds {
+        Some(s) if s.is_finite() && s.trunc() >= 1.0 && s.trunc() <= i64::MAX as f64 => {
+            s.trunc() as i64
+        }
+        _ => DEFAULT_SCRIPT_TIMEOUT_SECONDS,
+    }
 }
 
 /// A dotted key of a merged tree; null when a step is missing or not a mapping.

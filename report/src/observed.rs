@@ -42,8 +42,13 @@ pub struct RoleObservation {
 pub struct GateCounters {
     /// Requests sent upstream.
     pub requests: u64,
-    /// Requests refused (model outside `llm.allowedModels`, enforce mode).
+    /// Turns refused (enforce mode): a refused request that is a further attempt of a turn
+    /// refused within the last minute (a retry, or another call of the same user message) is
+    /// counted in `refused_attempts` only.
     pub refused: u64,
+    /// Requests refused (enforce mode), every attempt counted.
+    #[serde(default)]
+    pub refused_attempts: u64,
     /// Requests the gate rewrote (pinned effort or tier).
     pub rewritten: u64,
     /// The rewrites of the last request (`field: from -> to`); in observe mode, the ones

@@ -17,7 +17,7 @@ pub struct StatusReport {
     pub version: &'static str,
     /// The managed scope.
     pub managed: ManagedState,
-    /// The eight effective keys.
+    /// The effective keys ([`super::effective::EFFECTIVE_KEYS`]).
     pub effective: Effective,
     /// Last observed request per role.
     pub observed: Observed,

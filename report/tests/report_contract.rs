@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 const NOW: f64 = 1_791_115_200.0; // 2026-10-04T12:00:00Z
 
-/// `status --json` as the seed shows it (elisions filled in).
+/// `status --json` as the seed shows it (elisions filled in), with the three cron settings of
+/// Hermes 0.20.1 added after the seed's eight effective keys.
 const SEED_STATUS: &str = r#"{
   "plugin": "fleet-policy",
   "version": "0.2.0",
@@ -21,7 +22,8 @@ const SEED_STATUS: &str = r#"{
     "model.default": "grok-4.6", "model.provider": "xai",
     "agent.reasoning_effort": "high", "agent.service_tier": "priority",
     "delegation.reasoning_effort": "", "delegation.model": "",
-    "compression.threshold_tokens": 120000, "x_search.model": "grok-4.5"
+    "compression.threshold_tokens": 120000, "x_search.model": "grok-4.5",
+    "cron.model_drift_guard": true, "cron.preflight": true, "cron.script_timeout_seconds": 3600
   },
   "observed": {
     "main": {"model": "grok-4.6", "reasoning_effort": "high", "service_tier": "priority",

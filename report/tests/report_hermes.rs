@@ -1,4 +1,5 @@
-//! The reports over a Hermes home written by the real Hermes 0.19.0 modules.
+//! The reports over a Hermes home written by the real Hermes modules, 0.19.0's and 0.20.1's
+//! (one test per version: `<name>::hermes_0_19_0`, `<name>::hermes_0_20_1`).
 //!
 //! `tests/python/make_hermes_home.py` replays the runs of a spec with Hermes' own job store,
 //! execution ledger and session database on a fake clock. Every expected figure is computed
@@ -311,9 +312,10 @@ fn spec_json(jobs: &[Job], probe: &[&str]) -> Value {
         "config": {"model": {"default": "grok-4.6", "provider": "xai"},
                    "agent": {"reasoning_effort": "high"},
                    "delegation": {"model": "grok-4.5-mini"},
+                   "cron": {"model_drift_guard": "no", "preflight": true, "script_timeout_seconds": "90.7"},
                    "plugins": {"entries": {"fleet-policy": {"settings": {"allowed_cron_models": ["grok-4.6"]}}}}},
         "managed": {"agent": {"service_tier": "priority"}, "model": {"provider": "openrouter"},
-                    "compression": {"threshold_tokens": 120000}},
+                    "compression": {"threshold_tokens": 120000}, "cron": {"preflight": false}},
         "observed": observed_json(),
         "silence_probe": probe,
         "jobs": jobs,
@@ -464,6 +466,8 @@ fn make_home(python: &Path, dir: &Path, jobs: &[Job]) -> Value {
         .arg(&spec_path)
         .env_remove("HERMES_HOME")
         .env_remove("PYTEST_CURRENT_TEST")
+        // The venv sealed as Hermes' image seals it: no package installed from PyPI on the way.
+        .env("HERMES_DISABLE_LAZY_INSTALLS", "1")
         .output()
         .expect("the fixture writer must start");
     assert!(
@@ -481,9 +485,37 @@ fn options(dir: &Path) -> ReportOptions {
     opts
 }
 
-#[test]
-fn reports_over_a_home_written_by_hermes_match_the_spec() {
-    let Some(python) = report_common::venv_python() else {
+/// One test per pinned Hermes from `fn name(version: &str)`.
+macro_rules! per_hermes {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn hermes_0_19_0() {
+                super::$name("0.19.0")
+            }
+            #[test]
+            fn hermes_0_20_1() {
+                super::$name("0.20.1")
+            }
+        }
+    )+};
+}
+
+per_hermes!(
+    reports_over_a_home_written_by_hermes_match_the_spec,
+    silence_matching_agrees_with_hermes_for_every_probe,
+);
+
+/// Keys of `effective` a release has no setting for, so its oracle leaves them out.
+fn unknown_to(version: &str) -> &'static [&'static str] {
+    match version {
+        "0.19.0" => &["cron.model_drift_guard", "cron.preflight"],
+        _ => &[],
+    }
+}
+
+fn reports_over_a_home_written_by_hermes_match_the_spec(version: &str) {
+    let Some(python) = report_common::hermes_python(version) else {
         return;
     };
     let dir = tempfile::tempdir().expect("a temp dir must be created");
@@ -562,20 +594,40 @@ fn reports_over_a_home_written_by_hermes_match_the_spec() {
         "the window is the last seven days"
     );
     report_common::assert_unchanged(&before, &report_common::snapshot(&dir.path().join("home")));
-    check_status_and_audit(&opts, &jobs, &hermes);
+    check_status_and_audit(&opts, &jobs, &hermes, version);
 }
 
-fn check_status_and_audit(opts: &ReportOptions, jobs: &[Job], hermes: &Value) {
+fn check_status_and_audit(opts: &ReportOptions, jobs: &[Job], hermes: &Value, version: &str) {
     let report = status(opts);
     assert!(
         report.errors.is_empty(),
         "the status must read everything: {:?}",
         report.errors
     );
-    let effective = serde_json::to_value(&report.effective).expect("effective must encode");
+    let mut effective = serde_json::to_value(&report.effective).expect("effective must encode");
+    let shown = effective.as_object_mut().expect("effective is an object");
+    for key in unknown_to(version) {
+        assert!(
+            shown.remove(*key).is_some() && hermes["effective"].get(*key).is_none(),
+            "Hermes {version} has no {key}; the report shows how 0.20.1 reads it"
+        );
+    }
     assert_eq!(
         effective, hermes["effective"],
-        "effective must equal Hermes' load_config"
+        "effective must equal what Hermes {version} reads"
+    );
+    assert_eq!(
+        (
+            &effective["cron.script_timeout_seconds"],
+            effective.get("cron.model_drift_guard"),
+            effective.get("cron.preflight")
+        ),
+        (
+            &json!(90),
+            (version != "0.19.0").then_some(&json!(true)),
+            (version != "0.19.0").then_some(&json!(false))
+        ),
+        "the cron settings the spec writes, as Hermes {version} reads them"
     );
     assert_eq!(
         report.managed.keys as u64, hermes["managed_keys"],
@@ -650,9 +702,8 @@ fn check_status_and_audit(opts: &ReportOptions, jobs: &[Job], hermes: &Value) {
     );
 }
 
-#[test]
-fn silence_matching_agrees_with_hermes_for_every_probe() {
-    let Some(python) = report_common::venv_python() else {
+fn silence_matching_agrees_with_hermes_for_every_probe(version: &str) {
+    let Some(python) = report_common::hermes_python(version) else {
         return;
     };
     let dir = tempfile::tempdir().expect("a temp dir must be created");

@@ -192,7 +192,7 @@ def replay_runs(db, now, job_id: str, spec_job: dict) -> list:
 
 
 def oracle(spec: dict) -> dict:
-    from cron.scheduler import _is_cron_silence_response
+    from cron.scheduler import _get_script_timeout, _is_cron_silence_response
     from hermes_cli import managed_scope
     from hermes_cli.config import load_config
 
@@ -209,6 +209,20 @@ def oracle(spec: dict) -> dict:
     effective = {key: lookup(key) for key in EFFECTIVE_KEYS}
     if isinstance(config.get("model"), str):
         effective["model.default"] = config["model"] or None
+    # The cron settings as the scheduler reads them. 0.19.0 has no drift guard and no
+    # preflight: those keys are left out for it.
+    try:
+        from hermes_cli.config import cron_model_drift_guard_enabled
+        effective["cron.model_drift_guard"] = cron_model_drift_guard_enabled(config)
+    except ImportError:
+        pass
+    try:
+        from cron.scheduler import _cron_preflight_enabled
+        effective["cron.preflight"] = _cron_preflight_enabled(config)
+    except ImportError:
+        pass
+    os.environ.pop("HERMES_CRON_SCRIPT_TIMEOUT", None)
+    effective["cron.script_timeout_seconds"] = _get_script_timeout()
     return {
         "effective": effective,
         "managed_keys": len(managed_scope.managed_config_keys()),

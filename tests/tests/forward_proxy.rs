@@ -1,13 +1,17 @@
 //! The forward proxy end to end: the real gate binary, the Debian `curl` through
 //! `http_proxy`/`HTTPS_PROXY`, loopback origins (plain and TLS with an rcgen CA) whose names
 //! resolve through the stub DNS server. Allowed traffic, every refusal class, DNS rebinding,
-//! the tunnel cap, loops, idle timeout, SIGTERM drain and the listener metrics.
+//! the tunnel cap, loops, idle timeout, SIGTERM drain and the listener metrics; and Hermes
+//! 0.20.1's cron `monitor_url` through the proxy (`forward_proxy/hermes_monitor.rs`).
 
 // Helpers outside `#[test]` functions fail the test on broken setup, exactly as the tests do.
 #![allow(clippy::expect_used)]
 
 #[path = "forward_proxy/support.rs"]
 mod support;
+
+#[path = "forward_proxy/hermes_monitor.rs"]
+mod hermes_monitor;
 
 use std::time::Duration;
 

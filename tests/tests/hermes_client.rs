@@ -1,5 +1,6 @@
-//! Real clients against a real gate: Hermes Agent 0.19.0's own `web_extract` (firecrawl
-//! backend, `FIRECRAWL_API_URL` pointing at the gate) and the firecrawl SDK directly.
+//! Real clients against a real gate: Hermes Agent's own `web_extract` (firecrawl backend,
+//! `FIRECRAWL_API_URL` pointing at the gate) and `web_search`, and the firecrawl SDK Hermes
+//! pins, each test once per pinned Hermes (0.19.0 and 0.20.1, `hermes_matrix!`).
 //!
 //! Hermes resolves every URL's host itself before calling its backend, and this machine has no
 //! public DNS. The Hermes process therefore runs in its own mount namespace (`unshare -m`) with
@@ -15,9 +16,10 @@ use std::time::Duration;
 
 use fleetgate_e2e::dns::StubDns;
 use fleetgate_e2e::gate::GateProcess;
+use fleetgate_e2e::hermes_matrix;
 use fleetgate_e2e::origin::{self, Reply};
 use fleetgate_e2e::pages;
-use fleetgate_e2e::venv;
+use fleetgate_e2e::venv::{self, Hermes};
 use serde_json::Value;
 
 const NAMES: &[&str] = &["docs.fleet.test", "meta.fleet.test", "ads.fleet.test"];
@@ -77,9 +79,15 @@ async fn setup() -> (StubDns, origin::Origin, GateProcess) {
     (dns, origin, gate)
 }
 
-#[tokio::test]
-async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
-    let Some(python) = venv::hermes_python() else {
+hermes_matrix!(
+    hermes_web_extract_goes_through_the_gate_and_sees_its_refusals,
+    the_firecrawl_sdk_scrapes_through_the_gate_front,
+    hermes_web_search_goes_through_the_gate_searxng_front,
+    hermes_web_search_reaches_ddgs_and_the_keyless_ring_through_the_gate,
+);
+
+async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals(version: Hermes) {
+    let Some(python) = version.python() else {
         return;
     };
     if !is_root() {
@@ -119,6 +127,7 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
         .arg("3000")
         .args(&urls)
         .env("HERMES_HOME", &home)
+        .envs(venv::HERMES_ENV)
         .env("FIRECRAWL_API_URL", format!("http://{}", gate.api_addr()))
         .env_remove("HTTPS_PROXY")
         .env_remove("HTTP_PROXY")
@@ -132,7 +141,7 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "Hermes failed: {}\n{stdout}",
+        "{version} failed: {}\n{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
     let json_start = stdout.find('{').expect("Hermes must print JSON");
@@ -181,9 +190,9 @@ async fn hermes_web_extract_goes_through_the_gate_and_sees_its_refusals() {
     }
 }
 
-#[tokio::test]
-async fn the_firecrawl_sdk_scrapes_through_the_gate_front() {
-    let Some(python) = venv::hermes_python() else {
+/// The firecrawl SDK each Hermes release pins (`hermes-agent[firecrawl]`).
+async fn the_firecrawl_sdk_scrapes_through_the_gate_front(version: Hermes) {
+    let Some(python) = version.python() else {
         return;
     };
     let (_dns, origin, gate) = setup().await;
@@ -230,11 +239,15 @@ async fn the_firecrawl_sdk_scrapes_through_the_gate_front() {
     );
 }
 
-/// Hermes 0.19.0's own `web_search` (its searxng backend, `SEARXNG_URL` at the gate's SearXNG
-/// front) against a gate whose `web:` section is `web`; Hermes' JSON result, or `None` when
-/// the venv is not there.
-async fn hermes_search_through_the_searxng_front(web: &str, limit: &str) -> Option<Value> {
-    let python = venv::hermes_python()?;
+/// Hermes' own `web_search` (its searxng backend, `SEARXNG_URL` at the gate's SearXNG front)
+/// against a gate whose `web:` section is `web`; Hermes' JSON result, or `None` when the
+/// version's venv is not there.
+async fn hermes_search_through_the_searxng_front(
+    version: Hermes,
+    web: &str,
+    limit: &str,
+) -> Option<Value> {
+    let python = version.python()?;
     let dns = StubDns::builder()
         .start()
         .await
@@ -279,8 +292,7 @@ async fn hermes_search_through_the_searxng_front(web: &str, limit: &str) -> Opti
     Some(serde_json::from_str(&stdout[start..]).expect("Hermes prints JSON"))
 }
 
-#[tokio::test]
-async fn hermes_web_search_goes_through_the_gate_searxng_front() {
+async fn hermes_web_search_goes_through_the_gate_searxng_front(version: Hermes) {
     let searx = origin::http1()
         .route(
             "/search",
@@ -296,7 +308,7 @@ async fn hermes_web_search_goes_through_the_gate_searxng_front() {
         "  searchBackend: searxng\n  vendors:\n    searxng:\n      baseUrl: http://{}\n",
         searx.addr()
     );
-    let Some(result) = hermes_search_through_the_searxng_front(&web, "1").await else {
+    let Some(result) = hermes_search_through_the_searxng_front(version, &web, "1").await else {
         return;
     };
     assert_eq!(result["success"], true, "{result}");
@@ -311,8 +323,7 @@ async fn hermes_web_search_goes_through_the_gate_searxng_front() {
     );
 }
 
-#[tokio::test]
-async fn hermes_web_search_reaches_ddgs_and_the_keyless_ring_through_the_gate() {
+async fn hermes_web_search_reaches_ddgs_and_the_keyless_ring_through_the_gate(version: Hermes) {
     let ddg = origin::http1()
         .route(
             "/html/",
@@ -329,7 +340,7 @@ async fn hermes_web_search_reaches_ddgs_and_the_keyless_ring_through_the_gate() 
         "  searchBackend: ddgs\n  vendors:\n    ddgs:\n      baseUrl: http://{}\n",
         ddg.addr()
     );
-    let Some(result) = hermes_search_through_the_searxng_front(&web, "3").await else {
+    let Some(result) = hermes_search_through_the_searxng_front(version, &web, "3").await else {
         return;
     };
     assert_eq!(
@@ -359,7 +370,7 @@ async fn hermes_web_search_reaches_ddgs_and_the_keyless_ring_through_the_gate() 
     for paid in ["parallel", "firecrawl", "keenable"] {
         web.push_str(&format!("    {paid}:\n      tier: paid\n"));
     }
-    let result = hermes_search_through_the_searxng_front(&web, "3")
+    let result = hermes_search_through_the_searxng_front(version, &web, "3")
         .await
         .expect("the venv is there");
     assert_eq!(

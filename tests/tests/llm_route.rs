@@ -1,7 +1,8 @@
 //! The LLM route end to end: the real gate binary between a client and stub providers
 //! (OpenAI-compatible and Anthropic, streamed and whole). What reaches the provider (the
 //! gate's key, never the agent's; pinned fields), what the agent gets back (byte for byte,
-//! SSE chunk by chunk), and what `/v1/report` and `/metrics` say per role.
+//! SSE chunk by chunk), what `/v1/report` and `/metrics` say per role, the provider-side tools
+//! a request names, and refusals per turn.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
 #[path = "llm_route/support.rs"]
@@ -15,6 +16,9 @@ mod bench;
 
 #[path = "llm_route/hardening.rs"]
 mod hardening;
+
+#[path = "llm_route/tools_and_turns.rs"]
+mod tools_and_turns;
 
 use std::time::Duration;
 

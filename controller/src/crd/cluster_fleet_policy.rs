@@ -6,7 +6,7 @@
 //! one place that does it. Two kinds of rule:
 //!
 //! - **raise**: the stricter value wins (`egress.minimumMode`, every `mode: enforce`, the pins,
-//!   the cost ceiling). A namespace asking for less is raised and the `Baseline` condition says
+//!   `llm.providerTools`, the cost ceiling). A namespace asking for less is raised and the `Baseline` condition says
 //!   which field moved.
 //! - **bound**: the namespace's list is cut to what the baseline allows (`egress.ports`,
 //!   `llm.allowedModels`, `cron.allowedModels`, `egress.allowCIDRs` against `denyCIDRs` and
@@ -25,7 +25,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::BlocklistMode;
-use super::llm::{LlmModeSpec, LlmPinSpec};
+use super::llm::{LlmModeSpec, LlmPinSpec, LlmProviderTools};
 
 /// The command that regenerates the committed copies of this CRD.
 pub const REGENERATE_HINT: &str = "cargo run -p fleetgate-controller -- crd cluster-fleet-policy > deploy/crd/clusterfleetpolicy.yaml && cp deploy/crd/clusterfleetpolicy.yaml charts/fleetgate/crds/ && cp deploy/crd/clusterfleetpolicy.yaml charts/fleetgate-baseline/crds/";
@@ -149,6 +149,12 @@ pub struct BaselineLlm {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(length(max = 64))]
     pub pins: BTreeMap<String, LlmPinSpec>,
+    /// The least each role's provider-side tools get (`allow` < `observe` < `refuse`), same
+    /// role keys: a namespace asking for less for that role, or for a role it covers
+    /// (`auxiliary` covers every task, `default` every role), is raised to it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 64))]
+    pub provider_tools: BTreeMap<String, LlmProviderTools>,
 }
 
 /// `spec.secrets` of a baseline.

@@ -1,6 +1,6 @@
 //! `spec.llm`: the gate's LLM route — providers (with their key in a Secret), which provider
-//! serves each Hermes role, the allowed models and the pinned effort and tier per role, and
-//! whether the gate only observes or also enforces. Rendered into the gate policy's `llm:`
+//! serves each Hermes role, the allowed models, the pinned effort and tier per role, what a
+//! role's provider-side tools get, and whether the gate only observes or also enforces. Rendered into the gate policy's `llm:`
 //! and into the managed-scope pins that point Hermes' base URLs at the gate.
 
 use std::collections::BTreeMap;
@@ -33,6 +33,41 @@ pub struct LlmSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(length(max = 64))]
     pub pins: BTreeMap<String, LlmPinSpec>,
+    /// Per role (same role keys as `roles`), what a request naming a tool the provider runs
+    /// itself gets — a web search, a page fetch, code execution, a remote MCP server, which
+    /// fetch at the provider where no gate sees them: `allow`, `observe` (the default for
+    /// every role: counted and logged) or `refuse` (enforce mode: refused in the provider's
+    /// error shape, naming the tool).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 64))]
+    pub provider_tools: BTreeMap<String, LlmProviderTools>,
+}
+
+/// What a role's provider-side tools get, weakest first.
+#[derive(
+    JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlmProviderTools {
+    /// Relayed, not counted.
+    Allow,
+    /// Relayed, counted and logged (the default).
+    Observe,
+    /// Refused in enforce mode (counted as would-be refusals in observe mode).
+    Refuse,
+}
+
+// === impl LlmProviderTools ===
+
+impl LlmProviderTools {
+    /// The gate's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Observe => "observe",
+            Self::Refuse => "refuse",
+        }
+    }
 }
 
 /// Observe or enforce.

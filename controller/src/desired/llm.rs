@@ -1,5 +1,5 @@
 //! `spec.llm` rendered twice: the gate policy's `llm:` section (providers with their key
-//! files, roles, allowed models, pins, mode) and the managed-scope pins that point Hermes at
+//! files, roles, allowed models, pins, provider-side tools, mode) and the managed-scope pins that point Hermes at
 //! the gate's role paths — `model.base_url`, `delegation.base_url`,
 //! `auxiliary.<task>.base_url` — with no `api_key` anywhere (the gate holds the keys).
 //!
@@ -81,6 +81,11 @@ pub fn raw(spec: &LlmSpec, name: Option<&str>) -> RawLlm {
         roles: spec.roles.clone(),
         allowed_models: spec.allowed_models.clone(),
         pins,
+        provider_tools: spec
+            .provider_tools
+            .iter()
+            .map(|(role, tools)| (role.clone(), tools.name().to_string()))
+            .collect(),
         ..RawLlm::default()
     }
 }

@@ -9,14 +9,14 @@
 //! With no baseline the spec comes back unchanged, byte for byte, so turning the cluster part
 //! on rolls no pod. The rules of each field are stated on [`crate::crd::cluster_fleet_policy`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fleetgate_policy::secret_rules::RuleSet;
 
 pub use super::problems::Conflict;
 use super::problems::SpecProblem;
 use crate::crd::cluster_fleet_policy::{ClusterFleetPolicy, ClusterFleetPolicySpec, MinimumMode};
-use crate::crd::llm::{LlmModeSpec, LlmSpec};
+use crate::crd::llm::{LlmModeSpec, LlmProviderTools, LlmSpec};
 use crate::crd::{BlocklistMode, EgressMode, FleetPolicySpec};
 
 pub mod cidr;
@@ -396,7 +396,32 @@ impl Merger {
                 );
             }
         }
+        for (role, floor) in &bl.provider_tools {
+            self.provider_tools(&mut llm, role, *floor);
+        }
         self.spec.llm = Some(llm);
+    }
+
+    /// Raise what `role`'s provider-side tools get, and every narrower role the namespace
+    /// names under it, to at least `floor`.
+    fn provider_tools(&mut self, llm: &mut LlmSpec, role: &str, floor: LlmProviderTools) {
+        let own = provider_tools_for(&llm.provider_tools, role);
+        let mut raise = vec![(role.to_string(), own)];
+        raise.extend(
+            llm.provider_tools
+                .iter()
+                .filter(|(r, _)| *r != role && covers(role, r))
+                .map(|(r, t)| (r.clone(), *t)),
+        );
+        for (r, was) in raise {
+            if was < floor {
+                llm.provider_tools.insert(r.clone(), floor);
+                self.changed(
+                    &format!("spec.llm.providerTools.{r}"),
+                    format!("{} raised to {}", was.name(), floor.name()),
+                );
+            }
+        }
     }
 
     fn models(&mut self, field: &str, llm: &mut LlmSpec, ceiling: &[String]) {
@@ -503,4 +528,27 @@ fn list(ports: &[u16]) -> String {
         .map(u16::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// What `role`'s provider-side tools get under `map`, with the gate's fallbacks (the role,
+/// `auxiliary` for a task, `default`; else `observe`).
+fn provider_tools_for(map: &BTreeMap<String, LlmProviderTools>, role: &str) -> LlmProviderTools {
+    map.get(role)
+        .or_else(|| {
+            role.starts_with("auxiliary:")
+                .then(|| map.get("auxiliary"))
+                .flatten()
+        })
+        .or_else(|| map.get("default"))
+        .copied()
+        .unwrap_or(LlmProviderTools::Observe)
+}
+
+/// Whether a baseline entry for `wide` governs the namespace's entry for `role`.
+fn covers(wide: &str, role: &str) -> bool {
+    match wide {
+        "default" => true,
+        "auxiliary" => role.starts_with("auxiliary:"),
+        _ => false,
+    }
 }

@@ -77,3 +77,62 @@ fn extra_endpoints_parse_as_method_and_path_patterns_and_bad_ones_name_the_entry
         );
     }
 }
+
+#[test]
+fn provider_tools_default_to_observe_follow_the_role_fallbacks_and_bad_values_name_the_field() {
+    let (policy, errors) = validated(RawLlm::default());
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(
+        policy.provider_tools_for("main"),
+        ProviderToolsMode::Observe,
+        "observe is the default"
+    );
+    let (policy, errors) = validated(RawLlm {
+        provider_tools: [
+            ("main", "refuse"),
+            ("auxiliary", "allow"),
+            ("auxiliary/vision", " refuse "),
+            ("default", "observe"),
+        ]
+        .into_iter()
+        .map(|(r, m)| (r.to_string(), m.to_string()))
+        .collect(),
+        ..RawLlm::default()
+    });
+    assert!(errors.is_empty(), "valid entries: {errors:?}");
+    let cases = [
+        ("main", ProviderToolsMode::Refuse),
+        ("auxiliary:vision", ProviderToolsMode::Refuse),
+        ("auxiliary:title_generation", ProviderToolsMode::Allow),
+        ("delegation", ProviderToolsMode::Observe),
+        ("cron", ProviderToolsMode::Observe),
+    ];
+    for (role, want) in cases {
+        assert_eq!(policy.provider_tools_for(role), want, "{role}");
+    }
+    let (_, errors) = validated(RawLlm {
+        provider_tools: [("main", "block"), ("sneaky", "refuse")]
+            .into_iter()
+            .map(|(r, m)| (r.to_string(), m.to_string()))
+            .collect(),
+        ..RawLlm::default()
+    });
+    let fields: Vec<(&str, &str)> = errors
+        .iter()
+        .map(|e| (e.field.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (
+                "llm.providerTools.main",
+                "unknown value 'block'; use one of allow, observe, refuse"
+            ),
+            (
+                "llm.providerTools.sneaky",
+                "'sneaky' is not a role; use main, delegation, cron, auxiliary, auxiliary:<task> or default"
+            ),
+        ],
+        "each bad entry is named"
+    );
+}

@@ -38,6 +38,10 @@ pub enum LlmError {
     /// `llm.extraEndpoints` (enforce mode).
     #[error("{0}")]
     EndpointNotAllowed(String),
+    /// The request names a tool the provider runs itself and `llm.providerTools` refuses
+    /// them for the role (enforce mode).
+    #[error("{0}")]
+    ProviderToolNotAllowed(String),
     /// The request body is over `llm.maxRequestBytes`.
     #[error("failed to read the request: the body is larger than {0} bytes")]
     TooLarge(u64),
@@ -83,6 +87,7 @@ impl LlmError {
         "llm_duplicate_key",
         "llm_path_not_canonical",
         "llm_endpoint_not_allowed",
+        "llm_provider_tool_not_allowed",
         "llm_key_unavailable",
     ];
 
@@ -96,6 +101,7 @@ impl LlmError {
             Self::DuplicateKey(_) => "llm_duplicate_key",
             Self::PathNotCanonical(_) => "llm_path_not_canonical",
             Self::EndpointNotAllowed(_) => "llm_endpoint_not_allowed",
+            Self::ProviderToolNotAllowed(_) => "llm_provider_tool_not_allowed",
             Self::TooLarge(_) => "payload_too_large",
             Self::BadRequest(_) => "invalid_request",
             Self::BodyTimeout(_) => "body_timeout",
@@ -113,9 +119,10 @@ impl LlmError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
-            Self::ModelNotAllowed(_) | Self::EndpointNotAllowed(_) | Self::Refused(_) => {
-                StatusCode::FORBIDDEN
-            }
+            Self::ModelNotAllowed(_)
+            | Self::EndpointNotAllowed(_)
+            | Self::ProviderToolNotAllowed(_)
+            | Self::Refused(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::BodyBudgetExhausted(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -135,8 +142,11 @@ impl LlmError {
         let shape = match kind {
             Some(ProviderKind::Anthropic) => Shape::Anthropic,
             _ => Shape::OpenAi {
-                param: matches!(self, Self::ModelNotAllowed(_) | Self::ModelMissing(_))
-                    .then_some("model"),
+                param: match self {
+                    Self::ModelNotAllowed(_) | Self::ModelMissing(_) => Some("model"),
+                    Self::ProviderToolNotAllowed(_) => Some("tools"),
+                    _ => None,
+                },
             },
         };
         respond::refuse(self, shape).map(|body| body.map_err(|never| match never {}).boxed())

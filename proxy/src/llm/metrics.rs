@@ -16,9 +16,17 @@ pub struct LlmMetrics {
     /// `fleetgate_llm_rewrites_total{role,field,action}`: pinned fields written (`rewritten`)
     /// or, in observe mode, that would have been (`would_rewrite`).
     pub rewrites: IntCounterVec,
-    /// `fleetgate_llm_refusals_total{role,code,action}`: refused requests (`refused`) or, in
-    /// observe mode, requests enforce mode would refuse (`would_refuse`).
+    /// `fleetgate_llm_refusals_total{role,code,action}`: refused turns (`refused`) or, in
+    /// observe mode, turns enforce mode would refuse (`would_refuse`): a further attempt of a
+    /// turn refused within the last minute is not counted again ([`super::turns`]).
     pub refusals: IntCounterVec,
+    /// `fleetgate_llm_refusal_attempts_total{role,code,action}`: every refused (or would-be
+    /// refused) request, further attempts of a turn included.
+    pub refusal_attempts: IntCounterVec,
+    /// `fleetgate_llm_provider_tools_total{role,tool,action}`: requests naming a provider-side
+    /// tool, per tool label ([`super::provider_tools::LABELS`]), `observed`, `refused` or
+    /// `would_refuse`.
+    pub provider_tools: IntCounterVec,
     /// `fleetgate_llm_time_to_first_byte_seconds{role}`: request start to the response head.
     pub first_byte: HistogramVec,
     /// `fleetgate_llm_tier_mismatches_total{role,served_tier}`: responses whose served tier
@@ -53,8 +61,18 @@ impl LlmMetrics {
             )?,
             refusals: counter(
                 "fleetgate_llm_refusals_total",
-                "LLM requests refused (or that would be, in observe mode) by code.",
+                "LLM turns refused (or that would be, in observe mode) by code; further attempts of a refused turn are not counted again.",
                 &["role", "code", "action"],
+            )?,
+            refusal_attempts: counter(
+                "fleetgate_llm_refusal_attempts_total",
+                "LLM requests refused (or that would be, in observe mode) by code, every attempt counted.",
+                &["role", "code", "action"],
+            )?,
+            provider_tools: counter(
+                "fleetgate_llm_provider_tools_total",
+                "LLM requests naming a provider-side tool (the provider fetches what no gate sees), by tool and action.",
+                &["role", "tool", "action"],
             )?,
             tier_mismatches: counter(
                 "fleetgate_llm_tier_mismatches_total",
@@ -76,6 +94,8 @@ impl LlmMetrics {
         reg.register(Box::new(m.responses.clone()))?;
         reg.register(Box::new(m.rewrites.clone()))?;
         reg.register(Box::new(m.refusals.clone()))?;
+        reg.register(Box::new(m.refusal_attempts.clone()))?;
+        reg.register(Box::new(m.provider_tools.clone()))?;
         reg.register(Box::new(m.first_byte.clone()))?;
         reg.register(Box::new(m.tier_mismatches.clone()))?;
         Ok(m)

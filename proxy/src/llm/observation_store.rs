@@ -63,9 +63,15 @@ impl ObservationStore {
         seq
     }
 
-    /// Count a refused request (it never reached the provider, so the observation stays).
-    pub fn record_refused(&self, role: &str) {
-        self.with_slot(role, |slot| slot.counters.refused += 1);
+    /// Count a refused request (it never reached the provider, so the observation stays):
+    /// an attempt, and a refused turn unless `retry` says it is a further attempt of one.
+    pub fn record_refused(&self, role: &str, retry: bool) {
+        self.with_slot(role, |slot| {
+            slot.counters.refused_attempts += 1;
+            if !retry {
+                slot.counters.refused += 1;
+            }
+        });
     }
 
     /// The served tier of request `seq`, once its response ended; ignored when a newer
@@ -131,7 +137,8 @@ mod tests {
     fn the_last_request_per_role_wins_and_counters_accumulate() {
         let store = ObservationStore::new();
         let first = store.record_sent("main", &facts("a", Some("low")), &[], false);
-        store.record_refused("main");
+        store.record_refused("main", false);
+        store.record_refused("main", true);
         let rewrite = Rewrite {
             field: "reasoning_effort",
             from: Some("low".into()),
@@ -157,9 +164,14 @@ mod tests {
         );
         let gate = main.gate.clone().expect("gate counters must be attached");
         assert_eq!(
-            (gate.requests, gate.refused, gate.rewritten),
-            (2, 1, 1),
-            "counters"
+            (
+                gate.requests,
+                gate.refused,
+                gate.refused_attempts,
+                gate.rewritten
+            ),
+            (2, 1, 2, 1),
+            "counters: one refused turn of two attempts"
         );
         assert_eq!(
             gate.last_rewrites,

@@ -52,7 +52,8 @@ async fn relay(
     started: Instant,
 ) -> Result<Response<LlmBody>, LlmError> {
     let (parts, body) = req.into_parts();
-    let endpoint = judge::endpoint(cx, rt, route, &parts.method)?;
+    let judge = judge::Judge::new(cx, rt, route);
+    let endpoint = judge::endpoint(&judge, &parts.method)?;
     let limit = usize::try_from(rt.policy.llm.max_request_bytes).unwrap_or(usize::MAX);
     // The hold keeps the body's room in the listener's budget until the call is answered.
     let (bytes, _hold) = crate::request_body::read_for(&parts, body, limit, "llm")
@@ -64,7 +65,7 @@ async fn relay(
                 judge::count_refusal(cx, rt, route, e.code(), "refused");
             }
         })?;
-    let prepared = judge::prepare(cx, rt, route, provider, endpoint, bytes)?;
+    let prepared = judge::prepare(&judge, provider, endpoint, bytes)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
     let own = cx.gate.own_listeners();

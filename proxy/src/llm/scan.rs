@@ -39,7 +39,12 @@ pub static OUTPUT_CONFIG: Schema = Schema {
 pub static THINKING: Schema = Schema {
     keys: &[("type", None), ("budget_tokens", None)],
 };
-/// A completion request: the model and every field the observation reads or a pin writes.
+/// `search_parameters` (xAI Live Search).
+pub static SEARCH_PARAMETERS: Schema = Schema {
+    keys: &[("mode", None)],
+};
+/// A completion request: the model, every field the observation reads or a pin writes, and
+/// the members that ask the provider to run a tool itself ([`super::provider_tools`]).
 pub static COMPLETION: Schema = Schema {
     keys: &[
         ("model", None),
@@ -49,6 +54,10 @@ pub static COMPLETION: Schema = Schema {
         ("extra_body", Some(&EXTRA_BODY)),
         ("thinking", Some(&THINKING)),
         ("service_tier", None),
+        ("tools", None),
+        ("web_search_options", None),
+        ("search_parameters", Some(&SEARCH_PARAMETERS)),
+        ("plugins", None),
     ],
 };
 /// One entry of an Anthropic message batch: the completion request sits in `params`.

@@ -28,11 +28,13 @@ fn effective_of(user: Option<&str>, managed: Value) -> (Vec<Value>, Option<Strin
 #[test]
 fn defaults_alone_give_hermes_default_values() {
     let (values, error) = effective_of(None, json!({}));
-    let want = json!([null, null, null, "", "", "", null, "grok-4.5"]);
+    let want = json!([
+        null, null, null, "", "", "", null, "grok-4.5", true, true, 3600
+    ]);
     assert_eq!(
         Value::Array(values),
         want,
-        "the eight keys must carry Hermes' defaults"
+        "the keys must carry Hermes' defaults"
     );
     assert_eq!(error, None, "no config file is not an error");
 }
@@ -52,7 +54,10 @@ compression:\n  threshold_tokens: 120000\n";
         "",
         "",
         120000,
-        "grok-4.5"
+        "grok-4.5",
+        true,
+        true,
+        3600
     ]);
     assert_eq!(
         Value::Array(values),
@@ -147,4 +152,68 @@ fn a_broken_user_config_serves_the_defaults_and_says_why() {
         error, None,
         "an empty user config is an empty config, not an error"
     );
+}
+
+#[test]
+fn the_cron_settings_are_shown_as_hermes_reads_them() {
+    let guard = |yaml: &str, managed: Value| {
+        let (values, _) = effective_of(Some(yaml), managed);
+        (values[8].clone(), values[9].clone(), values[10].clone())
+    };
+    let cases = [
+        (
+            "unset: both guards on, the default timeout",
+            "{}\n",
+            json!({}),
+            (true, true, json!(3600)),
+        ),
+        (
+            "false turns a guard off",
+            "cron:\n  model_drift_guard: false\n  script_timeout_seconds: 90\n",
+            json!({}),
+            (false, true, json!(90)),
+        ),
+        (
+            "only the boolean false does: a string keeps it on",
+            "cron:\n  model_drift_guard: 'false'\n  preflight: 0\n",
+            json!({}),
+            (true, true, json!(3600)),
+        ),
+        (
+            "the managed overlay wins, a numeric string is read and cut",
+            "cron:\n  preflight: true\n  script_timeout_seconds: ' 90.7 '\n",
+            json!({"cron": {"preflight": false}}),
+            (true, false, json!(90)),
+        ),
+        (
+            "a non-positive or unreadable timeout is the default",
+            "cron:\n  script_timeout_seconds: 0.5\n",
+            json!({}),
+            (true, true, json!(3600)),
+        ),
+        (
+            "cron that is not a mapping keeps both guards on",
+            "cron: off\n",
+            json!({}),
+            (true, true, json!(3600)),
+        ),
+    ];
+    for (why, yaml, managed, (drift, preflight, timeout)) in cases {
+        assert_eq!(
+            guard(yaml, managed),
+            (json!(drift), json!(preflight), timeout),
+            "{why}"
+        );
+    }
+    for (value, want) in [
+        (json!(-5), 3600),
+        (json!("abc"), 3600),
+        (json!(true), 1),
+        (json!([60]), 3600),
+        (json!(f64::MAX), 3600),
+        (json!("1_200"), 1200),
+        (json!("1e3"), 1000),
+    ] {
+        assert_eq!(script_timeout_seconds(&value), want, "{value}");
+    }
 }

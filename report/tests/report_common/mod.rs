@@ -6,27 +6,45 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The venv's Python, or `None` (with the skip line printed) when the venv is not configured.
-/// With `FLEETGATE_REQUIRE_VENV=1` a missing venv fails the test instead.
-pub fn venv_python() -> Option<PathBuf> {
-    match std::env::var_os("FLEETGATE_VENV") {
-        Some(venv) => {
-            let python = PathBuf::from(venv).join("bin").join("python");
-            assert!(
-                python.exists(),
-                "FLEETGATE_VENV must contain bin/python: {python:?}"
-            );
-            Some(python)
-        }
-        None => {
-            assert!(
-                std::env::var("FLEETGATE_REQUIRE_VENV").as_deref() != Ok("1"),
-                "FLEETGATE_VENV must be set when FLEETGATE_REQUIRE_VENV=1 (run tests/run)"
-            );
-            println!("skipped: FLEETGATE_VENV not set (run tests/run)");
-            None
-        }
-    }
+/// The pinned Hermes releases, with the variable naming each one's venv (as `tests/run` sets
+/// them; `fleetgate_e2e::venv::Hermes` outside this crate).
+pub const HERMES_VENVS: [(&str, &str); 2] = [
+    ("0.19.0", "FLEETGATE_VENV"),
+    ("0.20.1", "FLEETGATE_VENV_HERMES_0_20_1"),
+];
+
+/// The Python of the venv holding Hermes `version`, or `None` (with the skip line printed)
+/// when that venv is not configured. With `FLEETGATE_REQUIRE_VENV=1` a missing venv fails the
+/// test instead; a venv holding another release always does.
+pub fn hermes_python(version: &str) -> Option<PathBuf> {
+    let (_, var) = HERMES_VENVS
+        .iter()
+        .find(|(v, _)| *v == version)
+        .expect("a pinned Hermes version");
+    let Some(venv) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+        assert!(
+            std::env::var("FLEETGATE_REQUIRE_VENV").as_deref() != Ok("1"),
+            "{var} must be set when FLEETGATE_REQUIRE_VENV=1 (run tests/run)"
+        );
+        println!("skipped: {var} not set, so Hermes {version} is not installed (run tests/run)");
+        return None;
+    };
+    let python = PathBuf::from(venv).join("bin").join("python");
+    assert!(python.exists(), "{var} must contain bin/python: {python:?}");
+    let out = std::process::Command::new(&python)
+        .args([
+            "-I",
+            "-c",
+            "import hermes_cli; print(hermes_cli.__version__)",
+        ])
+        .output()
+        .expect("the venv python must run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        version,
+        "{var} must hold Hermes {version}"
+    );
+    Some(python)
 }
 
 /// The workspace root.

@@ -1,11 +1,13 @@
-//! Hermes Agent 0.19.0's own cron tick with the one-line watch script
-//! (`curl -sf http://127.0.0.1:<port>/v1/watch/inbox`): the baseline and an unchanged tick
-//! never reach the stub LLM; a new item wakes the agent with its line in the prompt.
+//! Hermes Agent's own cron tick, 0.19.0's and 0.20.1's (`hermes_matrix!`), with the one-line
+//! watch script (`curl -sf http://127.0.0.1:<port>/v1/watch/inbox`): the baseline and an
+//! unchanged tick never reach the stub LLM; a new item wakes the agent with its line in the
+//! prompt. The MCP server runs in the 0.19.0 venv either way.
 
 use std::path::Path;
 
 use fleetgate_e2e::gate::GateProcess;
-use fleetgate_e2e::venv;
+use fleetgate_e2e::hermes_matrix;
+use fleetgate_e2e::venv::{self, Hermes};
 
 use super::{McpServer, policy, write_items};
 
@@ -35,15 +37,16 @@ async fn tick(python: &Path, home: &str) -> serde_json::Value {
     })
 }
 
-#[tokio::test]
-async fn hermes_cron_wakes_the_agent_only_for_new_items() {
-    let Some(python) = venv::hermes_python() else {
+hermes_matrix!(hermes_cron_wakes_the_agent_only_for_new_items);
+
+async fn hermes_cron_wakes_the_agent_only_for_new_items(version: Hermes) {
+    let (Some(sdk), Some(python)) = (venv::hermes_python(), version.python()) else {
         return;
     };
     let dir = tempfile::tempdir().expect("a temp dir must be created");
     let items = dir.path().join("items.json");
     write_items(&items, &[1, 2]);
-    let server = McpServer::start(&python, &items).await;
+    let server = McpServer::start(&sdk, &items).await;
     let gate = GateProcess::spawn(&policy(
         &server.url(),
         server.port,
@@ -60,7 +63,7 @@ async fn hermes_cron_wakes_the_agent_only_for_new_items() {
         .expect("the Hermes home must be set up");
     assert!(
         setup.status.success(),
-        "setup must succeed: {}",
+        "{version}: setup must succeed: {}",
         String::from_utf8_lossy(&setup.stderr)
     );
 
@@ -68,7 +71,7 @@ async fn hermes_cron_wakes_the_agent_only_for_new_items() {
     assert_eq!(
         (baseline["ran"].as_i64(), baseline["llm_requests"].as_i64()),
         (Some(1), Some(0)),
-        "the baseline tick must not wake the agent"
+        "{version}: the baseline tick must not wake the agent"
     );
     let unchanged = tick(&python, home).await;
     assert_eq!(
@@ -80,7 +83,7 @@ async fn hermes_cron_wakes_the_agent_only_for_new_items() {
     let woke = tick(&python, home).await;
     assert!(
         woke["llm_requests"].as_i64() > Some(0),
-        "a new item must wake the agent: {woke}"
+        "{version}: a new item must wake the agent: {woke}"
     );
     let log = std::fs::read_to_string(dir.path().join("llm_requests.jsonl"))
         .expect("the stub LLM log must exist");

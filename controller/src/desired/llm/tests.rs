@@ -1,12 +1,12 @@
 use std::collections::BTreeMap;
 
 use fleetgate_policy::Policy;
-use fleetgate_policy::llm::LlmMode;
+use fleetgate_policy::llm::{LlmMode, ProviderToolsMode};
 use serde_json::{Value, json};
 
 use super::*;
 use crate::crd::FleetPolicy;
-use crate::crd::llm::{LlmEffort, LlmPinSpec, LlmProviderSpec, LlmSecretRef};
+use crate::crd::llm::{LlmEffort, LlmPinSpec, LlmProviderSpec, LlmProviderTools, LlmSecretRef};
 use crate::desired::{CONFIG_KEY, POLICY_KEY, render};
 
 fn provider(kind: LlmProviderKind, url: &str) -> LlmProviderSpec {
@@ -47,6 +47,10 @@ fn spec() -> LlmSpec {
                 service_tier: Some("priority".into()),
             },
         )]),
+        provider_tools: BTreeMap::from([
+            ("main".into(), LlmProviderTools::Refuse),
+            ("auxiliary".into(), LlmProviderTools::Allow),
+        ]),
     }
 }
 
@@ -91,7 +95,34 @@ fn spec_llm_renders_a_gate_policy_the_gate_accepts_with_keys_from_the_secret_mou
         Some("high"),
         "the pin is rendered"
     );
+    let tools = [
+        ("main", ProviderToolsMode::Refuse),
+        ("auxiliary:title_generation", ProviderToolsMode::Allow),
+        ("delegation", ProviderToolsMode::Observe),
+    ];
+    for (role, want) in tools {
+        assert_eq!(
+            llm.provider_tools_for(role),
+            want,
+            "providerTools of {role} are rendered"
+        );
+    }
     assert!(!yaml.contains("sk-"), "no key material in the policy");
+}
+
+#[test]
+fn a_provider_tools_entry_for_no_role_names_its_spec_field() {
+    let fp = FleetPolicy::test().with_spec(|s| {
+        let mut llm = spec();
+        llm.provider_tools
+            .insert("sneaky".into(), LlmProviderTools::Allow);
+        s.llm = Some(llm);
+    });
+    let err = render(&fp).expect_err("a role that is none must be refused");
+    assert!(
+        err.to_string().contains("spec.llm.providerTools.sneaky"),
+        "the error must name the field: {err}"
+    );
 }
 
 #[test]

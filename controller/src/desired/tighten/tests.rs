@@ -7,7 +7,9 @@ use super::*;
 use crate::crd::cluster_fleet_policy::{
     BaselineBlocklist, BaselineCron, BaselineEgress, BaselineLlm, BaselineSecrets,
 };
-use crate::crd::llm::{LlmEffort, LlmPinSpec, LlmProviderKind, LlmProviderSpec, LlmSecretRef};
+use crate::crd::llm::{
+    LlmEffort, LlmPinSpec, LlmProviderKind, LlmProviderSpec, LlmProviderTools, LlmSecretRef,
+};
 use crate::crd::{BlocklistSpec, CronSpec, EgressSpec, SharedListRef};
 
 fn baseline(name: &str, edit: impl FnOnce(&mut ClusterFleetPolicySpec)) -> ClusterFleetPolicy {
@@ -341,6 +343,7 @@ fn llm_models_are_intersected_pins_win_and_enforce_cannot_be_lowered() {
                     service_tier: None,
                 },
             )]),
+            provider_tools: BTreeMap::new(),
         }
     });
     let s = spec(|s| {
@@ -381,6 +384,62 @@ fn llm_models_are_intersected_pins_win_and_enforce_cannot_be_lowered() {
     let m = merged(&[b], &spec(|_| {}));
     assert!(m.spec.llm.is_none(), "no route is invented");
     assert_eq!(m.notes.len(), 1, "the unbound model rules are said");
+}
+
+#[test]
+fn provider_tools_are_raised_to_the_baseline_for_the_role_and_every_role_it_covers() {
+    use LlmProviderTools::{Allow, Observe, Refuse};
+    let b = baseline("tools", |b| {
+        b.llm.provider_tools = BTreeMap::from([
+            ("default".to_string(), Observe),
+            ("main".to_string(), Refuse),
+        ])
+    });
+    let s = spec(|s| {
+        with_route(s);
+        if let Some(l) = s.llm.as_mut() {
+            l.provider_tools = BTreeMap::from([
+                ("default".to_string(), Allow),
+                ("auxiliary:vision".to_string(), Allow),
+                ("delegation".to_string(), Refuse),
+            ]);
+        }
+    });
+    let m = merged(std::slice::from_ref(&b), &s);
+    let llm = m.spec.llm.as_ref().expect("the route stays");
+    assert_eq!(
+        llm.provider_tools,
+        BTreeMap::from([
+            ("default".to_string(), Observe),
+            ("auxiliary:vision".to_string(), Observe),
+            ("delegation".to_string(), Refuse),
+            ("main".to_string(), Refuse),
+        ]),
+        "each role at least the baseline's, a stricter namespace kept"
+    );
+    assert_eq!(
+        changed_fields(&m),
+        [
+            "spec.llm.providerTools.default",
+            "spec.llm.providerTools.auxiliary:vision",
+            "spec.llm.providerTools.main",
+        ],
+        "every raise is said"
+    );
+    let strict = spec(|s| {
+        with_route(s);
+        if let Some(l) = s.llm.as_mut() {
+            l.provider_tools = BTreeMap::from([("default".to_string(), Refuse)]);
+        }
+    });
+    let m = merged(&[b], &strict);
+    assert_eq!(
+        m.spec.llm.as_ref().map(|l| l.provider_tools.len()),
+        Some(1),
+        "a namespace refusing everywhere is left as it is: {:?}",
+        m.spec.llm
+    );
+    assert!(changed_fields(&m).is_empty());
 }
 
 #[test]
