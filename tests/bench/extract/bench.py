@@ -1,7 +1,7 @@
 """Run the extractors on the benchmark pages, score them, write the report.
 
 Usage: bench.py [--cache DIR] [--out DIR] [--subset FILE] [--datasets a,b] [--only NAMES]
-                [--rescore] [--floor FILE] [--write-floor FILE]
+                [--candidates] [--rescore] [--floor FILE] [--write-floor FILE]
 
 Extractors (each on the same pages in the same run, outputs kept in OUT/extract-bench/):
   fleetgate-main   fleetgate's direct backend, main content (convert; extract until it exists)
@@ -9,6 +9,15 @@ Extractors (each on the same pages in the same run, outputs kept in OUT/extract-
   trafilatura      trafilatura 2.0.0, extract(html) with defaults
   readability      Readability.js 0.6.0 on jsdom, textContent
   wholepage        whole-page text baseline (Resiliparse html2text, main_content=False)
+Rust candidates, run only when asked (--candidates adds them all, or name them in --only;
+the binary is candidates/'s fleetgate-extract-candidates: --candidates-bin or
+FLEETGATE_CANDIDATES_BIN; run.sh builds it):
+  dom_smoothie, dom_smoothie-text                 dom_smoothie 0.19, its markdown / raw text
+  rs_trafilatura, rs_trafilatura-text             rs-trafilatura 0.2, its markdown / text
+  readability_rs, readability_rs-text             readabilityrs 0.1, its markdown / text
+  readability_kumabook                            readability 0.3, its text
+  (the markdown ones are scored as returned and words read, as fleetgate is; the text ones as
+  returned, as trafilatura and Readability.js are)
 Scored views (rows of the report): fleetgate main as returned, fleetgate main words-read,
 fleetgate full page as returned and words-read, and each other extractor's text.
 
@@ -40,6 +49,22 @@ VIEWS = {
     'Readability.js 0.6.0 (jsdom)': ('readability', False),
     'whole-page text (baseline)': ('wholepage', False),
 }
+# The Rust candidates (candidates/, run_candidates.py): name -> (view label, output is markdown)
+CANDIDATES = {
+    'dom_smoothie': ('dom_smoothie 0.19 (markdown)', True),
+    'dom_smoothie-text': ('dom_smoothie 0.19 (text)', False),
+    'rs_trafilatura': ('rs-trafilatura 0.2 (markdown)', True),
+    'rs_trafilatura-text': ('rs-trafilatura 0.2 (text)', False),
+    'readability_rs': ('readabilityrs 0.1 (markdown)', True),
+    'readability_rs-text': ('readabilityrs 0.1 (text)', False),
+    'readability_kumabook': ('readability 0.3 (kumabook, text)', False),
+}
+for _name, (_label, _md) in CANDIDATES.items():
+    if _md:
+        VIEWS[f'{_label}, as returned'] = (_name, False)
+        VIEWS[f'{_label}, words read'] = (_name, True)
+    else:
+        VIEWS[_label] = (_name, False)
 
 
 def load_pages(cache, datasets, subset):
@@ -82,7 +107,7 @@ def sha(b):
 CHUNK = {'readability': 200}  # jsdom's heap grows over a long run: one node process per chunk
 
 
-def run_extractor(name, pages, outdir, fleetgate_bin):
+def run_extractor(name, pages, outdir, fleetgate_bin, candidates_bin=None):
     out = os.path.join(outdir, f'{name}.jsonl')
     tsv = os.path.join(outdir, 'pages.tsv')
     t0 = time.time()
@@ -99,6 +124,10 @@ def run_extractor(name, pages, outdir, fleetgate_bin):
             raise SystemExit('bench.py: --fleetgate-bin (or FLEETGATE_PROXY_BIN) is needed for fleetgate')
         cmd = [sys.executable, os.path.join(here, 'run_fleetgate.py'), fleetgate_bin,
                'full' if name == 'fleetgate-full' else 'main']
+    elif name in CANDIDATES:
+        if not candidates_bin:
+            raise SystemExit('bench.py: --candidates-bin (or FLEETGATE_CANDIDATES_BIN) is needed for ' + name)
+        cmd = [sys.executable, os.path.join(here, 'run_candidates.py'), candidates_bin, name]
     elif name == 'readability':
         cmd = ['node', '--max-old-space-size=4096', os.path.join(here, 'readability.mjs')]
     else:
@@ -142,7 +171,10 @@ def main():
     ap.add_argument('--datasets')
     ap.add_argument('--only', help='comma-separated extractors to run (default: all)')
     ap.add_argument('--rescore', action='store_true', help='score the outputs of the last run again')
+    ap.add_argument('--candidates', action='store_true',
+                    help='also run the Rust candidate extractors (' + ', '.join(CANDIDATES) + ')')
     ap.add_argument('--fleetgate-bin', default=os.environ.get('FLEETGATE_PROXY_BIN'))
+    ap.add_argument('--candidates-bin', default=os.environ.get('FLEETGATE_CANDIDATES_BIN'))
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--name', default='extract-bench', help='report file names: NAME.md, NAME-pages.jsonl')
     ap.add_argument('--floor', help='check fleetgate main against this floor file; exit 1 below it')
@@ -151,7 +183,12 @@ def main():
 
     datasets = set(args.datasets.split(',')) if args.datasets else None
     pages = load_pages(args.cache, datasets, args.subset)
-    extractors = args.only.split(',') if args.only else EXTRACTORS
+    extractors = args.only.split(',') if args.only else list(EXTRACTORS)
+    if args.candidates:
+        extractors += [c for c in CANDIDATES if c not in extractors]
+    unknown = [e for e in extractors if e not in EXTRACTORS and e not in CANDIDATES]
+    if unknown:
+        raise SystemExit(f'bench.py: unknown extractor(s) {", ".join(unknown)}')
     outdir = os.path.join(args.out, args.name)
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, 'pages.tsv'), 'w', encoding='utf-8') as f:
@@ -160,7 +197,7 @@ def main():
     if not args.rescore:
         print(f'extract bench: {len(pages)} pages, extractors {", ".join(extractors)}', file=sys.stderr)
         for name in extractors:
-            run_extractor(name, pages, outdir, args.fleetgate_bin)
+            run_extractor(name, pages, outdir, args.fleetgate_bin, args.candidates_bin)
 
     outputs, modes = {}, {}
     for name in extractors:
@@ -248,18 +285,27 @@ def main():
         overall[v] = (f1, pr, rc, macro)
         lines.append(f'| {v} | **{fmt(f1)}** | {fmt(pr)} | {fmt(rc)} | {fmt(macro)} | ' +
                      ' | '.join(fmt(agg(v, by_ds[ds])[0]) for ds in ds_list) + ' |')
+    with_cands = any(e in CANDIDATES for e in outputs)
     lines += ['', '## Cost per page', '',
-              '| extractor | mean ms / page | median ms | mean chars of output | errors | empty output, truth not empty |',
-              '|---|---:|---:|---:|---:|---:|']
+              '| extractor | mean ms / page | median ms | mean chars of output | errors | empty output, truth not empty |'
+              + (' panics (caught) | crashes |' if with_cands else ''),
+              '|---|---:|---:|---:|---:|---:|' + ('---:|---:|' if with_cands else '')]
     for e in outputs:
         rows = [outputs[e][(p['dataset'], p['file'])] for p in pages]
         ms = sorted(r['micros'] / 1000 for r in rows if r['micros'] is not None)
         empty = sum(1 for r, p in zip(rows, pages) if not r['text'].strip() and p['truth'].strip())
         errors = sum(1 for r in rows if r['error'])
-        lines.append(f'| {e} | {fmt(mean(ms), 1)} | {fmt(ms[len(ms) // 2] if ms else None, 1)} | '
-                     f'{mean([len(r["text"]) for r in rows]):,.0f} | {errors} | {empty} |')
+        line = (f'| {e} | {fmt(mean(ms), 1)} | {fmt(ms[len(ms) // 2] if ms else None, 1)} | '
+                f'{mean([len(r["text"]) for r in rows]):,.0f} | {errors} | {empty} |')
+        if with_cands:
+            panics = sum(1 for r in rows if r['error'] == 'panic')
+            crashes = sum(1 for r in rows if (r['error'] or '').startswith('crash'))
+            line += f' {panics} | {crashes} |'
+        lines.append(line)
     timing = {'fleetgate-main': modes.get('fleetgate-main'), 'fleetgate-full': modes.get('fleetgate-full')}
-    lines += ['', 'Time: trafilatura, Readability.js (DOM parse included) and the baseline in process; fleetgate '
+    lines += ['', 'Time: trafilatura, Readability.js (DOM parse included)'
+              + (', the Rust candidates (UTF-8 decoding, parse, extraction, output conversion)' if with_cands else '')
+              + ' and the baseline in process; fleetgate '
               + ('as `convert` reports it (in process)' if 'convert' in timing.values() else
                  'the whole `extract` CLI call (process start, policy load, loopback fetch, conversion)') + '.',
               'Ground truth: mean ' + f'{mean([len(p["truth"]) for p in pages]):,.0f} characters per page.']

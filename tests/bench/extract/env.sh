@@ -3,6 +3,9 @@
 #   ensure_extract_venv  .tools/extract-venv: requirements.txt (trafilatura, Resiliparse, rouge-score)
 #   ensure_extract_node  .tools/extract-node: package.json + package-lock.json (Readability.js, jsdom)
 #   ensure_extract_lcs   the scorer's C helper (lcs.c), built with cc into the venv
+#   ensure_extract_candidates  candidates/ (the Rust candidate extractors), built in release
+#                        with its own target dir (~/.cache/fleetgate/extract-candidates-target);
+#                        only `run.sh --candidates` (or a candidate named in --only) calls it
 # Each is rebuilt when its pin file changes (a stamp names the file's hash).
 
 extract_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,4 +54,11 @@ ensure_extract_lcs() {
   # Without a C compiler score.py falls back to the same algorithm in Python (slower).
   [ -f "$so" ] && export FLEETGATE_EXTRACT_LCS="$so"
   return 0
+}
+
+ensure_extract_candidates() {
+  local target="${FLEETGATE_CANDIDATES_TARGET:-$HOME/.cache/fleetgate/extract-candidates-target}"
+  extract_log "building the Rust candidate extractors (tests/bench/extract/candidates, release)"
+  (cd "$extract_dir/candidates" && CARGO_TARGET_DIR="$target" cargo build --release --locked --quiet)
+  export FLEETGATE_CANDIDATES_BIN="$target/release/fleetgate-extract-candidates"
 }

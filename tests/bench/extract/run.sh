@@ -5,6 +5,8 @@
 # $FLEETGATE_PROXY_BIN), then runs every extractor on the same pages and scores them:
 # target/extract-bench.md (tables), target/extract-bench-pages.jsonl (per page).
 # Arguments go to bench.py: --datasets a,b  --only fleetgate-main,trafilatura  --rescore ...
+# --candidates (or a candidate named in --only) also builds and runs the Rust candidate
+# extractors of candidates/ (dom_smoothie, rs-trafilatura, readability ports); never by default.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=env.sh
@@ -18,4 +20,12 @@ if [ -z "${FLEETGATE_PROXY_BIN:-}" ]; then
   (cd "$extract_root" && cargo build --release --locked -p fleetgate-proxy)
   export FLEETGATE_PROXY_BIN="${CARGO_TARGET_DIR:-$extract_root/target}/release/fleetgate-proxy"
 fi
+case " $* " in
+  *" --candidates "* | *dom_smoothie* | *rs_trafilatura* | *readability_rs* | *readability_kumabook*)
+    case " $* " in
+      *" --rescore "*) ;;
+      *) [ -n "${FLEETGATE_CANDIDATES_BIN:-}" ] || ensure_extract_candidates ;;
+    esac
+    ;;
+esac
 "$EXTRACT_PY" "$here/bench.py" --out "${CARGO_TARGET_DIR:-$extract_root/target}" "$@"
