@@ -359,7 +359,9 @@ impl LlmPolicy {
     }
 }
 
-fn lookup<'a, T>(map: &'a BTreeMap<String, T>, role: &str) -> Option<&'a T> {
+/// `role`'s entry in a per-role map, with the gate's fallbacks: the role itself, `auxiliary`
+/// for an auxiliary task (`auxiliary:<task>`), then `default`.
+pub fn lookup<'a, T>(map: &'a BTreeMap<String, T>, role: &str) -> Option<&'a T> {
     map.get(role)
         .or_else(|| {
             role.starts_with("auxiliary:")

@@ -533,13 +533,7 @@ fn list(ports: &[u16]) -> String {
 /// What `role`'s provider-side tools get under `map`, with the gate's fallbacks (the role,
 /// `auxiliary` for a task, `default`; else `observe`).
 fn provider_tools_for(map: &BTreeMap<String, LlmProviderTools>, role: &str) -> LlmProviderTools {
-    map.get(role)
-        .or_else(|| {
-            role.starts_with("auxiliary:")
-                .then(|| map.get("auxiliary"))
-                .flatten()
-        })
-        .or_else(|| map.get("default"))
+    fleetgate_policy::llm::lookup(map, role)
         .copied()
         .unwrap_or(LlmProviderTools::Observe)
 }
