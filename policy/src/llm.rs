@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::FieldError;
 
+pub mod spend;
+
+pub use spend::{Budgets, Prices, SecretsMode, Usage};
+
 /// Effort levels a pin may name (Hermes' wire ladder; `ultra` never reaches a wire).
 pub const EFFORT_LEVELS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
@@ -75,6 +79,22 @@ pub struct RawLlm {
     #[serde(default)]
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub provider_tools: BTreeMap<String, String>,
+    /// Prices per model (USD per million tokens) and service-tier multipliers, over the
+    /// built-in table.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "crate::raw::is_default")]
+    pub prices: spend::RawPrices,
+    /// Spend caps per role, for this pod and for the namespace.
+    #[serde(default)]
+    #[serde(skip_serializing_if = "crate::raw::is_default")]
+    pub budgets: spend::RawBudgets,
+    /// What a request whose prompt holds a secret gets: `refuse` (default), `redact` or
+    /// `observe`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<String>,
+    /// Where the pod's spend is kept across restarts (default `<store.root>/llm/spend.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend_file: Option<String>,
 }
 
 /// `llm.providers.<name>:` as written.
@@ -220,7 +240,7 @@ pub struct LlmPin {
 }
 
 /// The validated `llm:` section.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LlmPolicy {
     /// Observe (default) or enforce.
     pub mode: LlmMode,
@@ -241,6 +261,20 @@ pub struct LlmPolicy {
     /// Role key → what its provider-side tools get; a role not named (nor `auxiliary`, nor
     /// `default`) observes.
     pub provider_tools: BTreeMap<String, ProviderToolsMode>,
+    /// The price table.
+    pub prices: Prices,
+    /// The budgets.
+    pub budgets: Budgets,
+    /// What a prompt holding a secret gets.
+    pub secrets: SecretsMode,
+    /// The spend file, when the policy names one (else the gate's default under its store).
+    pub spend_file: Option<PathBuf>,
+}
+
+impl Default for LlmPolicy {
+    fn default() -> Self {
+        validate(RawLlm::default(), Path::new("/"), &mut Vec::new())
+    }
 }
 
 /// A `METHOD /path` pattern of `llm.extraEndpoints`.
@@ -486,7 +520,34 @@ pub fn validate(raw: RawLlm, base_dir: &Path, errors: &mut Vec<FieldError>) -> L
             Err(message) => err(format!("llm.extraEndpoints[{i}]"), message),
         }
     }
+    let prices = spend::validate_prices(&raw.prices, &mut err);
+    let budgets = spend::validate_budgets(&raw.budgets, &mut err);
+    let secrets = match raw.secrets.as_deref().map(str::trim) {
+        None => SecretsMode::Refuse,
+        Some(name) => SecretsMode::from_name(name).unwrap_or_else(|| {
+            err(
+                "llm.secrets".into(),
+                format!(
+                    "unknown value '{name}'; use one of {}",
+                    spend::SECRETS_MODES.join(", ")
+                ),
+            );
+            SecretsMode::Refuse
+        }),
+    };
+    let spend_file = raw.spend_file.as_deref().map(|p| {
+        let p = Path::new(p.trim());
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base_dir.join(p)
+        }
+    });
     LlmPolicy {
+        prices,
+        budgets,
+        secrets,
+        spend_file,
         mode,
         policy_name: raw.policy_name.filter(|n| !n.trim().is_empty()),
         providers,
