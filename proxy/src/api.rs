@@ -68,7 +68,14 @@ impl Shared {
         let metrics = ProxyMetrics::register(&registry)?;
         let report_gauges = crate::report_gauges::ReportGauges::register(&registry)?;
         let watches = crate::watch::Watches::register(&registry)?;
-        let llm = crate::llm::LlmState::register(&registry)?;
+        let llm_policy = &runtime.policy.llm;
+        let spend_path = llm_policy
+            .spend_file
+            .clone()
+            .unwrap_or_else(|| runtime.policy.store.root.join("llm").join("spend.json"));
+        let (spend, _) =
+            crate::llm::spend::SpendLedger::open(&spend_path, crate::clock::now_secs());
+        let llm = crate::llm::LlmState::register(&registry, spend)?;
         Ok(Arc::new(Self {
             gate: Arc::new(GateState::new(runtime, metrics)),
             report_gauges,

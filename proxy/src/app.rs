@@ -223,6 +223,7 @@ fn start_state(args: &ServeArgs) -> Result<(Arc<Shared>, ListenPolicy), ExitCode
             return Err(ExitCode::from(1));
         }
     };
+    tokio::spawn(Arc::clone(&shared.llm.spend).keep_written());
     Ok((shared, listen))
 }
 

@@ -43,6 +43,7 @@ pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod dialer;
+pub mod file_write;
 pub mod forward;
 pub mod gates;
 pub mod iptables;

@@ -25,13 +25,16 @@ pub mod judge;
 pub mod metrics;
 pub mod observation_store;
 pub mod path;
+pub mod prompt_secrets;
 pub mod provider_tools;
 pub mod proxy;
 pub mod request_facts;
 pub mod scan;
+pub mod spend;
 pub mod tier;
 pub mod turns;
 pub mod upstream;
+pub mod usage;
 
 pub use boxed_body::{LlmBody, full};
 pub use error::LlmError;
@@ -51,6 +54,8 @@ pub struct LlmState {
     pub upstreams: upstream::Upstreams,
     /// The refused turns of the last minute.
     pub turns: turns::RefusedTurns,
+    /// This pod's spend today, against its budgets.
+    pub spend: Arc<spend::SpendLedger>,
 }
 
 /// What one LLM request reads: the gate's state and the route's own.
@@ -65,13 +70,17 @@ pub struct LlmContext {
 // === impl LlmState ===
 
 impl LlmState {
-    /// Fresh state with metrics registered in `reg`.
-    pub fn register(reg: &prometheus::Registry) -> prometheus::Result<Self> {
+    /// Fresh state with metrics registered in `reg`, the spend kept in `spend`.
+    pub fn register(
+        reg: &prometheus::Registry,
+        spend: spend::SpendLedger,
+    ) -> prometheus::Result<Self> {
         Ok(Self {
             observations: observation_store::ObservationStore::new(),
             metrics: metrics::LlmMetrics::register(reg)?,
             upstreams: upstream::Upstreams::new(),
             turns: turns::RefusedTurns::new(),
+            spend: Arc::new(spend),
         })
     }
 }

@@ -35,9 +35,13 @@ pub trait Refusal {
     fn rule(&self) -> Option<&str> {
         None
     }
-    /// Whether the client should retry shortly (`Retry-After: 1`).
+    /// Whether the client should retry later (`Retry-After`).
     fn retry_after(&self) -> bool {
         false
+    }
+    /// The seconds `Retry-After` says, when [`Refusal::retry_after`] holds (default 1).
+    fn retry_after_secs(&self) -> u64 {
+        1
     }
 }
 
@@ -132,7 +136,10 @@ pub fn refuse(refusal: &dyn Refusal, shape: Shape) -> Response<Body> {
     let headers = resp.headers_mut();
     headers.insert(ERROR_HEADER, HeaderValue::from_static(code));
     if refusal.retry_after() {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        headers.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(refusal.retry_after_secs()),
+        );
     }
     if status == StatusCode::UNAUTHORIZED {
         headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -145,6 +152,7 @@ fn openai_type(status: StatusCode) -> &'static str {
         403 => "permission_error",
         404 => "not_found_error",
         400 | 413 => "invalid_request_error",
+        429 => "rate_limit_exceeded",
         _ => "api_error",
     }
 }
@@ -155,6 +163,7 @@ fn anthropic_type(status: StatusCode) -> &'static str {
         404 => "not_found_error",
         413 => "request_too_large",
         400 => "invalid_request_error",
+        429 => "rate_limit_error",
         _ => "api_error",
     }
 }

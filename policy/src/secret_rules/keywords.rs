@@ -22,6 +22,16 @@ pub(super) struct KeywordIndex {
     groups: Vec<u16>,
     /// One-byte keywords.
     singles: Vec<Word>,
+    /// Bit [`triple`] of the first three lowercase bytes of every keyword of three bytes or
+    /// more: a pair that starts a keyword is compared only when its third byte may follow.
+    triples: Box<[u64; 1024]>,
+    /// Pairs that are a whole keyword (two bytes): compared whatever follows.
+    short: Box<[u64; 1024]>,
+}
+
+/// The hash of three lowercase bytes into the 65,536 bits of [`KeywordIndex::triples`].
+fn triple(key: usize, c: u8) -> usize {
+    (key.wrapping_mul(0x9E37) ^ usize::from(c).wrapping_mul(0x2F1)) & 0xFFFF
 }
 
 /// One keyword (lowercase) and its rules.
@@ -61,6 +71,8 @@ impl KeywordIndex {
             return None;
         }
         let mut pairs = Box::new([0u64; 1024]);
+        let mut triples = Box::new([0u64; 1024]);
+        let mut short = Box::new([0u64; 1024]);
         let mut words = Vec::new();
         let mut singles = Vec::new();
         for (text, rules) in keywords {
@@ -69,9 +81,16 @@ impl KeywordIndex {
                 rules,
             };
             match *word.text {
-                [a, b, ..] => {
+                [a, b, ref rest @ ..] => {
                     let key = pair(a, b);
                     pairs[key / 64] |= 1 << (key % 64);
+                    match rest.first() {
+                        Some(&c) => {
+                            let t = triple(key, LOWER[usize::from(c)]);
+                            triples[t / 64] |= 1 << (t % 64);
+                        }
+                        None => short[key / 64] |= 1 << (key % 64),
+                    }
                     words.push(word);
                 }
                 _ => singles.push(word),
@@ -101,6 +120,8 @@ impl KeywordIndex {
             words,
             groups,
             singles,
+            triples,
+            short,
         })
     }
 
@@ -119,12 +140,22 @@ impl KeywordIndex {
         let Some((&head, rest)) = text.split_first() else {
             return;
         };
+        // Words already found: a long text (a prompt) names "key" thousands of times, and
+        // its rules need adding once. Words past the first 512 are added at every match.
+        let mut found = [0u64; 8];
         let mut prev = LOWER[usize::from(head)];
         for (i, &b) in rest.iter().enumerate() {
             let cur = LOWER[usize::from(b)];
             let key = usize::from(prev) << 8 | usize::from(cur);
             if self.pairs[key >> 6] >> (key & 63) & 1 != 0 {
-                self.words_at(key, &text[i..], out);
+                // `text[i]` and `cur` (at i + 1) are the pair; the third byte, when there is
+                // one, must be able to continue a keyword.
+                let next = rest.get(i + 1).map(|&c| triple(key, LOWER[usize::from(c)]));
+                let may = self.short[key >> 6] >> (key & 63) & 1 != 0
+                    || next.is_some_and(|t| self.triples[t >> 6] >> (t & 63) & 1 != 0);
+                if may {
+                    self.words_at(key, &text[i..], out, &mut found);
+                }
             }
             prev = cur;
         }
@@ -133,15 +164,23 @@ impl KeywordIndex {
     /// The rules of the keywords `text` starts with; `key`, its lowercase first two bytes,
     /// starts one.
     #[cold]
-    fn words_at(&self, key: usize, text: &[u8], out: &mut Vec<usize>) {
+    fn words_at(&self, key: usize, text: &[u8], out: &mut Vec<usize>, found: &mut [u64; 8]) {
         let below = self.pairs[key >> 6] & ((1u64 << (key & 63)) - 1);
         let r = usize::from(self.rank[key >> 6]) + below.count_ones() as usize;
         let range = usize::from(self.groups[r])..usize::from(self.groups[r + 1]);
-        for word in &self.words[range] {
+        for (w, word) in self.words[range.clone()].iter().enumerate() {
+            let w = range.start + w;
+            let bit = found.get(w / 64).map(|bits| bits >> (w % 64) & 1 == 1);
+            if bit == Some(true) {
+                continue;
+            }
             if text.len() >= word.text.len()
                 && text[2..word.text.len()].eq_ignore_ascii_case(&word.text[2..])
             {
                 out.extend_from_slice(&word.rules);
+                if let Some(bits) = found.get_mut(w / 64) {
+                    *bits |= 1 << (w % 64);
+                }
             }
         }
     }

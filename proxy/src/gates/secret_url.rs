@@ -277,6 +277,50 @@ pub fn secret_in_text(text: &str, extra: &[&RuleSet]) -> Option<String> {
     .text(text)
 }
 
+/// The first secret in free text (a prompt) under the policy's `secrets:`, with its span:
+/// Hermes' prefix families, the built-in rules and JWTs, the enforced rule files, then the
+/// rule files in report mode (`report: true`). Rule ids in `secrets.allow` are skipped (URL
+/// prefixes do not apply to text).
+pub fn find_in_text(
+    text: &str,
+    secrets: Option<&SecretsPolicy>,
+) -> Option<(std::ops::Range<usize>, Found)> {
+    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
+    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
+    let extra: Vec<&RuleSet> = secrets
+        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
+        .unwrap_or_default();
+    let scan = Scan {
+        exempt: false,
+        skip,
+        extra: if report { &[] } else { &extra },
+    };
+    if let Some((span, rule)) = scan.hit(text) {
+        return Some((
+            span,
+            Found {
+                rule,
+                report: false,
+            },
+        ));
+    }
+    if !report {
+        return None;
+    }
+    extra
+        .iter()
+        .find_map(|set| set.find_except(text, skip))
+        .map(|hit| {
+            (
+                hit.span,
+                Found {
+                    rule: hit.rule,
+                    report: true,
+                },
+            )
+        })
+}
+
 /// Where in `text` a secret rule matches, and which: the span to redact in a log line.
 pub fn secret_span(text: &str) -> Option<(std::ops::Range<usize>, String)> {
     Scan {

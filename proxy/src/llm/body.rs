@@ -1,6 +1,8 @@
-//! The response body relayed to the agent frame by frame, with the served tier scanned from
-//! each data frame as it passes; when the body ends (or the agent goes away) the tier is
-//! recorded once for the request's role.
+//! The response body relayed to the agent frame by frame, with the served tier and the
+//! provider's usage scanned from each data frame as it passes; when the body ends (or the
+//! agent goes away) the tier is recorded once for the request's role, and a successful
+//! answer's usage and cost are counted ([`super::usage`], `llm.prices`) and charged to the
+//! role's spend ([`super::spend`]).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -9,7 +11,10 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
 use super::LlmContext;
+use super::spend::Charge;
 use super::tier::TierScanner;
+use super::usage::UsageScanner;
+use crate::policy::llm::{ProviderKind, Usage};
 
 /// What to record when the body ends.
 #[derive(Debug)]
@@ -20,6 +25,14 @@ pub struct Finish {
     pub role: String,
     /// Bounded role label.
     pub role_label: String,
+    /// Bounded model label.
+    pub model_label: String,
+    /// The model the request named (priced).
+    pub model: Option<String>,
+    /// The tier the request asked for (priced when the answer names none).
+    pub requested_tier: Option<String>,
+    /// How the provider reports usage.
+    pub kind: ProviderKind,
     /// Sequence number of the request in the store.
     pub seq: u64,
     /// `2xx`, `4xx`, ...
@@ -33,6 +46,7 @@ pub struct Finish {
 pub struct ObservingBody {
     inner: Incoming,
     scanner: TierScanner,
+    usage: UsageScanner,
     finish: Option<Finish>,
 }
 
@@ -44,6 +58,7 @@ impl ObservingBody {
         Self {
             inner,
             scanner: TierScanner::new(),
+            usage: UsageScanner::new(),
             finish: Some(finish),
         }
     }
@@ -73,6 +88,94 @@ impl ObservingBody {
                 super::request_facts::tier_label(served),
             ])
             .inc();
+        if f.status_class == "2xx" {
+            let usage = self.usage.usage(f.kind);
+            let tier = served.map(str::to_string).or(f.requested_tier.clone());
+            charge(&f, usage, tier.as_deref());
+        }
+    }
+}
+
+/// Count a successful answer's usage and cost and charge them to the role's spend.
+fn charge(f: &Finish, usage: Option<Usage>, tier: Option<&str>) {
+    let rt = f.cx.gate.runtime.load();
+    let policy = &rt.policy.llm;
+    let m = &f.cx.llm.metrics;
+    let (role, model_label) = (f.role_label.as_str(), f.model_label.as_str());
+    let now = crate::clock::now_secs();
+    let Some(usage) = usage else {
+        m.usage_unknown.with_label_values(&[role, "no_usage"]).inc();
+        tracing::info!(
+            event = "llm.usage", role = %f.role, model = model_label, usage = "unknown",
+            "the answer carried no usage: tokens and cost not counted"
+        );
+        f.cx.llm.spend.record(&f.role, Charge::default(), now);
+        return;
+    };
+    let input_total = usage.input + usage.cache_read + usage.cache_write;
+    m.token_usage
+        .with_label_values(&["input", model_label, role])
+        .observe(input_total as f64);
+    m.token_usage
+        .with_label_values(&["output", model_label, role])
+        .observe(usage.output as f64);
+    for (kind, n) in [
+        ("input", usage.input),
+        ("cache_read", usage.cache_read),
+        ("cache_write", usage.cache_write),
+        ("output", usage.output),
+        ("reasoning", usage.reasoning),
+    ] {
+        if n > 0 {
+            m.tokens
+                .with_label_values(&[role, model_label, kind])
+                .inc_by(n);
+        }
+    }
+    let usd = f
+        .model
+        .as_deref()
+        .and_then(|model| policy.prices.cost(model, &usage, tier));
+    match usd {
+        Some(usd) => m.cost.with_label_values(&[role, model_label]).inc_by(usd),
+        None => m.usage_unknown.with_label_values(&[role, "unpriced"]).inc(),
+    }
+    tracing::info!(
+        event = "llm.usage", role = %f.role, model = model_label, input = usage.input,
+        cache_read = usage.cache_read, cache_write = usage.cache_write, output = usage.output,
+        reasoning = usage.reasoning, usd = usd.unwrap_or(f64::NAN), tier = tier.unwrap_or("unset"),
+        "llm call usage"
+    );
+    let spend = &f.cx.llm.spend;
+    spend.record(
+        &f.role,
+        Charge {
+            usd,
+            tokens: Some(usage.total()),
+        },
+        now,
+    );
+    publish_spend(&f.cx, policy, now);
+}
+
+/// Set the spend and budget gauges from the ledger and the policy.
+pub fn publish_spend(cx: &LlmContext, policy: &crate::policy::llm::LlmPolicy, now: u64) {
+    let m = &cx.llm.metrics;
+    // A new UTC day starts without yesterday's roles.
+    m.spend.reset();
+    m.budget.reset();
+    for (role, spent) in cx.llm.spend.snapshot(now).roles {
+        m.spend.with_label_values(&[role.as_str()]).set(spent.usd);
+    }
+    for (scope, map) in [
+        ("pod", &policy.budgets.pod),
+        ("namespace", &policy.budgets.namespace),
+    ] {
+        for (role, b) in map {
+            if let Some(cap) = b.daily_usd {
+                m.budget.with_label_values(&[role.as_str(), scope]).set(cap);
+            }
+        }
     }
 }
 
@@ -90,6 +193,7 @@ impl Body for ObservingBody {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.scanner.feed(data);
+                    this.usage.feed(data);
                 }
             }
             Poll::Ready(None) | Poll::Ready(Some(Err(_))) => this.finish(),

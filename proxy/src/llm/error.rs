@@ -42,6 +42,13 @@ pub enum LlmError {
     /// them for the role (enforce mode).
     #[error("{0}")]
     ProviderToolNotAllowed(String),
+    /// The prompt holds a secret and `llm.secrets` refuses it (enforce mode). The message
+    /// names the rule, never the secret.
+    #[error("{0}")]
+    SecretInPrompt(String),
+    /// The role's budget is spent (enforce mode): `(message, seconds until it frees up)`.
+    #[error("{0}")]
+    BudgetExceeded(String, u64),
     /// The request body is over `llm.maxRequestBytes`.
     #[error("failed to read the request: the body is larger than {0} bytes")]
     TooLarge(u64),
@@ -88,6 +95,8 @@ impl LlmError {
         "llm_path_not_canonical",
         "llm_endpoint_not_allowed",
         "llm_provider_tool_not_allowed",
+        "llm_secret_in_prompt",
+        "llm_budget_exceeded",
         "llm_key_unavailable",
     ];
 
@@ -102,6 +111,8 @@ impl LlmError {
             Self::PathNotCanonical(_) => "llm_path_not_canonical",
             Self::EndpointNotAllowed(_) => "llm_endpoint_not_allowed",
             Self::ProviderToolNotAllowed(_) => "llm_provider_tool_not_allowed",
+            Self::SecretInPrompt(_) => "llm_secret_in_prompt",
+            Self::BudgetExceeded(..) => "llm_budget_exceeded",
             Self::TooLarge(_) => "payload_too_large",
             Self::BadRequest(_) => "invalid_request",
             Self::BodyTimeout(_) => "body_timeout",
@@ -122,7 +133,9 @@ impl LlmError {
             Self::ModelNotAllowed(_)
             | Self::EndpointNotAllowed(_)
             | Self::ProviderToolNotAllowed(_)
+            | Self::SecretInPrompt(_)
             | Self::Refused(_) => StatusCode::FORBIDDEN,
+            Self::BudgetExceeded(..) => StatusCode::TOO_MANY_REQUESTS,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::BodyBudgetExhausted(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -145,6 +158,7 @@ impl LlmError {
                 param: match self {
                     Self::ModelNotAllowed(_) | Self::ModelMissing(_) => Some("model"),
                     Self::ProviderToolNotAllowed(_) => Some("tools"),
+                    Self::SecretInPrompt(_) => Some("messages"),
                     _ => None,
                 },
             },
@@ -164,7 +178,16 @@ impl Refusal for LlmError {
         self.to_string()
     }
     fn retry_after(&self) -> bool {
-        matches!(self, Self::BodyBudgetExhausted(_))
+        matches!(
+            self,
+            Self::BodyBudgetExhausted(_) | Self::BudgetExceeded(..)
+        )
+    }
+    fn retry_after_secs(&self) -> u64 {
+        match self {
+            Self::BudgetExceeded(_, secs) => (*secs).max(1),
+            _ => 1,
+        }
     }
 }
 

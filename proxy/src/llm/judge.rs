@@ -445,3 +445,108 @@ fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, rewrites: &[Rew
         );
     }
 }
+
+/// The role's budgets, before the call goes upstream: over a budget, the call is refused
+/// with `llm_budget_exceeded` (429, `Retry-After` until it frees up) in enforce mode and
+/// counted as `would_refuse` in observe mode.
+pub fn budget(j: &Judge<'_>, now: u64) -> Result<(), LlmError> {
+    let policy = &j.rt.policy.llm;
+    let Err(over) = j.cx.llm.spend.check(&j.route.role, &policy.budgets, now) else {
+        return Ok(());
+    };
+    let by = policy
+        .policy_name
+        .as_deref()
+        .map(|n| format!("fleet policy '{n}'"))
+        .unwrap_or_else(|| "the fleet policy".into());
+    let message = match over.limit {
+        "tokens_per_minute" => format!(
+            "fleetgate: role '{}' used {} tokens in the last minute, its {} budget under {by} is {} tokens per minute; retry in {} s",
+            over.role, over.used, over.scope, over.cap, over.retry_after
+        ),
+        "spend_file_unreadable" => format!(
+            "fleetgate: role '{}' has a daily budget of ${:.2} under {by}, and the gate's spend file could not be read, so today's spend is unknown: calls are refused until 00:00 UTC (the operator can check the gate's log)",
+            over.role, over.cap
+        ),
+        _ => format!(
+            "fleetgate: the daily {} budget of role '{}' under {by} is spent (${:.2} of ${:.2}); it resets at 00:00 UTC",
+            over.scope,
+            over.role,
+            over.used.max(over.cap),
+            over.cap
+        ),
+    };
+    j.judge(
+        LlmError::BudgetExceeded(message, over.retry_after),
+        None,
+        None,
+    )
+}
+
+/// Secrets in the request body ([`super::prompt_secrets`]), as `llm.secrets` says: `refuse`
+/// refuses the request naming the rule (in observe mode: counted as `would_refuse`),
+/// `redact` sends the body with each secret replaced (refused when one cannot be),
+/// `observe` counts and logs. Rules of rule files in report mode only count. Returns the
+/// body to judge and send.
+pub fn prompt_secrets(j: &Judge<'_>, bytes: Bytes) -> Result<Bytes, LlmError> {
+    use super::prompt_secrets::{Finding, scan};
+    use crate::policy::llm::SecretsMode;
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Ok(bytes);
+    };
+    let Finding::Secrets {
+        rules,
+        report_only,
+        redacted,
+    } = scan(text, &j.rt.policy.secrets)
+    else {
+        return Ok(bytes);
+    };
+    let policy = &j.rt.policy.llm;
+    let enforce = policy.mode == LlmMode::Enforce;
+    let action = match (report_only, policy.secrets, enforce) {
+        (true, ..) | (false, SecretsMode::Observe, _) => "observed",
+        (false, SecretsMode::Refuse, true) => "refused",
+        (false, SecretsMode::Refuse, false) => "would_refuse",
+        (false, SecretsMode::Redact, true) if redacted.is_some() => "redacted",
+        (false, SecretsMode::Redact, true) => "refused",
+        (false, SecretsMode::Redact, false) => "would_redact",
+    };
+    let role_label = request_facts::role_label(policy, &j.route.role);
+    for rule in &rules {
+        j.cx.llm
+            .metrics
+            .prompt_secrets
+            .with_label_values(&[role_label.as_str(), rule.as_str(), action])
+            .inc();
+    }
+    let shown = rules.join(",");
+    tracing::warn!(
+        event = "llm.prompt_secret", role = %j.route.role, action, rules = %shown,
+        "a secret in the request body"
+    );
+    match action {
+        "redacted" => Ok(redacted.map(Bytes::from).unwrap_or(bytes)),
+        "refused" | "would_refuse" => {
+            let by = policy
+                .policy_name
+                .as_deref()
+                .map(|n| format!("fleet policy '{n}'"))
+                .unwrap_or_else(|| "the fleet policy".into());
+            let named: Vec<String> = rules.iter().map(|r| format!("'{r}'")).collect();
+            let why = match policy.secrets {
+                SecretsMode::Redact => format!(
+                    "{by} redacts secrets in prompts (llm.secrets: redact), but this one cannot be replaced in place (it is written with JSON escapes)"
+                ),
+                _ => format!("{by} refuses secrets in prompts (llm.secrets: refuse)"),
+            };
+            let message = format!(
+                "fleetgate: the request holds a secret matching rule {} in its prompt; {why}. Remove it and retry",
+                named.join(", ")
+            );
+            j.judge(LlmError::SecretInPrompt(message), None, None)?;
+            Ok(bytes)
+        }
+        _ => Ok(bytes),
+    }
+}

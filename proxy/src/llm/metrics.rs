@@ -2,7 +2,9 @@
 //! models only when the policy names them (else `other`), efforts and tiers from their
 //! vocabularies (else `other`).
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{
+    CounterVec, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
+};
 
 /// Metrics of the LLM route.
 #[derive(Clone, Debug)]
@@ -33,6 +35,27 @@ pub struct LlmMetrics {
     /// differs from the tier pinned for the role (the provider downgraded, or the pin was not
     /// applied in observe mode).
     pub tier_mismatches: IntCounterVec,
+    /// `gen_ai_client_token_usage{gen_ai_token_type,gen_ai_request_model,role}`: the
+    /// OpenTelemetry GenAI histogram `gen_ai.client.token.usage` of each answered call, with
+    /// `gen_ai_token_type` `input` (uncached input, cache reads and cache writes, as the
+    /// provider bills them) or `output`.
+    pub token_usage: HistogramVec,
+    /// `fleetgate_llm_tokens_total{role,model,type}`: tokens by `input` (uncached),
+    /// `cache_read`, `cache_write`, `output` and `reasoning` (part of `output`).
+    pub tokens: IntCounterVec,
+    /// `fleetgate_llm_cost_usd_total{role,model}`: dollars of the answered calls (usage ×
+    /// `llm.prices`).
+    pub cost: CounterVec,
+    /// `fleetgate_llm_usage_unknown_total{role,reason}`: answered calls whose cost is not
+    /// counted: `no_usage` (the answer carried none) or `unpriced` (no price for the model).
+    pub usage_unknown: IntCounterVec,
+    /// `fleetgate_llm_spend_usd{role}`: this pod's spend today (UTC), per budget role.
+    pub spend: GaugeVec,
+    /// `fleetgate_llm_budget_usd{role,scope}`: the daily dollar budgets (`pod`, `namespace`).
+    pub budget: GaugeVec,
+    /// `fleetgate_llm_prompt_secrets_total{role,rule,action}`: requests whose prompt held a
+    /// secret, per rule: `refused`, `would_refuse`, `redacted`, `would_redact`, `observed`.
+    pub prompt_secrets: IntCounterVec,
 }
 
 // === impl LlmMetrics ===
@@ -89,7 +112,61 @@ impl LlmMetrics {
                 ]),
                 &["role"],
             )?,
+            token_usage: HistogramVec::new(
+                HistogramOpts::new(
+                    "gen_ai_client_token_usage",
+                    "Tokens per answered LLM call (OpenTelemetry gen_ai.client.token.usage), by token type, model and role.",
+                )
+                .buckets(vec![
+                    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262_144.0,
+                    1_048_576.0, 4_194_304.0, 16_777_216.0, 67_108_864.0,
+                ]),
+                &["gen_ai_token_type", "gen_ai_request_model", "role"],
+            )?,
+            tokens: counter(
+                "fleetgate_llm_tokens_total",
+                "Tokens of answered LLM calls by role, model and type (input, cache_read, cache_write, output, reasoning).",
+                &["role", "model", "type"],
+            )?,
+            cost: CounterVec::new(
+                Opts::new(
+                    "fleetgate_llm_cost_usd_total",
+                    "Dollars of answered LLM calls (provider usage times llm.prices) by role and model.",
+                ),
+                &["role", "model"],
+            )?,
+            usage_unknown: counter(
+                "fleetgate_llm_usage_unknown_total",
+                "Answered LLM calls whose cost is not counted: no usage in the answer, or no price for the model.",
+                &["role", "reason"],
+            )?,
+            spend: GaugeVec::new(
+                Opts::new(
+                    "fleetgate_llm_spend_usd",
+                    "This pod's LLM spend today (UTC day) per budget role.",
+                ),
+                &["role"],
+            )?,
+            budget: GaugeVec::new(
+                Opts::new(
+                    "fleetgate_llm_budget_usd",
+                    "Daily LLM dollar budgets per budget role and scope (pod, namespace).",
+                ),
+                &["role", "scope"],
+            )?,
+            prompt_secrets: counter(
+                "fleetgate_llm_prompt_secrets_total",
+                "LLM requests whose prompt held a secret, by rule and action.",
+                &["role", "rule", "action"],
+            )?,
         };
+        reg.register(Box::new(m.token_usage.clone()))?;
+        reg.register(Box::new(m.tokens.clone()))?;
+        reg.register(Box::new(m.cost.clone()))?;
+        reg.register(Box::new(m.usage_unknown.clone()))?;
+        reg.register(Box::new(m.spend.clone()))?;
+        reg.register(Box::new(m.budget.clone()))?;
+        reg.register(Box::new(m.prompt_secrets.clone()))?;
         reg.register(Box::new(m.requests.clone()))?;
         reg.register(Box::new(m.responses.clone()))?;
         reg.register(Box::new(m.rewrites.clone()))?;

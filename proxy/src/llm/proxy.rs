@@ -10,6 +10,7 @@ use tokio::time::{Instant, timeout};
 
 use super::LlmContext;
 use super::body::{Finish, ObservingBody};
+use super::endpoint::LlmEndpoint;
 use super::judge;
 use super::request_facts::{self, RequestFacts};
 use super::{LlmBody, LlmError, LlmRoute};
@@ -65,6 +66,13 @@ async fn relay(
                 judge::count_refusal(cx, rt, route, e.code(), "refused");
             }
         })?;
+    let bytes = {
+        let with_body = judge.with_body(&bytes);
+        if endpoint != LlmEndpoint::Metadata {
+            judge::budget(&with_body, crate::clock::now_secs())?;
+        }
+        judge::prompt_secrets(&with_body, bytes.clone())?
+    };
     let prepared = judge::prepare(&judge, provider, endpoint, bytes)?;
     let key = read_key(provider)?;
     let url = upstream_url(provider, &route.rest, parts.uri.query());
@@ -96,7 +104,16 @@ async fn relay(
         cx.llm
             .observations
             .record_sent(&route.role, &facts.shown(), &prepared.rewrites, applied);
-    Ok(inbound(cx, rt, route, facts, seq, resp, started))
+    Ok(inbound(
+        cx,
+        rt,
+        route,
+        provider.kind,
+        facts,
+        seq,
+        resp,
+        started,
+    ))
 }
 
 /// The provider key: the Secret file (trimmed), else the environment variable.
@@ -181,10 +198,12 @@ fn insert_key(
 
 /// The response for the agent: hop-by-hop headers and any forged `x-fleetgate-error`
 /// removed, the body streamed through the tier scanner; the request counted.
+#[allow(clippy::too_many_arguments)]
 fn inbound(
     cx: &LlmContext,
     rt: &Runtime,
     route: &LlmRoute,
+    kind: ProviderKind,
     facts: &RequestFacts,
     seq: u64,
     resp: Response<Incoming>,
@@ -212,6 +231,10 @@ fn inbound(
         cx: cx.clone(),
         role: route.role.clone(),
         role_label,
+        model_label: model,
+        model: facts.model.clone(),
+        requested_tier: facts.service_tier.clone(),
+        kind,
         seq,
         status_class: status_class(parts.status),
         pinned_tier: policy

@@ -5,7 +5,6 @@
 //! never a silent new baseline.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -92,8 +91,6 @@ pub fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), Sta
         path: path.to_path_buf(),
         source,
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(err)?;
     let body = serde_json::to_vec(&StateFile {
         version: STATE_VERSION,
         watch: name.to_string(),
@@ -101,30 +98,7 @@ pub fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), Sta
         updated_at: now,
     })
     .map_err(|e| err(std::io::Error::other(e)))?;
-    let mut tmp = tempfile_in(dir, name).map_err(err)?;
-    let written = tmp
-        .1
-        .write_all(&body)
-        .and_then(|()| tmp.1.sync_all())
-        .and_then(|()| std::fs::rename(&tmp.0, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp.0);
-        return Err(err(e));
-    }
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-fn tempfile_in(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let nanos = crate::clock::now_subsec_nanos();
-    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)?;
-    Ok((tmp, file))
+    crate::file_write::write_atomically(path, name, &body).map_err(err)
 }
 
 /// Merge the ids of this run into `seen`: returns the new ids (in result order) and the
