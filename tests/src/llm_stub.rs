@@ -49,6 +49,11 @@ pub struct StubOptions {
     pub tool_args: Value,
     /// Text of plain answers.
     pub text: String,
+    /// The usage object of OpenAI chat answers (`None`: 10 prompt, 5 completion tokens).
+    pub usage: Option<Value>,
+    /// Whether a streamed chat answer carries usage in its last chunk (as with
+    /// `stream_options.include_usage`); off, it carries none.
+    pub stream_usage: bool,
 }
 
 impl StubOptions {
@@ -60,6 +65,8 @@ impl StubOptions {
             event_delay: Duration::ZERO,
             tool_args: json!({}),
             text: "stub answer".into(),
+            usage: None,
+            stream_usage: true,
         }
     }
 }
@@ -77,6 +84,8 @@ pub struct SeenRequest {
     pub body: Value,
     /// The body's size in bytes.
     pub body_len: usize,
+    /// The body as received (empty when larger than [`MAX_PARSED_BODY`]).
+    pub raw: Bytes,
 }
 
 /// Bodies above this size are recorded by length only: a test of the gate's memory sends
@@ -174,6 +183,11 @@ async fn answer(
             x_api_key,
             body: body.clone(),
             body_len: bytes.len(),
+            raw: if bytes.len() <= MAX_PARSED_BODY {
+                bytes.clone()
+            } else {
+                Bytes::new()
+            },
         });
     }
     if is_get {
@@ -233,7 +247,9 @@ fn chat_events(options: &StubOptions, body: &Value) -> Events {
     let tool_seen = body["messages"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
-    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    let usage = options.usage.clone().unwrap_or_else(
+        || json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
+    );
     let (message, delta_chunks, finish) = match script(options, body, tool_seen) {
         Script::Tool(name) => {
             let call = json!({"id": "call_1", "type": "function",
@@ -267,9 +283,14 @@ fn chat_events(options: &StubOptions, body: &Value) -> Events {
             .to_string()
         })
         .collect();
+    let last_usage = if options.stream_usage {
+        usage.clone()
+    } else {
+        Value::Null
+    };
     stream.push(
         json!({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1,
-            "model": model, "service_tier": tier, "usage": usage,
+            "model": model, "service_tier": tier, "usage": last_usage,
             "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         .to_string(),
     );

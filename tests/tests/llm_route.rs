@@ -20,6 +20,9 @@ mod hardening;
 #[path = "llm_route/tools_and_turns.rs"]
 mod tools_and_turns;
 
+#[path = "llm_route/spend.rs"]
+mod spend;
+
 use std::time::Duration;
 
 use bytes::Bytes;

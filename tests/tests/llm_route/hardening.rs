@@ -457,11 +457,38 @@ async fn agent_chosen_model_strings_never_become_labels_nor_show_their_secrets()
         series(&before, family),
         "distinct model strings add no series:\n{after}"
     );
+    // Two of the model strings hold secrets: the prompt scan counts them per rule id and
+    // (observe mode) as would-be refusals, a bounded set of new rows. Everything else must
+    // stay the size it was.
+    let by_rule = [
+        "fleetgate_llm_prompt_secrets_total",
+        "fleetgate_llm_refusals_total",
+        "fleetgate_llm_refusal_attempts_total",
+    ];
+    let rest = |text: &str| -> usize {
+        text.lines()
+            .filter(|l| {
+                !by_rule
+                    .iter()
+                    .any(|f| l.split_whitespace().any(|w| w.starts_with(f)))
+            })
+            .map(|l| l.len() + 1)
+            .sum()
+    };
     assert!(
-        after.len() <= before.len() + 256,
+        rest(&after) <= rest(&before) + 256,
         "/metrics must not grow with model strings: {} -> {} bytes",
-        before.len(),
-        after.len()
+        rest(&before),
+        rest(&after)
+    );
+    assert_eq!(
+        series(&after, "fleetgate_llm_prompt_secrets_total"),
+        2,
+        "one row per secret rule:\n{after}"
+    );
+    assert!(
+        after.contains(r#"fleetgate_llm_refusals_total{action="would_refuse",code="llm_secret_in_prompt",role="main"} 2"#),
+        "the secrets count as would-be refusals:\n{after}"
     );
     assert!(
         after.contains(r#"fleetgate_llm_requests_total{effort="unset",model="claude-*",role="main",tier="unset"} 13"#),
