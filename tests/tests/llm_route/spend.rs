@@ -324,7 +324,7 @@ fn secret_corpus() -> Vec<String> {
 
 fn prompt(i: usize, token: &str) -> String {
     // Half in a user message, half in a tool result; a system prompt around both.
-    let messages = if i % 2 == 0 {
+    let messages = if i.is_multiple_of(2) {
         json!([{"role": "system", "content": "You are the ops agent."},
                {"role": "user", "content": format!("deploy with {token} please")}])
     } else {
