@@ -41,6 +41,113 @@ pub struct LlmSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(length(max = 64))]
     pub provider_tools: BTreeMap<String, LlmProviderTools>,
+    /// Prices in USD per million tokens per model id (or a prefix ending in `*`), over the
+    /// gate's built-in table of published list prices; what each call costs is its
+    /// provider-reported usage times its model's price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<LlmPricesSpec>,
+    /// Dollars per UTC day and tokens per minute per role (`main`, `delegation`, `cron`,
+    /// `auxiliary`), for each pod (enforced at its gate) and for the whole namespace
+    /// (summed by the controller). Over budget, enforce mode answers 429 in the provider's
+    /// error shape (`llm_budget_exceeded`); observe mode counts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budgets: Option<LlmBudgetsSpec>,
+    /// What a request whose prompt holds a secret (gate E1's rules) gets: `refuse` (the
+    /// default: 403 `llm_secret_in_prompt`, naming the rule), `redact` (the secret replaced
+    /// by `[redacted:<rule>]`, the call forwarded) or `observe` (counted and logged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<LlmSecretsSpec>,
+}
+
+/// `spec.llm.prices`.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmPricesSpec {
+    /// Model id, or a prefix ending in `*`, → its price.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 256))]
+    pub models: BTreeMap<String, LlmPriceSpec>,
+    /// Service tier → price multiplier for models whose entry names none (OpenAI's
+    /// built-in entries: `flex` 0.5, `priority` 2).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 32))]
+    pub tiers: BTreeMap<String, f64>,
+    /// Whether the gate's built-in table applies under `models` (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtin: Option<bool>,
+}
+
+/// One model's price, USD per million tokens.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmPriceSpec {
+    /// Uncached input tokens.
+    #[schemars(range(min = 0.0, max = 10000.0))]
+    pub input: f64,
+    /// Output tokens (reasoning included).
+    #[schemars(range(min = 0.0, max = 10000.0))]
+    pub output: f64,
+    /// Input tokens read from the prompt cache (default: `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 10000.0))]
+    pub cached_input: Option<f64>,
+    /// Input tokens written to the prompt cache (default: `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 10000.0))]
+    pub cache_write: Option<f64>,
+}
+
+/// `spec.llm.budgets`.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmBudgetsSpec {
+    /// Role → each pod's budget, enforced at its gate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 4))]
+    pub pod: BTreeMap<String, LlmBudgetSpec>,
+    /// Role → the namespace's budget, shared by every gate of the namespace.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(length(max = 4))]
+    pub namespace: BTreeMap<String, LlmBudgetSpec>,
+}
+
+/// One role's budget.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmBudgetSpec {
+    /// Dollars per UTC day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1000000.0))]
+    pub daily_usd: Option<f64>,
+    /// Tokens (input, cache reads and writes, output) per rolling minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000000000))]
+    pub tokens_per_minute: Option<u64>,
+}
+
+/// What a prompt holding a secret gets.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlmSecretsSpec {
+    /// Refused (403 `llm_secret_in_prompt`), naming the rule.
+    Refuse,
+    /// The secret replaced by `[redacted:<rule>]`, the call forwarded.
+    Redact,
+    /// Counted and logged, forwarded as sent.
+    Observe,
+}
+
+// === impl LlmSecretsSpec ===
+
+impl LlmSecretsSpec {
+    /// The gate's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Refuse => "refuse",
+            Self::Redact => "redact",
+            Self::Observe => "observe",
+        }
+    }
 }
 
 /// What a role's provider-side tools get, weakest first.

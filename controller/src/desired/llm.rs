@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use fleetgate_policy::llm::spend::{RawBudget, RawBudgets, RawPrice, RawPrices};
 use fleetgate_policy::llm::{RawLlm, RawLlmPin, RawLlmProvider};
 use serde_json::{Map, Value};
 
@@ -86,7 +87,50 @@ pub fn raw(spec: &LlmSpec, name: Option<&str>) -> RawLlm {
             .iter()
             .map(|(role, tools)| (role.clone(), tools.name().to_string()))
             .collect(),
+        prices: spec.prices.as_ref().map(prices).unwrap_or_default(),
+        budgets: spec.budgets.as_ref().map(budgets).unwrap_or_default(),
+        secrets: spec.secrets.map(|s| s.name().to_string()),
         ..RawLlm::default()
+    }
+}
+
+fn prices(spec: &crate::crd::llm::LlmPricesSpec) -> RawPrices {
+    RawPrices {
+        models: spec
+            .models
+            .iter()
+            .map(|(model, p)| {
+                let raw = RawPrice {
+                    input: Some(p.input),
+                    output: Some(p.output),
+                    cached_input: p.cached_input,
+                    cache_write: p.cache_write,
+                    ..RawPrice::default()
+                };
+                (model.clone(), raw)
+            })
+            .collect(),
+        tiers: spec.tiers.clone(),
+        builtin: spec.builtin,
+    }
+}
+
+fn budgets(spec: &crate::crd::llm::LlmBudgetsSpec) -> RawBudgets {
+    let scope = |map: &BTreeMap<String, crate::crd::llm::LlmBudgetSpec>| {
+        map.iter()
+            .map(|(role, b)| {
+                let raw = RawBudget {
+                    daily_usd: b.daily_usd,
+                    tokens_per_minute: b.tokens_per_minute,
+                };
+                (role.clone(), raw)
+            })
+            .collect()
+    };
+    RawBudgets {
+        pod: scope(&spec.pod),
+        namespace: scope(&spec.namespace),
+        exhausted: None,
     }
 }
 

@@ -6,7 +6,10 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::crd::FleetPolicy;
-use crate::crd::llm::{LlmEffort, LlmPinSpec, LlmProviderSpec, LlmProviderTools, LlmSecretRef};
+use crate::crd::llm::{
+    LlmBudgetSpec, LlmBudgetsSpec, LlmEffort, LlmPinSpec, LlmPriceSpec, LlmPricesSpec,
+    LlmProviderSpec, LlmProviderTools, LlmSecretRef, LlmSecretsSpec,
+};
 use crate::desired::{CONFIG_KEY, POLICY_KEY, render};
 
 fn provider(kind: LlmProviderKind, url: &str) -> LlmProviderSpec {
@@ -51,6 +54,36 @@ fn spec() -> LlmSpec {
             ("main".into(), LlmProviderTools::Refuse),
             ("auxiliary".into(), LlmProviderTools::Allow),
         ]),
+        prices: Some(LlmPricesSpec {
+            models: BTreeMap::from([(
+                "gpt-5".into(),
+                LlmPriceSpec {
+                    input: 2.0,
+                    output: 20.0,
+                    cached_input: Some(0.2),
+                    cache_write: None,
+                },
+            )]),
+            tiers: BTreeMap::from([("batch".into(), 0.5)]),
+            builtin: None,
+        }),
+        budgets: Some(LlmBudgetsSpec {
+            pod: BTreeMap::from([(
+                "cron".into(),
+                LlmBudgetSpec {
+                    daily_usd: Some(5.0),
+                    tokens_per_minute: Some(100_000),
+                },
+            )]),
+            namespace: BTreeMap::from([(
+                "main".into(),
+                LlmBudgetSpec {
+                    daily_usd: Some(50.0),
+                    tokens_per_minute: None,
+                },
+            )]),
+        }),
+        secrets: Some(LlmSecretsSpec::Redact),
     }
 }
 
@@ -108,6 +141,46 @@ fn spec_llm_renders_a_gate_policy_the_gate_accepts_with_keys_from_the_secret_mou
         );
     }
     assert!(!yaml.contains("sk-"), "no key material in the policy");
+    let (_, gpt5) = llm.prices.price_for("gpt-5").expect("priced");
+    assert_eq!(
+        (gpt5.input, gpt5.cached_input, gpt5.output, gpt5.source),
+        (2.0, 0.2, 20.0, "policy"),
+        "the spec's price wins over the built-in one"
+    );
+    assert!(
+        llm.prices.price_for("claude-sonnet-4-6").is_some(),
+        "the built-in table stays"
+    );
+    assert_eq!(llm.prices.tiers.get("batch"), Some(&0.5));
+    let cron = llm
+        .budgets
+        .pod_for("cron")
+        .expect("the pod budget is rendered");
+    assert_eq!(
+        (cron.daily_usd, cron.tokens_per_minute),
+        (Some(5.0), Some(100_000))
+    );
+    assert_eq!(
+        llm.budgets.namespace.get("main").and_then(|b| b.daily_usd),
+        Some(50.0)
+    );
+    assert_eq!(llm.secrets, fleetgate_policy::llm::SecretsMode::Redact);
+}
+
+#[test]
+fn a_budget_for_no_role_names_its_spec_field() {
+    let fp = FleetPolicy::test().with_spec(|s| {
+        let mut llm = spec();
+        if let Some(b) = llm.budgets.as_mut() {
+            b.pod.insert("boss".into(), LlmBudgetSpec::default());
+        }
+        s.llm = Some(llm);
+    });
+    let err = render(&fp).expect_err("a role that is none must be refused");
+    assert!(
+        err.to_string().contains("spec.llm.budgets.pod.boss"),
+        "the error must name the field: {err}"
+    );
 }
 
 #[test]
