@@ -165,6 +165,14 @@ def llm():
         .with_panel(series("Refusals and rewrites", "Enforce decisions (or, in observe mode, what enforce would do).",
                            [rate_by("fleetgate_llm_refusals_total", ["role", "code", "action"], "refuse "),
                             rate_by("fleetgate_llm_rewrites_total", ["role", "field", "action"], "rewrite ")], "reqps"))
+        .with_panel(series("Spend today and budget use", "Each pod's dollars today (UTC day) per role, and the share of its daily pod budget spent (alert at 80 %).",
+                           [(f"sum by (role) (fleetgate_llm_spend_usd{{{NS}}})", "$ spent {{role}}"),
+                            (f"max by (role) (fleetgate_llm_spend_usd{{{NS}}} / ignoring(scope) fleetgate_llm_budget_usd{{{NS},scope=\"pod\"}})", "share of budget {{role}}")]))
+        .with_panel(series("Cost and tokens", "Dollars per hour (usage times llm.prices) and tokens per second by type.",
+                           [(f"sum by (role, model) (rate(fleetgate_llm_cost_usd_total{{{NS}}}[{RATE}])) * 3600", "$/h {{role}} {{model}}"),
+                            (f"sum by (type) (rate(fleetgate_llm_tokens_total{{{NS}}}[{RATE}]))", "tokens/s {{type}}")]))
+        .with_panel(top("Secrets in prompts and calls over budget (range)", "Prompts holding a secret, by rule and action, and calls refused over a budget.",
+                        f"sum by (role, rule, action) (increase(fleetgate_llm_prompt_secrets_total{{{NS}}}[$__range])) or sum by (role, action) (increase(fleetgate_llm_refusal_attempts_total{{{NS},code=\"llm_budget_exceeded\"}}[$__range]))"))
     )
 
 

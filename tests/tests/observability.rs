@@ -573,6 +573,8 @@ async fn drive(gate: &GateProcess, origin_port: u16, token: &str) {
         json!({"model": "stub-model", "stream": true, "messages": []}),
         json!({"model": "stub-model", "reasoning_effort": "low", "messages": []}),
         json!({"model": "gpt-rogue", "messages": []}),
+        json!({"model": "stub-model", "messages": [{"role": "user",
+            "content": format!("use ghp_{}", "a1B2".repeat(9))}]}),
     ] {
         let req = ::http::Request::post("/llm/main/v1/chat/completions")
             .header("content-type", "application/json")
@@ -627,7 +629,9 @@ async fn a_real_prometheus_answers_every_panel_query_and_alert_expression() {
          report: {{hermesHome: '{home}', tokenFile: '{tok}'}}\n\
          llm:\n  providers:\n    oai: {{kind: openai, baseUrl: '{stub}', keyFile: '{key}'}}\n\
          \x20 roles: {{main: oai}}\n  allowedModels: [stub-model]\n\
-         \x20 pins: {{main: {{effort: high, serviceTier: flex}}}}\n",
+         \x20 pins: {{main: {{effort: high, serviceTier: flex}}}}\n\
+         \x20 prices: {{models: {{stub-model: {{input: 1, output: 2}}}}}}\n\
+         \x20 budgets: {{pod: {{main: {{dailyUsd: 100}}}}}}\n",
         op = origin.addr().port(),
         sp = stub.addr().port(),
         dns = dns.addr(),
