@@ -23,6 +23,9 @@ mod tools_and_turns;
 #[path = "llm_route/spend.rs"]
 mod spend;
 
+#[path = "llm_route/hermes_cost.rs"]
+mod hermes_cost;
+
 use std::time::Duration;
 
 use bytes::Bytes;
