@@ -66,6 +66,7 @@ pub const REGENERATE_HINT: &str = "cargo run -p fleetgate-controller -- crd > de
         json_path = ".status.totalCostPerDay"
     ),
     printcolumn(name = "Flagged", type_ = "integer", json_path = ".status.flagged"),
+    printcolumn(name = "Budget", type_ = "string", json_path = ".status.budget"),
     printcolumn(
         name = "Age",
         type_ = "date",
@@ -477,6 +478,42 @@ pub struct FleetPolicyStatus {
     /// Number of flagged cron jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flagged: Option<u32>,
+    /// Today's LLM spend (UTC day) over the reporting gates, per role, against
+    /// `spec.llm.budgets.namespace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_spend: Option<LlmBudgetStatus>,
+    /// The Budget column: the role closest to its namespace cap (`cron:$3.50/$5.00`), else
+    /// today's total (`$4.50`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+}
+
+/// Today's LLM spend of a FleetPolicy's gates.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmBudgetStatus {
+    /// The UTC day.
+    pub day: String,
+    /// Gates whose spend of that day is summed.
+    pub gates: u32,
+    /// Per role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleBudgetStatus>,
+}
+
+/// One role's spend today and its namespace budget.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleBudgetStatus {
+    /// `main`, `delegation`, `cron` or `auxiliary`.
+    pub role: String,
+    /// Dollars spent today over the gates (to the cent).
+    pub spent_usd: f64,
+    /// The namespace's daily budget, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_usd: Option<f64>,
+    /// Spent: the gates refuse the role until 00:00 UTC.
+    pub exhausted: bool,
 }
 
 /// Pods selected by `spec.selector`, how many answered, how many run the current hashes.

@@ -94,6 +94,16 @@ pub fn render_with(
     fp: &FleetPolicy,
     baselines: Option<&[ClusterFleetPolicy]>,
 ) -> Result<Desired, RenderError> {
+    render_with_budgets(fp, baselines, None)
+}
+
+/// [`render_with`], the gate policy naming the roles whose namespace LLM budget is spent
+/// today (`llm.budgets.exhausted`).
+pub fn render_with_budgets(
+    fp: &FleetPolicy,
+    baselines: Option<&[ClusterFleetPolicy]>,
+    exhausted: Option<&fleetgate_policy::llm::spend::RawExhausted>,
+) -> Result<Desired, RenderError> {
     let name = fp.metadata.name.clone().ok_or(RenderError::MissingName)?;
     check_spec(fp)?;
     let (spec, applied) = match baselines {
@@ -110,7 +120,7 @@ pub fn render_with(
     };
     let managed_in = llm::with_pins(spec.managed.as_ref(), spec.llm.as_ref())?;
     let managed = managed::render(managed_in.as_ref())?;
-    let policy = policy::render_named(&spec, Some(name.as_str()))?;
+    let policy = policy::render_named_with(&spec, Some(name.as_str()), exhausted)?;
     let labels = BTreeMap::from([
         (
             "app.kubernetes.io/managed-by".to_string(),

@@ -24,6 +24,8 @@ pub struct GateSnapshot {
     pub policy_sha256: Option<String>,
     /// `GET /v1/report`.
     pub report: ReportView,
+    /// `GET /v1/status`'s LLM spend today; `None` from a gate that reports none.
+    pub llm_spend: Option<crate::budgets::GateSpend>,
 }
 
 /// Why a pod did not answer.
@@ -195,6 +197,8 @@ pub struct FleetView {
     pub propagated: Verdict,
     /// `Drift`: True when an observed value differs from a pin.
     pub drift: Verdict,
+    /// The answering gates' LLM spend today, summed per role; `None` when none reports one.
+    pub llm_spend: Option<crate::budgets::NamespaceSpend>,
 }
 
 /// Most cron jobs a status lists; the totals cover them all.
@@ -281,6 +285,7 @@ pub fn aggregate(selected: usize, scrapes: &[PodScrape], expected: &Expected) ->
         drift: drift(&observed_tiers),
         pods,
         observed_tiers,
+        llm_spend: crate::budgets::sum(answered.iter().filter_map(|(_, g)| g.llm_spend.as_ref())),
     }
 }
 

@@ -143,6 +143,7 @@ pub async fn scrape_one(
             .pointer("/policy/sha256")
             .and_then(|v| v.as_str())
             .map(str::to_string),
+        llm_spend: crate::budgets::from_status(&status),
         report,
     })
 }

@@ -20,6 +20,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod budgets;
 pub mod cli;
 pub mod cluster_baselines;
 pub mod crd;

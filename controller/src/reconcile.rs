@@ -95,6 +95,9 @@ pub struct Context {
     written: Arc<Mutex<HashMap<String, Written>>>,
     /// The pods of the controller's watch, trimmed; reconciles select from it once it listed.
     pods: PodIndex,
+    /// Per object, the roles whose namespace LLM budget its gates have spent today, from the
+    /// last poll ([`crate::budgets`]): rendered into the gates' policy at the next reconcile.
+    exhausted: Arc<Mutex<HashMap<String, fleetgate_policy::llm::spend::RawExhausted>>>,
 }
 
 /// A status this controller wrote, with the resourceVersion of the object it came from.
@@ -143,7 +146,28 @@ impl Context {
             failures: Arc::default(),
             written: Arc::default(),
             pods: PodIndex::default(),
+            exhausted: Arc::default(),
         }
+    }
+
+    fn exhausted_for(&self, key: &str) -> Option<fleetgate_policy::llm::spend::RawExhausted> {
+        let map = self.exhausted.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(key).cloned()
+    }
+
+    /// Remember `now` (nothing spent: forget); whether it differs from what was rendered.
+    fn update_exhausted(
+        &self,
+        key: &str,
+        now: Option<fleetgate_policy::llm::spend::RawExhausted>,
+    ) -> bool {
+        let now = now.filter(|e| !e.roles.is_empty());
+        let mut map = self.exhausted.lock().unwrap_or_else(|p| p.into_inner());
+        let before = match &now {
+            Some(e) => map.insert(key.to_string(), e.clone()),
+            None => map.remove(key),
+        };
+        before != now
     }
 
     /// The same context, reconciling only while `leader` leads.
@@ -235,7 +259,8 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
                 .ok_or(Error::BaselineUnavailable)?,
         ),
     };
-    let mut rendered = desired::render_with(&fp, baselines.as_deref());
+    let spent = ctx.exhausted_for(&key(&fp));
+    let mut rendered = desired::render_with_budgets(&fp, baselines.as_deref(), spent.as_ref());
     if rendered.is_ok()
         && let Err(problem) = check_secret_rules(&ctx, &fp, &ns).await?
     {
@@ -252,6 +277,15 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
         (Some(cfg), Ok(d)) => Some(observe_fleet(&ctx, cfg, &fp, &ns, d).await?),
         _ => None,
     };
+    // The namespace budgets: a verdict that changed is rendered at once, not a resync later.
+    let budgets = fp.spec.llm.as_ref().and_then(|l| l.budgets.as_ref());
+    let spent_changed = match (fleet.as_ref().and_then(|f| f.llm_spend.as_ref()), budgets) {
+        (Some(spend), Some(b)) => {
+            ctx.update_exhausted(&key(&fp), Some(crate::budgets::exhausted(spend, b)))
+        }
+        (_, None) => ctx.update_exhausted(&key(&fp), None),
+        (None, Some(_)) => false,
+    };
     let wanted = status::compute(&fp, &rendered, fleet.as_ref(), &Time(Timestamp::now()));
     if ctx.fleet.is_some() {
         ctx.metrics.observe_fleet(&ns, &fp.name_any(), &wanted);
@@ -264,6 +298,9 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
         ctx.remember_written(&fp, &wanted);
     }
     ctx.clear_failures(&key(&fp));
+    if spent_changed {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
     Ok(Action::requeue(Duration::from_secs(u64::from(
         fp.resync_seconds(),
     ))))

@@ -128,6 +128,12 @@ pub fn compute(
         status.cron_job_count = Some(f.cron_job_count);
         status.total_cost_per_day = Some(f.total_cost_per_day);
         status.flagged = Some(f.flagged);
+        let budgets = fp.spec.llm.as_ref().and_then(|l| l.budgets.as_ref());
+        status.llm_spend = f
+            .llm_spend
+            .as_ref()
+            .map(|s| crate::budgets::status(s, budgets));
+        status.budget = status.llm_spend.as_ref().map(crate::budgets::column);
         verdicts.push((ConditionType::Propagated, f.propagated.clone()));
         verdicts.push((ConditionType::Drift, f.drift.clone()));
     }

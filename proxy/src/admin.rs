@@ -108,6 +108,9 @@ fn status(shared: &Shared) -> Response<Body> {
                 "rules": rt.blocklist.len(),
             },
             "listeners": listeners,
+            // This pod's LLM spend today (UTC day), per budget role: what the controller sums
+            // against a namespace budget.
+            "llm": {"spend": shared.llm.spend.snapshot(crate::clock::now_secs())},
         }),
     )
 }

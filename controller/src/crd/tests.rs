@@ -81,7 +81,7 @@ fn the_crd_names_the_resource_as_designed() {
 }
 
 #[test]
-fn printer_columns_are_ready_pods_current_cost_flagged_age() {
+fn printer_columns_are_ready_pods_current_cost_flagged_budget_age() {
     let crd = crd_json();
     let columns = crd
         .pointer("/spec/versions/0/additionalPrinterColumns")
@@ -102,6 +102,7 @@ fn printer_columns_are_ready_pods_current_cost_flagged_age() {
         ("Current", ".status.pods.current"),
         ("Cost/day", ".status.totalCostPerDay"),
         ("Flagged", ".status.flagged"),
+        ("Budget", ".status.budget"),
         ("Age", ".metadata.creationTimestamp"),
     ];
     assert_eq!(got, want, "the printer columns must follow the design");

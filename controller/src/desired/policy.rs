@@ -50,6 +50,24 @@ pub fn render_named(
     spec: &FleetPolicySpec,
     name: Option<&str>,
 ) -> Result<RenderedPolicy, RenderError> {
+    render_named_with(spec, name, None)
+}
+
+/// [`render_named`] with the roles whose namespace LLM budget the fleet has spent today
+/// (`llm.budgets.exhausted`), from the controller's last poll of the gates.
+pub fn render_named_with(
+    spec: &FleetPolicySpec,
+    name: Option<&str>,
+    exhausted: Option<&fleetgate_policy::llm::spend::RawExhausted>,
+) -> Result<RenderedPolicy, RenderError> {
+    let mut llm = spec
+        .llm
+        .as_ref()
+        .map(|l| super::llm::raw(l, name))
+        .unwrap_or_default();
+    if let Some(e) = exhausted.filter(|e| !e.roles.is_empty()) {
+        llm.budgets.exhausted = Some(e.clone());
+    }
     let raw = RawPolicy {
         version: Some(POLICY_VERSION.to_string()),
         web: web(spec),
@@ -78,11 +96,7 @@ pub fn render_named(
                 .and_then(|w| w.pinned_server_url.clone()),
         },
         watches: spec.watches.iter().map(watch).collect(),
-        llm: spec
-            .llm
-            .as_ref()
-            .map(|l| super::llm::raw(l, name))
-            .unwrap_or_default(),
+        llm,
         secrets: secrets(spec),
         ..RawPolicy::default()
     };

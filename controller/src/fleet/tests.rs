@@ -38,6 +38,7 @@ fn gate(
         }},
     });
     GateSnapshot {
+        llm_spend: None,
         policy_sha256: Some(policy.into()),
         report: serde_json::from_value(report).expect("a contract-shaped report must deserialize"),
     }

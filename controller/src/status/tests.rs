@@ -191,6 +191,7 @@ fn fleet_view(propagated: bool) -> crate::fleet::FleetView {
         cron_job_count: 0,
         total_cost_per_day: 3.5,
         flagged: 1,
+        llm_spend: None,
         propagated: Verdict {
             ok: propagated,
             reason: if propagated {
@@ -236,4 +237,41 @@ fn a_fleet_view_fills_the_fleet_fields_and_gates_ready() {
             "cost and flagged must be written"
         );
     }
+}
+
+#[test]
+fn the_namespace_llm_spend_and_the_budget_column_come_from_the_gates() {
+    use crate::crd::llm::{LlmBudgetSpec, LlmBudgetsSpec, LlmSpec};
+    let fp = FleetPolicy::test().with_spec(|s| {
+        s.llm = Some(LlmSpec {
+            budgets: Some(LlmBudgetsSpec {
+                pod: Default::default(),
+                namespace: [(
+                    "cron".to_string(),
+                    LlmBudgetSpec {
+                        daily_usd: Some(4.0),
+                        tokens_per_minute: None,
+                    },
+                )]
+                .into(),
+            }),
+            ..LlmSpec::default()
+        })
+    });
+    let mut view = fleet_view(true);
+    view.llm_spend = Some(crate::budgets::NamespaceSpend {
+        day: "2026-12-07".into(),
+        usd: [("cron".to_string(), 4.004), ("main".to_string(), 0.5)].into(),
+        gates: 2,
+    });
+    let rendered = crate::desired::render(&fp);
+    let status = compute(&fp, &rendered, Some(&view), &at(1_000));
+    let spend = status.llm_spend.expect("the spend is shown");
+    assert_eq!((spend.day.as_str(), spend.gates), ("2026-12-07", 2));
+    let cron = spend.roles.iter().find(|r| r.role == "cron").expect("cron");
+    assert!(
+        cron.exhausted && cron.spent_usd == 4.0 && cron.daily_usd == Some(4.0),
+        "{cron:?}"
+    );
+    assert_eq!(status.budget.as_deref(), Some("cron:$4.00/$4.00"));
 }

@@ -97,7 +97,7 @@ async fn the_controller_as_its_service_account_reconciles_edits_and_lets_gc_clea
     assert_eq!(
         header,
         [
-            "NAME", "READY", "PODS", "CURRENT", "COST/DAY", "FLAGGED", "AGE"
+            "NAME", "READY", "PODS", "CURRENT", "COST/DAY", "FLAGGED", "BUDGET", "AGE"
         ],
         "{table}"
     );

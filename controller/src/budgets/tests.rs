@@ -1,0 +1,70 @@
+use super::*;
+use crate::crd::llm::LlmBudgetSpec;
+use serde_json::json;
+
+fn gate(day: &str, roles: &[(&str, f64)]) -> GateSpend {
+    let status = json!({"llm": {"spend": {"day": day, "corrupt": false,
+        "roles": roles.iter().map(|(r, u)| (r.to_string(), json!({"usd": u, "tokens": 1, "calls": 1}))).collect::<serde_json::Map<_, _>>()}}});
+    from_status(&status).expect("a spend object")
+}
+
+fn budgets(cron: f64) -> LlmBudgetsSpec {
+    LlmBudgetsSpec {
+        pod: BTreeMap::new(),
+        namespace: BTreeMap::from([(
+            "cron".to_string(),
+            LlmBudgetSpec {
+                daily_usd: Some(cron),
+                tokens_per_minute: None,
+            },
+        )]),
+    }
+}
+
+#[test]
+fn the_gates_spend_of_the_latest_day_is_summed_per_role() {
+    let gates = [
+        gate("2026-12-07", &[("cron", 1.5), ("main", 0.25)]),
+        gate("2026-12-07", &[("cron", 2.0)]),
+        gate("2026-12-06", &[("cron", 99.0)]),
+    ];
+    let spend = sum(&gates).expect("gates");
+    assert_eq!(spend.day, "2026-12-07");
+    assert_eq!(spend.gates, 2, "a gate still on yesterday is left out");
+    assert_eq!(spend.usd["cron"], 3.5);
+    assert_eq!(spend.usd["main"], 0.25);
+    assert_eq!(sum(&[]), None);
+    assert_eq!(
+        from_status(&json!({"policy": {}})),
+        None,
+        "an older gate reports none"
+    );
+}
+
+#[test]
+fn a_role_at_its_namespace_cap_is_spent_and_shows_in_the_status_and_column() {
+    let spend = sum(&[gate("2026-12-07", &[("cron", 3.5), ("main", 1.0)])]).unwrap();
+    assert!(
+        exhausted(&spend, &budgets(4.0)).roles.is_empty(),
+        "3.5 of 4"
+    );
+    let over = exhausted(&spend, &budgets(3.5));
+    assert_eq!(
+        (over.day.as_str(), over.roles.as_slice()),
+        ("2026-12-07", &["cron".to_string()][..])
+    );
+    let s = status(&spend, Some(&budgets(5.0)));
+    assert_eq!(s.roles.len(), 2);
+    assert_eq!(
+        s.roles[0],
+        RoleBudgetStatus {
+            role: "cron".into(),
+            spent_usd: 3.5,
+            daily_usd: Some(5.0),
+            exhausted: false
+        }
+    );
+    assert_eq!(column(&s), "cron:$3.50/$5.00");
+    let none = status(&spend, None);
+    assert_eq!(column(&none), "$4.50", "without a cap, the total");
+}
