@@ -309,8 +309,21 @@ fn responses_events(options: &StubOptions, body: &Value) -> Events {
     let text = match script(options, body, true) {
         Script::Text(t) | Script::Tool(t) => t,
     };
+    // The chat usage of the options in the responses API's names (input includes the cached
+    // tokens there too).
+    let chat = options
+        .usage
+        .clone()
+        .unwrap_or_else(|| json!({"prompt_tokens": 10, "completion_tokens": 5}));
+    let usage = json!({
+        "input_tokens": chat["prompt_tokens"],
+        "input_tokens_details": {"cached_tokens": chat["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0)},
+        "output_tokens": chat["completion_tokens"],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": chat["prompt_tokens"].as_u64().unwrap_or(0) + chat["completion_tokens"].as_u64().unwrap_or(0),
+    });
     let whole = json!({"id": "resp_stub", "object": "response", "status": "completed",
-        "model": body["model"], "service_tier": tier,
+        "model": body["model"], "service_tier": tier, "usage": usage,
         "output": [{"type": "message", "role": "assistant",
             "content": [{"type": "output_text", "text": text}]}]});
     let stream = vec![

@@ -1,5 +1,5 @@
-//! The gate's dollars against Hermes' own: a real `hermes -z` turn on the OpenAI wire through
-//! the route, against a stub provider whose answers carry usage (cached tokens included).
+//! The gate's dollars against Hermes' own: a real `hermes -z` turn on the OpenAI wire (chat
+//! completions under 0.19.0, the responses API under 0.20.1) through the route, against a stub provider whose answers carry usage (cached tokens included).
 //! Hermes records each session's `estimated_cost_usd` from its own pricing snapshot; the gate
 //! counts the same calls from the provider's usage and `llm.prices`' built-in table. The two
 //! must agree within 1 %.
@@ -99,20 +99,31 @@ async fn the_gates_cost_of_a_hermes_turn_agrees_with_hermes_own_within_one_perce
     tokio::time::sleep(Duration::from_millis(200)).await;
     let text = metrics(&gate).await;
     let (ours, theirs) = (gate_cost(&text), hermes_cost(&home));
-    let calls = stub
+    let completions: Vec<_> = stub
         .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/responses"))
+        .collect();
+    let calls = completions.len();
+    // The agent's own turns carry its tools; 0.20.1 also sends a session-title call (the
+    // `title_generation` task, no tools) whose cost it does not record: the provider bills it
+    // and the gate counts it.
+    let turns = completions
         .iter()
-        .filter(|r| r.path.ends_with("/chat/completions"))
+        .filter(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
         .count();
     let per_call = (10_000.0 * 2.0 + 2_000.0 * 0.5 + 3_000.0 * 8.0) / 1e6;
-    assert!(calls >= 1, "{version}: the turn reached the provider");
+    assert!(turns >= 1, "{version}: the turn reached the provider");
     assert!(
         (ours - per_call * calls as f64).abs() < 1e-9,
         "{version}: the gate counts {calls} calls at ${per_call}: {ours}\n{text}"
     );
-    println!("{version}: {calls} calls, the gate ${ours:.6}, Hermes ${theirs:.6}");
+    let recorded = per_call * turns as f64;
+    println!(
+        "{version}: {calls} calls ({turns} agent turns), the gate ${ours:.6} (turns ${recorded:.6}), Hermes ${theirs:.6}"
+    );
     assert!(
-        theirs > 0.0 && (ours - theirs).abs() <= 0.01 * theirs,
-        "{version}: the gate's ${ours} and Hermes' ${theirs} must agree within 1 % ({calls} calls)"
+        theirs > 0.0 && (recorded - theirs).abs() <= 0.01 * theirs,
+        "{version}: the gate's ${recorded} for the agent's turns and Hermes' ${theirs} must agree within 1 % ({calls} calls, {turns} turns)"
     );
 }
