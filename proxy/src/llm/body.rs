@@ -105,7 +105,7 @@ fn charge(f: &Finish, usage: Option<Usage>, tier: Option<&str>) {
     let now = crate::clock::now_secs();
     let Some(usage) = usage else {
         m.usage_unknown.with_label_values(&[role, "no_usage"]).inc();
-        tracing::info!(
+        tracing::debug!(
             event = "llm.usage", role = %f.role, model = model_label, usage = "unknown",
             "the answer carried no usage: tokens and cost not counted"
         );
@@ -140,7 +140,9 @@ fn charge(f: &Finish, usage: Option<Usage>, tier: Option<&str>) {
         Some(usd) => m.cost.with_label_values(&[role, model_label]).inc_by(usd),
         None => m.usage_unknown.with_label_values(&[role, "unpriced"]).inc(),
     }
-    tracing::info!(
+    // Debug level: a line per call costs the route's time to first byte more than its 10 %
+    // budget on a busy node (benchmarks.md); the metrics carry every token and dollar.
+    tracing::debug!(
         event = "llm.usage", role = %f.role, model = model_label, input = usage.input,
         cache_read = usage.cache_read, cache_write = usage.cache_write, output = usage.output,
         reasoning = usage.reasoning, usd = usd.unwrap_or(f64::NAN), tier = tier.unwrap_or("unset"),

@@ -58,15 +58,29 @@ async fn usage_and_cost_are_counted_per_call_and_an_answer_without_usage_is_unkn
     quiet.stream_usage = false;
     let quiet = StubProvider::start(quiet).await.expect("stub");
     let tail = "  roles:\n    main: oai\n    cron: ant\n    delegation: quiet\n  allowedModels: [gpt-5, \"claude-*\"]\n";
-    let (_secrets, gate) = gate_with(
-        &[
-            ("oai", "openai", &oai),
-            ("ant", "anthropic", &ant),
-            ("quiet", "openai", &quiet),
-        ],
-        tail,
-    )
-    .await;
+    let secrets = super::support::Secrets::new();
+    let key = secrets.path("key");
+    let stubs = [
+        ("oai", "openai", &oai),
+        ("ant", "anthropic", &ant),
+        ("quiet", "openai", &quiet),
+    ];
+    let providers: String = stubs
+        .iter()
+        .map(|(name, kind, stub)| super::support::provider(name, kind, &stub.base_url(), &key))
+        .collect();
+    let ports: Vec<u16> = stubs.iter().map(|(_, _, s)| s.addr().port()).collect();
+    let yaml = super::support::policy(
+        &secrets,
+        &ports,
+        &format!("  providers:\n{providers}{tail}"),
+    );
+    // The per-call usage line is at debug level.
+    let gate = GateProcess::builder(&yaml)
+        .env("RUST_LOG", "info,fleetgate_proxy::llm::body=debug")
+        .spawn()
+        .await
+        .expect("the gate must start");
     let chat = "/llm/main/v1/chat/completions";
     for stream in [false, true] {
         let body = json!({"model": "gpt-5", "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
