@@ -142,6 +142,13 @@ pub struct WebSpec {
     )]
     #[schemars(range(min = 1, max = 1440))]
     pub cache_ttl_minutes: Option<u32>,
+    /// Whether the `direct` backend returns a page's main content (article body, headings,
+    /// lists, tables, code, links and images as markdown; navigation, footers, share bars,
+    /// link lists and readers' comments dropped) or, `false`, the whole page. Default `true`.
+    /// A call still chooses for itself: Firecrawl front `onlyMainContent`, Tavily front
+    /// `extract_depth` (`advanced` = whole page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_main_content: Option<bool>,
     /// Hosts never cached (exact host or any subdomain; a leading `*.` is allowed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(

@@ -1,6 +1,9 @@
 //! The extractor on generated nesting and arbitrary markup: never panics, never overflows a
 //! stack (it runs on a thread with the extraction pool's stack) and builds no tree deeper
-//! than twice the cap.
+//! than twice the cap. And on content: HTML with visible text never converts to empty, in
+//! either scope (main content or the whole page), whatever markup surrounds the text:
+//! the property the proptest `visible_text_is_never_lost` (proxy/src/vendors/html.rs) checks,
+//! with its vocabulary, here driven by the fuzzer.
 #![no_main]
 
 use std::time::Duration;
@@ -26,8 +29,116 @@ const LEVELS: &[(&str, &str)] = &[
     ("<font>", "</font>"),
 ];
 
+/// The proptest's markup vocabulary: encoding indicators, chrome, unclosed and stray tags,
+/// scripts, hidden boxes.
+const MARKUP: &[&str] = &[
+    "<div>",
+    "</div>",
+    "<p>",
+    "</p>",
+    "<span>",
+    "</span>",
+    "<main>",
+    "</main>",
+    "<article>",
+    "</article>",
+    "<nav>",
+    "</nav>",
+    "<footer>",
+    "</footer>",
+    "<aside>",
+    "</aside>",
+    "<section class=\"related\">",
+    "</section>",
+    "<ul>",
+    "</ul>",
+    "<li>",
+    "</li>",
+    "<a href=\"/x\">",
+    "</a>",
+    "<table>",
+    "<tr>",
+    "<td>",
+    "</td>",
+    "</table>",
+    "<h1>",
+    "</h1>",
+    "<b>",
+    "</b>",
+    "<meta charset=\"utf-8\">",
+    "<meta charset=\"shift_jis\">",
+    "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=gbk\">",
+    "<br>",
+    "<img src=\"/i.png\">",
+    "<script>var x = 1;</script>",
+    "<style>p { color: red }</style>",
+    "<div style=\"display:none\">",
+    "<head>",
+    "</head>",
+    "<body>",
+    "<html>",
+];
+
+/// Words placed between the markup (a byte past the markup picks one).
+const WORDS: &[&str] = &[
+    "alpha",
+    "Beta gamma",
+    "delta, epsilon and zeta",
+    "The committee met for three hours, and the minutes record a long discussion.",
+    "x",
+];
+
+/// A page of the proptest's vocabulary, one token per byte, with a visible word inserted at
+/// the place the first byte names; it must never convert to empty.
+fn visible_text_is_never_lost(data: &[u8]) {
+    let Some((&at, tokens)) = data.split_first() else {
+        return;
+    };
+    let mut parts: Vec<&str> = tokens
+        .iter()
+        .take(64)
+        .map(|&b| {
+            let b = usize::from(b);
+            MARKUP
+                .get(b)
+                .copied()
+                .unwrap_or_else(|| WORDS[(b - MARKUP.len()) % WORDS.len()])
+        })
+        .collect();
+    let at = usize::from(at).min(parts.len());
+    parts.insert(at, " needle ");
+    let page = parts.concat();
+    let converted = std::thread::Builder::new()
+        .stack_size(pool::STACK_BYTES)
+        .spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            [Scope::Main, Scope::Full].map(|scope| {
+                (
+                    scope,
+                    html_to_markdown(&page, scope, deadline).expect("within a minute"),
+                    page.clone(),
+                )
+            })
+        })
+        .expect("thread")
+        .join()
+        .expect("the extractor must not panic");
+    for (scope, got, page) in converted {
+        assert!(
+            !got.markdown.trim().is_empty(),
+            "{scope:?} converted to nothing: {page}"
+        );
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {
+        return;
+    }
+    // One input in four is a page of the proptest's vocabulary (the content assertion); the
+    // rest are deep nests.
+    if data[0] & 0x60 == 0x60 {
+        visible_text_is_never_lost(&data[1..]);
         return;
     }
     // Three bytes pick the element, the depth (up to ~65k) and whether it closes; the rest is
@@ -57,4 +168,11 @@ fuzz_target!(|data: &[u8]| {
         .join()
         .expect("the extractor must not panic");
     assert!(converted.markdown.len() <= page.len() * 4, "bounded output");
+    // The needle is visible unless the nest is one whose text is never shown.
+    if !open.starts_with("<select") && !open.starts_with("<svg") {
+        assert!(
+            !converted.markdown.trim().is_empty(),
+            "visible text converted to nothing: {open} x {depth}"
+        );
+    }
 });

@@ -156,6 +156,7 @@ fn web(spec: &FleetPolicySpec) -> RawWeb {
         extract_backend: Some(extract.to_string()),
         search_backend: search.map(str::to_string),
         char_limit: w.char_limit.map(i64::from),
+        only_main_content: w.only_main_content,
         cache: RawCache {
             ttl_minutes: w.cache_ttl_minutes.map(i64::from),
             exempt_hosts: w.cache_exempt_hosts.clone(),

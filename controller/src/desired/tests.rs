@@ -65,6 +65,12 @@ fn every_spec_field_lands_in_the_gate_policy() {
             json!(40_000),
         ),
         (
+            "whole pages instead of main content",
+            |s| s.web.only_main_content = Some(false),
+            "/web/onlyMainContent",
+            json!(false),
+        ),
+        (
             "cache ttl",
             |s| s.web.cache_ttl_minutes = Some(90),
             "/web/cache/ttlMinutes",

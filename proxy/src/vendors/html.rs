@@ -12,9 +12,11 @@ pub mod bounded;
 pub mod encoding;
 pub mod main_content;
 pub mod pool;
+pub mod tidy;
 
 use tokio::time::Instant;
 
+use ego_tree::NodeRef;
 use scraper::{Html, Node, Selector};
 
 pub use bounded::DeadlineExceeded;
@@ -67,12 +69,14 @@ pub fn html_to_markdown(
     if scope == Scope::Main {
         if let Some(selection) = main_content::select(&doc) {
             let mut fragment = String::new();
+            let mut tidy =
+                tidy::Tidy::new(|n: &NodeRef<'_, Node>| selection.dropped.contains(&n.id()));
             for root in &selection.roots {
                 if let Some(node) = doc.tree.get(*root) {
-                    bounded::serialize_filtered(
+                    bounded::serialize_with(
                         &mut fragment,
                         node,
-                        |n| selection.dropped.contains(&n.id()),
+                        |n| tidy.markup(n),
                         bounded::MAX_DEPTH,
                     );
                 }
@@ -81,34 +85,42 @@ pub fn html_to_markdown(
         }
         // No prose to score (a short page, a list of links): the body without its chrome.
         if markdown.is_empty() {
-            markdown = whole_body(&doc, true, deadline)?;
+            markdown = whole_body(&doc, true, true, deadline)?;
         }
     }
     // The whole page: asked for, or nothing else had text.
     if markdown.is_empty() {
-        markdown = whole_body(&doc, false, deadline)?;
+        markdown = whole_body(&doc, false, true, deadline)?;
+    }
+    // A page of nothing but images without alternative text (or of empty links): those,
+    // rather than nothing.
+    if markdown.is_empty() {
+        markdown = whole_body(&doc, false, false, deadline)?;
     }
     Ok(Converted { title, markdown })
 }
 
-/// The `<body>` as markdown, without `nav`/`footer`/`aside`/`menu` when `without_chrome`.
+/// The `<body>` as markdown, without `nav`/`footer`/`aside`/`menu` when `without_chrome`,
+/// with links and images tidied ([`tidy`]) when `tidied`.
 fn whole_body(
     doc: &Html,
     without_chrome: bool,
+    tidied: bool,
     deadline: Instant,
 ) -> Result<String, DeadlineExceeded> {
     let body = select_first(doc, "body").unwrap_or_else(|| doc.root_element());
     let mut fragment = String::new();
-    bounded::serialize_filtered(
-        &mut fragment,
-        *body,
-        |n| {
-            matches!(n.value(), Node::Element(el)
-                if main_content::NEVER_TEXT.contains(&el.name())
-                    || (without_chrome && main_content::CHROME.contains(&el.name())))
-        },
-        bounded::MAX_DEPTH,
-    );
+    let left_out = |n: &NodeRef<'_, Node>| {
+        matches!(n.value(), Node::Element(el)
+            if main_content::NEVER_TEXT.contains(&el.name())
+                || (without_chrome && main_content::CHROME.contains(&el.name())))
+    };
+    if tidied {
+        let mut tidy = tidy::Tidy::new(left_out);
+        bounded::serialize_with(&mut fragment, *body, |n| tidy.markup(n), bounded::MAX_DEPTH);
+    } else {
+        bounded::serialize_filtered(&mut fragment, *body, left_out, bounded::MAX_DEPTH);
+    }
     to_markdown(&fragment, deadline)
 }
 
@@ -118,6 +130,11 @@ fn to_markdown(fragment: &str, deadline: Instant) -> Result<String, DeadlineExce
         return Err(DeadlineExceeded);
     }
     let converter = htmd::HtmlToMarkdown::builder()
+        .options(htmd::options::Options {
+            // A link whose text is its target: `<https://…>`, not the URL twice.
+            link_style: htmd::options::LinkStyle::InlinedPreferAutolinks,
+            ..htmd::options::Options::default()
+        })
         .skip_tags(main_content::NEVER_TEXT.to_vec())
         .build();
     let markdown = converter.convert(fragment).unwrap_or_else(|_| {
@@ -255,6 +272,55 @@ mod tests {
         for kept in ["Section 1", "Tweet", "Copyright", "The committee met"] {
             assert!(full.markdown.contains(kept), "{kept}: {}", full.markdown);
         }
+    }
+
+    #[test]
+    fn links_and_images_that_say_nothing_are_left_out() {
+        let prose = "The committee met for three hours, and the minutes, published today, \
+                     record a long discussion of the budget, the schedule and the staff.";
+        let page = format!(
+            "<html><body><article><h1>Budget</h1><p>{prose}</p>\
+             <p><img src=\"/chart.png\" alt=\"Budget by year\"> <img src=\"/deco.png\">\
+             <img src=\"/px.gif\" alt=\"t\" width=\"1\" height=\"1\">\
+             <img src=\"data:image/gif;base64,R0l\" data-src=\"/lazy.jpg\" alt=\"Lazy one\">\
+             <img src=\"/chart.png\" alt=\"Budget by year\"></p>\
+             <p>See <a href=\"#notes\">the notes</a>, <a href=\"javascript:void(0)\">print</a>, \
+             <a href=\"https://x.org/r?utm_source=tw&amp;id=3\" title=\"the report\">the report</a> \
+             and <a href=\"https://x.org/\">https://x.org/</a><a href=\"/empty\"> </a>.</p>\
+             <p>{prose}</p></article></body></html>"
+        );
+        for scope in [Scope::Main, Scope::Full] {
+            let md = html_to_markdown(&page, scope, far())
+                .expect("converted")
+                .markdown;
+            assert_eq!(
+                md.matches("![Budget by year](/chart.png)").count(),
+                1,
+                "{md}"
+            );
+            assert!(md.contains("![Lazy one](/lazy.jpg)"), "{md}");
+            for absent in [
+                "deco.png",
+                "px.gif",
+                "data:",
+                "#notes",
+                "javascript",
+                "utm_",
+                "/empty",
+                "\"the report\"",
+            ] {
+                assert!(!md.contains(absent), "{absent}: {md}");
+            }
+            assert!(
+                md.contains("See the notes, print, [the report](https://x.org/r?id=3)"),
+                "{md}"
+            );
+            assert!(md.contains("<https://x.org/>"), "{md}");
+        }
+        // A page of images without alternative text still converts to them.
+        let got = html_to_markdown("<body><img src=\"/a.png\"></body>", Scope::Main, far())
+            .expect("converted");
+        assert_eq!(got.markdown, "![](/a.png)");
     }
 
     use proptest::strategy::Strategy as _;

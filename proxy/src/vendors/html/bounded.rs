@@ -277,10 +277,47 @@ pub fn serialize_filtered(
     drop: impl Fn(&ego_tree::NodeRef<'_, Node>) -> bool,
     max_depth: usize,
 ) {
+    serialize_with(
+        out,
+        root,
+        |node| {
+            if drop(node) {
+                Markup::Drop
+            } else {
+                Markup::Keep
+            }
+        },
+        max_depth,
+    );
+}
+
+/// What [`serialize_with`] writes for an element.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Markup {
+    /// The element as it is.
+    Keep,
+    /// Nothing of it: neither the element nor its subtree.
+    Drop,
+    /// Its content without the element's own tags (a link kept as its text).
+    Unwrap,
+    /// The element with these attributes instead of its own.
+    Attrs(Vec<(&'static str, String)>),
+}
+
+/// [`serialize_filtered`] with a [`Markup`] decision per element (asked once per element, in
+/// document order), appended to `out`.
+pub fn serialize_with(
+    out: &mut String,
+    root: ego_tree::NodeRef<'_, Node>,
+    mut markup: impl FnMut(&ego_tree::NodeRef<'_, Node>) -> Markup,
+    max_depth: usize,
+) {
     use ego_tree::iter::Edge;
     let mut depth = 0usize;
     // While inside a dropped subtree: the node that opened it.
     let mut skipping: Option<ego_tree::NodeId> = None;
+    // Elements written without their tags.
+    let mut unwrapped: Vec<ego_tree::NodeId> = Vec::new();
     for edge in root.traverse() {
         match edge {
             Edge::Open(node) => {
@@ -290,20 +327,32 @@ pub fn serialize_filtered(
                 match node.value() {
                     Node::Element(el) => {
                         let name = el.name();
-                        if drop(&node) {
-                            skipping = Some(node.id());
-                            continue;
-                        }
+                        let attrs = match markup(&node) {
+                            Markup::Drop => {
+                                skipping = Some(node.id());
+                                continue;
+                            }
+                            Markup::Unwrap => {
+                                unwrapped.push(node.id());
+                                continue;
+                            }
+                            Markup::Keep => None,
+                            Markup::Attrs(attrs) => Some(attrs),
+                        };
                         depth += 1;
                         if depth <= max_depth {
                             out.push('<');
                             out.push_str(name);
-                            for (key, value) in el.attrs() {
+                            let mut attr = |key: &str, value: &str| {
                                 out.push(' ');
                                 out.push_str(key);
                                 out.push_str("=\"");
                                 escape_into(out, value, true);
                                 out.push('"');
+                            };
+                            match &attrs {
+                                Some(attrs) => attrs.iter().for_each(|(k, v)| attr(k, v)),
+                                None => el.attrs().for_each(|(k, v)| attr(k, v)),
                             }
                             out.push('>');
                             if bare_pre(&node) {
@@ -320,6 +369,10 @@ pub fn serialize_filtered(
                     if id == node.id() {
                         skipping = None;
                     }
+                    continue;
+                }
+                if unwrapped.last() == Some(&node.id()) {
+                    unwrapped.pop();
                     continue;
                 }
                 if let Node::Element(el) = node.value() {

@@ -676,21 +676,25 @@ fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
         .filter_map(|r| facts.get(r))
         .map(|f| f.chars)
         .sum();
-    let mut cleaned = HashSet::new();
-    let mut removed = 0;
-    for root in &roots {
-        let Some(node) = doc.tree.get(*root) else {
-            continue;
-        };
-        removed += clean(node, &facts, &dropped, &mut cleaned);
+    // Failing that, a light cleaning that takes only what is nearly all links (menus, lists of
+    // names), which a page of teasers keeps.
+    let mut chars = before;
+    for light in [false, true] {
+        let mut cleaned = HashSet::new();
+        let mut removed = 0;
+        for root in &roots {
+            let Some(node) = doc.tree.get(*root) else {
+                continue;
+            };
+            removed += clean(node, &facts, &dropped, &mut cleaned, light);
+        }
+        let kept = before.saturating_sub(removed);
+        if kept >= 500 || kept * 4 >= before {
+            dropped.extend(cleaned);
+            chars = kept;
+            break;
+        }
     }
-    let kept = before.saturating_sub(removed);
-    let chars = if kept >= 500 || kept * 4 >= before {
-        dropped.extend(cleaned);
-        kept
-    } else {
-        before
-    };
 
     // The page's headline leads when the content does not hold it.
     if let Some(h1) = first_h1
@@ -756,6 +760,7 @@ fn clean(
     facts: &HashMap<NodeId, Facts>,
     dropped: &HashSet<NodeId>,
     cleaned: &mut HashSet<NodeId>,
+    light: bool,
 ) -> usize {
     let mut removed = 0;
     let mut skipping: Option<NodeId> = None;
@@ -773,7 +778,7 @@ fn clean(
                 let Some(f) = facts.get(&node.id()) else {
                     continue;
                 };
-                if drops_conditionally(el, f) {
+                if drops_conditionally(el, f, light) {
                     cleaned.insert(node.id());
                     removed += f.chars;
                     skipping = Some(node.id());
@@ -789,8 +794,17 @@ fn clean(
     removed
 }
 
-fn drops_conditionally(el: &scraper::node::Element, f: &Facts) -> bool {
+/// Readability's conditional cleaning of one box; `light`: only what is nearly all links.
+fn drops_conditionally(el: &scraper::node::Element, f: &Facts, light: bool) -> bool {
     let name = el.name();
+    if light {
+        return matches!(
+            name,
+            "div" | "section" | "ul" | "ol" | "dl" | "table" | "header" | "form"
+        ) && f.chars > 0
+            && f.link_density() > 0.75
+            && f.code == 0;
+    }
     // Headings and short boxes whose class says chrome.
     if matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6") {
         return class_weight(el) < 0.0 || f.link_density() > 0.5;
