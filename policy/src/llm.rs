@@ -82,11 +82,11 @@ pub struct RawLlm {
     /// Prices per model (USD per million tokens) and service-tier multipliers, over the
     /// built-in table.
     #[serde(default)]
-    #[serde(skip_serializing_if = "crate::raw::is_default")]
+    #[serde(skip_serializing_if = "spend::RawPrices::is_unset")]
     pub prices: spend::RawPrices,
     /// Spend caps per role, for this pod and for the namespace.
     #[serde(default)]
-    #[serde(skip_serializing_if = "crate::raw::is_default")]
+    #[serde(skip_serializing_if = "spend::RawBudgets::is_unset")]
     pub budgets: spend::RawBudgets,
     /// What a request whose prompt holds a secret gets: `refuse` (default), `redact` or
     /// `observe`.

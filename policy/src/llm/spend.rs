@@ -100,6 +100,24 @@ pub struct RawExhausted {
     pub roles: Vec<String>,
 }
 
+// === impl RawPrices ===
+
+impl RawPrices {
+    /// Nothing set (left out of a rendered policy).
+    pub fn is_unset(&self) -> bool {
+        self.models.is_empty() && self.tiers.is_empty() && self.builtin.is_none()
+    }
+}
+
+// === impl RawBudgets ===
+
+impl RawBudgets {
+    /// Nothing set (left out of a rendered policy).
+    pub fn is_unset(&self) -> bool {
+        self.pod.is_empty() && self.namespace.is_empty() && self.exhausted.is_none()
+    }
+}
+
 /// One price: USD per million tokens.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Price {
