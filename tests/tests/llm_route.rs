@@ -41,6 +41,15 @@ async fn gate_with(
     stubs: &[(&str, &str, &StubProvider)],
     llm_tail: &str,
 ) -> (Secrets, GateProcess) {
+    gate_logging(stubs, llm_tail, None).await
+}
+
+/// [`gate_with`], the gate logging under `rust_log` (`RUST_LOG`) when given.
+async fn gate_logging(
+    stubs: &[(&str, &str, &StubProvider)],
+    llm_tail: &str,
+    rust_log: Option<&str>,
+) -> (Secrets, GateProcess) {
     let secrets = Secrets::new();
     let key = secrets.path("key");
     let providers: String = stubs
@@ -53,9 +62,11 @@ async fn gate_with(
         &ports,
         &format!("  providers:\n{providers}{llm_tail}"),
     );
-    let gate = GateProcess::spawn(&yaml)
-        .await
-        .expect("the gate must start");
+    let mut builder = GateProcess::builder(&yaml);
+    if let Some(filter) = rust_log {
+        builder = builder.env("RUST_LOG", filter);
+    }
+    let gate = builder.spawn().await.expect("the gate must start");
     (secrets, gate)
 }
 

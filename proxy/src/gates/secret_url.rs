@@ -151,11 +151,7 @@ fn judge<S: AsRef<str>>(
     secrets: Option<&SecretsPolicy>,
     exempt: bool,
 ) -> Option<Found> {
-    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
-    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
-    let extra: Vec<&RuleSet> = secrets
-        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
-        .unwrap_or_default();
+    let (skip, report, extra) = policy_layers(secrets);
     let scan = Scan {
         exempt,
         skip,
@@ -181,6 +177,17 @@ fn judge<S: AsRef<str>>(
             });
     }
     None
+}
+
+/// What the policy's `secrets:` adds to the layers: the exempt rule ids, whether its rule
+/// files only report (`mode: report`), and those rule sets.
+fn policy_layers(secrets: Option<&SecretsPolicy>) -> (&[String], bool, Vec<&RuleSet>) {
+    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
+    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
+    let extra: Vec<&RuleSet> = secrets
+        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
+        .unwrap_or_default();
+    (skip, report, extra)
 }
 
 /// The distinct forms of a URL E1 judges, in order.
@@ -285,11 +292,7 @@ pub fn find_in_text(
     text: &str,
     secrets: Option<&SecretsPolicy>,
 ) -> Option<(std::ops::Range<usize>, Found)> {
-    let skip: &[String] = secrets.map_or(&[], |s| s.allow_rules.as_slice());
-    let report = secrets.is_some_and(|s| s.mode == EnforcementMode::Report);
-    let extra: Vec<&RuleSet> = secrets
-        .map(|s| s.rules.iter().map(|r| r.as_ref()).collect())
-        .unwrap_or_default();
+    let (skip, report, extra) = policy_layers(secrets);
     let scan = Scan {
         exempt: false,
         skip,

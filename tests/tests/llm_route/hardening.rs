@@ -2,29 +2,12 @@
 //! decode to another endpoint, endpoints that run a model outside the judged ones, duplicate
 //! keys, and model strings built to grow `/metrics` or leak a secret.
 
-use bytes::Bytes;
 use fleetgate_e2e::gate::GateProcess;
 use fleetgate_e2e::llm_stub::{StubKind, StubOptions, StubProvider};
 use serde_json::Value;
 
 use super::gate_with;
-use super::support::metrics;
-
-/// POST `body` to `path` on the gate's api listener with the agent's placeholder key.
-async fn post(
-    gate: &GateProcess,
-    path: &str,
-    body: impl Into<Bytes>,
-) -> fleetgate_e2e::http::HttpReply {
-    let req = http::Request::post(path)
-        .header("content-type", "application/json")
-        .header("authorization", "Bearer x")
-        .body(body.into())
-        .expect("request");
-    fleetgate_e2e::http::send(gate.api_addr(), req)
-        .await
-        .expect("the gate must answer")
-}
+use super::support::{metrics, post};
 
 /// The gate's peak resident set so far (`VmHWM`), in bytes.
 fn peak_rss(gate: &GateProcess) -> u64 {

@@ -50,6 +50,17 @@ fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
 
 /// `<cli> -z <prompt>` with `home` as `HERMES_HOME`, nothing else from this environment.
 async fn run_turn(cli: &Path, secrets: &Secrets, home: &Path, prompt: &str) -> Output {
+    run_turn_with(cli, secrets, home, prompt, &[]).await
+}
+
+/// [`run_turn`] with `env` added.
+pub(super) async fn run_turn_with(
+    cli: &Path,
+    secrets: &Secrets,
+    home: &Path,
+    prompt: &str,
+    env: &[(&str, &str)],
+) -> Output {
     let run = tokio::process::Command::new(cli)
         .args(["-z", prompt])
         .env_clear()
@@ -57,6 +68,7 @@ async fn run_turn(cli: &Path, secrets: &Secrets, home: &Path, prompt: &str) -> O
         .env("HOME", secrets.dir.path())
         .env("HERMES_HOME", home)
         .envs(venv::HERMES_ENV)
+        .envs(env.iter().copied())
         .current_dir(secrets.dir.path())
         .stdin(Stdio::null())
         .kill_on_drop(true)

@@ -5,13 +5,12 @@
 //! must agree within 1 %.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use fleetgate_e2e::gate::GateProcess;
 use fleetgate_e2e::hermes_matrix;
 use fleetgate_e2e::llm_stub::{StubKind, StubOptions, StubProvider};
-use fleetgate_e2e::venv::{self, Hermes};
+use fleetgate_e2e::venv::Hermes;
 use serde_json::json;
 
 use super::support::{Secrets, metrics, policy, provider};
@@ -70,23 +69,10 @@ async fn the_gates_cost_of_a_hermes_turn_agrees_with_hermes_own_within_one_perce
         gate.api_addr()
     );
     std::fs::write(home.join("config.yaml"), config).expect("config");
-    let run = tokio::process::Command::new(version.cli(&python))
-        .args(["-z", "Say hi."])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", secrets.dir.path())
-        .env("HERMES_HOME", &home)
-        // Hermes wants a key for the OpenAI provider; the gate drops it and sends its own.
-        .env("OPENAI_API_KEY", "sk-agent-placeholder-not-a-key")
-        .envs(venv::HERMES_ENV)
-        .current_dir(secrets.dir.path())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
-        .await
-        .expect("the turn must finish in time")
-        .expect("hermes must run");
+    // Hermes wants a key for the OpenAI provider; the gate drops it and sends its own.
+    let key = [("OPENAI_API_KEY", "sk-agent-placeholder-not-a-key")];
+    let out =
+        super::hermes::run_turn_with(&version.cli(&python), &secrets, &home, "Say hi.", &key).await;
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -7,30 +7,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use fleetgate_e2e::gate::GateProcess;
 use fleetgate_e2e::llm_stub::{StubKind, StubOptions, StubProvider};
 use serde_json::{Value, json};
 
 use super::gate_with;
-use super::support::metrics;
+use super::support::{metrics, post};
 
 #[path = "../../../proxy/tests/support_secrets/mod.rs"]
 mod support_secrets;
-
-async fn post(
-    gate: &GateProcess,
-    path: &str,
-    body: impl Into<Bytes>,
-) -> fleetgate_e2e::http::HttpReply {
-    let req = http::Request::post(path)
-        .header("content-type", "application/json")
-        .header("authorization", "Bearer agent")
-        .body(body.into())
-        .expect("request");
-    fleetgate_e2e::http::send(gate.api_addr(), req)
-        .await
-        .expect("the gate must answer")
-}
 
 /// The value of the `/metrics` series `line_prefix` (family and labels, as rendered).
 fn value(text: &str, series: &str) -> Option<f64> {
@@ -58,29 +42,17 @@ async fn usage_and_cost_are_counted_per_call_and_an_answer_without_usage_is_unkn
     quiet.stream_usage = false;
     let quiet = StubProvider::start(quiet).await.expect("stub");
     let tail = "  roles:\n    main: oai\n    cron: ant\n    delegation: quiet\n  allowedModels: [gpt-5, \"claude-*\"]\n";
-    let secrets = super::support::Secrets::new();
-    let key = secrets.path("key");
-    let stubs = [
-        ("oai", "openai", &oai),
-        ("ant", "anthropic", &ant),
-        ("quiet", "openai", &quiet),
-    ];
-    let providers: String = stubs
-        .iter()
-        .map(|(name, kind, stub)| super::support::provider(name, kind, &stub.base_url(), &key))
-        .collect();
-    let ports: Vec<u16> = stubs.iter().map(|(_, _, s)| s.addr().port()).collect();
-    let yaml = super::support::policy(
-        &secrets,
-        &ports,
-        &format!("  providers:\n{providers}{tail}"),
-    );
     // The per-call usage line is at debug level.
-    let gate = GateProcess::builder(&yaml)
-        .env("RUST_LOG", "info,fleetgate_proxy::llm::body=debug")
-        .spawn()
-        .await
-        .expect("the gate must start");
+    let (_secrets, gate) = super::gate_logging(
+        &[
+            ("oai", "openai", &oai),
+            ("ant", "anthropic", &ant),
+            ("quiet", "openai", &quiet),
+        ],
+        tail,
+        Some("info,fleetgate_proxy::llm::body=debug"),
+    )
+    .await;
     let chat = "/llm/main/v1/chat/completions";
     for stream in [false, true] {
         let body = json!({"model": "gpt-5", "stream": stream, "messages": [{"role": "user", "content": "hi"}]});

@@ -99,3 +99,15 @@ pub async fn call(
         .expect("request");
     http::send(api, req).await.expect("the gate must answer")
 }
+
+/// POST a raw `body` to `path` on the gate's api listener, with an agent-side key header.
+pub async fn post(gate: &GateProcess, path: &str, body: impl Into<Bytes>) -> http::HttpReply {
+    let req = Request::post(path)
+        .header("content-type", "application/json")
+        .header("authorization", "Bearer agent")
+        .body(body.into())
+        .expect("request");
+    http::send(gate.api_addr(), req)
+        .await
+        .expect("the gate must answer")
+}
