@@ -54,6 +54,9 @@ pub struct StubOptions {
     /// Whether a streamed chat answer carries usage in its last chunk (as with
     /// `stream_options.include_usage`); off, it carries none.
     pub stream_usage: bool,
+    /// Chat answers call this tool (with [`Self::tool_args`]) until the conversation holds
+    /// this many tool results, whatever the model: an agent run of several calls.
+    pub tool_turns: Option<(String, usize)>,
 }
 
 impl StubOptions {
@@ -67,6 +70,7 @@ impl StubOptions {
             text: "stub answer".into(),
             usage: None,
             stream_usage: true,
+            tool_turns: None,
         }
     }
 }
@@ -225,12 +229,17 @@ enum Script {
     Text(String),
 }
 
-fn script(options: &StubOptions, body: &Value, tool_result_seen: bool) -> Script {
+fn script(options: &StubOptions, body: &Value, tool_results: usize) -> Script {
     let model = body["model"].as_str().unwrap_or("");
     if let Some(name) = model.strip_prefix("tool:")
-        && !tool_result_seen
+        && tool_results == 0
     {
         return Script::Tool(name.to_string());
+    }
+    if let Some((name, turns)) = &options.tool_turns
+        && tool_results < *turns
+    {
+        return Script::Tool(name.clone());
     }
     if let Some(n) = model
         .strip_prefix("bulk:")
@@ -244,18 +253,19 @@ fn script(options: &StubOptions, body: &Value, tool_result_seen: bool) -> Script
 fn chat_events(options: &StubOptions, body: &Value) -> Events {
     let model = body["model"].clone();
     let tier = served(options, body);
-    let tool_seen = body["messages"]
+    let tool_results = body["messages"]
         .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
     let usage = options.usage.clone().unwrap_or_else(
         || json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
     );
-    let (message, delta_chunks, finish) = match script(options, body, tool_seen) {
+    let (message, delta_chunks, finish) = match script(options, body, tool_results) {
         Script::Tool(name) => {
-            let call = json!({"id": "call_1", "type": "function",
+            let id = format!("call_{}", tool_results + 1);
+            let call = json!({"id": id, "type": "function",
                 "function": {"name": name, "arguments": options.tool_args.to_string()}});
             let msg = json!({"role": "assistant", "content": null, "tool_calls": [call]});
-            let delta = json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1",
+            let delta = json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id,
                 "type": "function", "function": {"name": name, "arguments": options.tool_args.to_string()}}]});
             (msg, vec![delta], "tool_calls")
         }
@@ -306,7 +316,7 @@ fn chat_events(options: &StubOptions, body: &Value) -> Events {
 
 fn responses_events(options: &StubOptions, body: &Value) -> Events {
     let tier = served(options, body);
-    let text = match script(options, body, true) {
+    let text = match script(options, body, usize::MAX) {
         Script::Text(t) | Script::Tool(t) => t,
     };
     // The chat usage of the options in the responses API's names (input includes the cached
@@ -341,7 +351,7 @@ fn responses_events(options: &StubOptions, body: &Value) -> Events {
 
 fn messages_events(options: &StubOptions, body: &Value) -> Events {
     let tier = served(options, body);
-    let text = match script(options, body, true) {
+    let text = match script(options, body, usize::MAX) {
         Script::Text(t) | Script::Tool(t) => t,
     };
     let usage = json!({"input_tokens": 10, "output_tokens": 5, "service_tier": tier});

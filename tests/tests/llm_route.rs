@@ -26,6 +26,9 @@ mod spend;
 #[path = "llm_route/hermes_cost.rs"]
 mod hermes_cost;
 
+#[path = "llm_route/hermes_cron_cost.rs"]
+mod hermes_cron_cost;
+
 use std::time::Duration;
 
 use bytes::Bytes;

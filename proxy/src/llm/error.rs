@@ -46,9 +46,13 @@ pub enum LlmError {
     /// names the rule, never the secret.
     #[error("{0}")]
     SecretInPrompt(String),
-    /// The role's budget is spent (enforce mode): `(message, seconds until it frees up)`.
+    /// The role's budget is spent (enforce mode): `(message, Retry-After seconds)`. A
+    /// tokens-per-minute limit frees up within the minute and says when; a daily dollar budget
+    /// carries no `Retry-After` (hours away; agents cap the wait and retry anyway, so the
+    /// header only holds a refused run open: Hermes waits up to 600 s per attempt, as long as
+    /// its cron inactivity limit), and its message names the 00:00 UTC reset.
     #[error("{0}")]
-    BudgetExceeded(String, u64),
+    BudgetExceeded(String, Option<u64>),
     /// The request body is over `llm.maxRequestBytes`.
     #[error("failed to read the request: the body is larger than {0} bytes")]
     TooLarge(u64),
@@ -180,12 +184,12 @@ impl Refusal for LlmError {
     fn retry_after(&self) -> bool {
         matches!(
             self,
-            Self::BodyBudgetExhausted(_) | Self::BudgetExceeded(..)
+            Self::BodyBudgetExhausted(_) | Self::BudgetExceeded(_, Some(_))
         )
     }
     fn retry_after_secs(&self) -> u64 {
         match self {
-            Self::BudgetExceeded(_, secs) => (*secs).max(1),
+            Self::BudgetExceeded(_, Some(secs)) => (*secs).max(1),
             _ => 1,
         }
     }

@@ -447,7 +447,8 @@ fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, rewrites: &[Rew
 }
 
 /// The role's budgets, before the call goes upstream: over a budget, the call is refused
-/// with `llm_budget_exceeded` (429, `Retry-After` until it frees up) in enforce mode and
+/// with `llm_budget_exceeded` (429; `Retry-After` when a tokens-per-minute window frees up
+/// within the minute, none for a daily dollar budget) in enforce mode and
 /// counted as `would_refuse` in observe mode.
 pub fn budget(j: &Judge<'_>, now: u64) -> Result<(), LlmError> {
     let policy = &j.rt.policy.llm;
@@ -476,11 +477,8 @@ pub fn budget(j: &Judge<'_>, now: u64) -> Result<(), LlmError> {
             over.cap
         ),
     };
-    j.judge(
-        LlmError::BudgetExceeded(message, over.retry_after),
-        None,
-        None,
-    )
+    let retry_after = (over.limit == "tokens_per_minute").then_some(over.retry_after);
+    j.judge(LlmError::BudgetExceeded(message, retry_after), None, None)
 }
 
 /// Secrets in the request body ([`super::prompt_secrets`]), as `llm.secrets` says: `refuse`
