@@ -9,7 +9,9 @@
 //! - [`meter`]: byte counting and idle tracking of relayed streams;
 //! - [`limits`]: tunnel caps, connection caps and the relay timeouts;
 //! - [`own_dial`]: the registry of the gate's own upstream sockets, so one that the capture
-//!   rules send back into the gate is refused as a loop.
+//!   rules send back into the gate is refused as a loop;
+//! - [`zero_copy`]: a judged tunnel's bytes moved socket to socket with splice(2), or copied
+//!   in user space where the kernel will not.
 //!
 //! The listeners sit above: `forward` (absolute-form HTTP and CONNECT) and `transparent`
 //! (iptables capture, which hands captured plain HTTP to the forward proxy's request relay).
@@ -21,3 +23,4 @@ pub mod limits;
 pub mod meter;
 pub mod own_dial;
 pub mod sniff;
+pub mod zero_copy;

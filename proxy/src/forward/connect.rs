@@ -26,7 +26,8 @@ use crate::relay::capture_refusal::close_cleanly;
 use crate::relay::h1::Head;
 use crate::relay::limits::{Effective, TunnelPermit};
 use crate::relay::meter::ActiveTunnel;
-use crate::relay::meter::{Activity, MeteredIo};
+use crate::relay::meter::{Activity, Direction};
+use crate::relay::zero_copy;
 use crate::relay::own_dial::OwnDial;
 use crate::relay::sniff::Sniffed;
 use crate::runtime::Runtime;
@@ -396,7 +397,8 @@ fn raw_host(raw: &str) -> &str {
 }
 
 /// Run one tunnel over the client connection: bytes the client sent past the CONNECT head
-/// (an eager TLS ClientHello) go first, then both ways until it ends.
+/// (an eager TLS ClientHello) go first, then both ways until it ends, spliced in the kernel
+/// ([`zero_copy`]).
 async fn tunnel(
     proxy: &ForwardProxy,
     conn: &mut ClientConn,
@@ -411,14 +413,15 @@ async fn tunnel(
         proxy.counters.bytes_out.clone(),
     );
     let started = Instant::now();
-    let mut upstream = MeteredIo::new(upstream, activity.clone());
     let early = std::mem::take(&mut conn.buf);
-    let ended = if !early.is_empty() && upstream.write_all(&early).await.is_err() {
-        "reset"
+    let mut upstream = upstream;
+    let (ended, moved) = if !early.is_empty() && upstream.write_all(&early).await.is_err() {
+        ("reset", None)
     } else {
+        activity.record(Direction::In, early.len());
         relay(
-            &mut conn.stream,
-            &mut upstream,
+            &conn.stream,
+            &upstream,
             &activity,
             limits,
             proxy.shutdown.clone(),
@@ -430,27 +433,29 @@ async fn tunnel(
     tracing::debug!(
         target: "egress.tunnel",
         listener = proxy.listener, url = %label, ended, bytes_in, bytes_out, duration_ms,
+        relay = moved.map_or("none", zero_copy::Moved::as_str),
         "tunnel closed"
     );
 }
 
-/// Copy both ways until either side closes, the tunnel idles out, its lifetime ends, or a
-/// drain's deadline passes. Returns why it ended.
+/// Move bytes both ways until either side closes, the tunnel idles out, its lifetime ends,
+/// or a drain's deadline passes. Returns why it ended, and how the bytes moved when the
+/// relay itself ended.
 async fn relay(
-    client: &mut TcpStream,
-    upstream: &mut MeteredIo<TcpStream>,
+    client: &TcpStream,
+    upstream: &TcpStream,
     activity: &Arc<Activity>,
     limits: Effective,
     shutdown: watch::Receiver<bool>,
-) -> &'static str {
+) -> (&'static str, Option<zero_copy::Moved>) {
     tokio::select! {
-        copied = tokio::io::copy_bidirectional(client, upstream) => match copied {
-            Ok(_) => "closed",
-            Err(_) => "reset",
+        moved = zero_copy::relay(client, upstream, activity) => match moved {
+            Ok(how) => ("closed", Some(how)),
+            Err(_) => ("reset", None),
         },
-        _ = activity.idle_expired(limits.idle) => "idle_timeout",
-        _ = tokio::time::sleep(limits.lifetime) => "lifetime",
-        _ = drain_deadline(shutdown, limits.drain) => "drain",
+        _ = activity.idle_expired(limits.idle) => ("idle_timeout", None),
+        _ = tokio::time::sleep(limits.lifetime) => ("lifetime", None),
+        _ = drain_deadline(shutdown, limits.drain) => ("drain", None),
     }
 }
 

@@ -64,7 +64,7 @@ impl Activity {
         })
     }
 
-    fn record(&self, direction: Direction, n: usize) {
+    pub(crate) fn record(&self, direction: Direction, n: usize) {
         let n = n as u64;
         let (total, counter) = match direction {
             Direction::In => (&self.bytes_in, &self.in_counter),

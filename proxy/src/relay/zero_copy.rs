@@ -1,0 +1,225 @@
+//! Tunnel bytes moved in the kernel: once a tunnel's first message is judged, each direction
+//! moves its bytes socket → pipe → socket with splice(2), so a byte of an opaque TLS stream is
+//! never copied into the gate's memory. Half-close and accounting are those of a user-space
+//! copy: a direction that reads end-of-stream shuts down the write side of the other socket,
+//! the other direction goes on until it ends too, and every byte moved is recorded in the
+//! tunnel's [`Activity`] (byte counters and the idle clock) as it leaves the pipe.
+//!
+//! Where splice cannot run, a direction copies in user space instead, with the same
+//! half-close and accounting: when no pipe can be had (no file descriptors left: that tunnel
+//! only), or when the kernel refuses splice on the first read of a direction before any byte
+//! moved (`ENOSYS`, `EPERM` under a seccomp filter, `EINVAL`: remembered for the process, and
+//! logged once).
+
+use std::io;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, SpliceFFlags, splice};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use super::meter::{Activity, Direction};
+
+/// Bytes asked of one splice: a default pipe's capacity (16 pages).
+const CHUNK: usize = 64 * 1024;
+/// The buffer of a direction that copies in user space.
+const COPY_BUF: usize = 16 * 1024;
+
+/// Set once the kernel refused splice: every later direction copies in user space.
+static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// How a tunnel's bytes moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moved {
+    /// Both directions spliced in the kernel.
+    Spliced,
+    /// At least one direction copied in user space.
+    Copied,
+}
+
+// === impl Moved ===
+
+impl Moved {
+    /// Stable name for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Spliced => "splice",
+            Self::Copied => "copy",
+        }
+    }
+}
+
+/// Move bytes both ways between `client` and `upstream` until both directions reached
+/// end-of-stream, or one failed (its error is returned and the other direction stops).
+/// Bytes towards the upstream count as [`Direction::In`], bytes back as [`Direction::Out`].
+pub async fn relay(
+    client: &TcpStream,
+    upstream: &TcpStream,
+    activity: &Activity,
+) -> io::Result<Moved> {
+    relay_with(client, upstream, activity, true).await
+}
+
+/// [`relay`], splicing only when `try_splice` (and the kernel has not refused it).
+async fn relay_with(
+    client: &TcpStream,
+    upstream: &TcpStream,
+    activity: &Activity,
+    try_splice: bool,
+) -> io::Result<Moved> {
+    let towards = pump(client, upstream, activity, Direction::In, try_splice);
+    let back = pump(upstream, client, activity, Direction::Out, try_splice);
+    let (a, b) = tokio::try_join!(towards, back)?;
+    Ok(if a == Moved::Spliced && b == Moved::Spliced {
+        Moved::Spliced
+    } else {
+        Moved::Copied
+    })
+}
+
+/// Why a spliced direction stopped early.
+enum Stop {
+    /// The kernel refused splice before any byte moved: copy instead.
+    Unsupported(Errno),
+    /// A socket error: the tunnel ends.
+    Failed(io::Error),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        Self::Failed(e)
+    }
+}
+
+/// One direction, `src` → `dst`: spliced when it can be, else copied.
+async fn pump(
+    src: &TcpStream,
+    dst: &TcpStream,
+    activity: &Activity,
+    direction: Direction,
+    try_splice: bool,
+) -> io::Result<Moved> {
+    if try_splice
+        && !UNAVAILABLE.load(Ordering::Relaxed)
+        && let Ok((read_end, write_end)) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
+    {
+        match spliced(src, dst, (&read_end, &write_end), activity, direction).await {
+            Ok(()) => return Ok(Moved::Spliced),
+            Err(Stop::Failed(e)) => return Err(e),
+            Err(Stop::Unsupported(errno)) => {
+                if !UNAVAILABLE.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        event = "tunnel.splice_unavailable", errno = %errno,
+                        "the kernel refuses splice(2): tunnels copy their bytes in user space"
+                    );
+                }
+            }
+        }
+    }
+    copied(src, dst, activity, direction).await?;
+    Ok(Moved::Copied)
+}
+
+/// `src` → pipe → `dst` until `src` ends.
+async fn spliced(
+    src: &TcpStream,
+    dst: &TcpStream,
+    (read_end, write_end): (&OwnedFd, &OwnedFd),
+    activity: &Activity,
+    direction: Direction,
+) -> Result<(), Stop> {
+    let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
+    let mut moved_any = false;
+    loop {
+        // The pipe is empty here, so `EAGAIN` can only mean the socket has nothing to read.
+        let filled = loop {
+            src.readable().await?;
+            match src.try_io(Interest::READABLE, || {
+                splice(src, None, write_end, None, CHUNK, flags).map_err(io::Error::from)
+            }) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if !moved_any && refused(&e) => {
+                    return Err(Stop::Unsupported(Errno::from_raw(
+                        e.raw_os_error().unwrap_or(0),
+                    )));
+                }
+                Err(e) => return Err(Stop::Failed(e)),
+            }
+        };
+        if filled == 0 {
+            shutdown_write(dst)?;
+            return Ok(());
+        }
+        moved_any = true;
+        // The pipe holds `filled` bytes: `EAGAIN` here means the socket's send buffer is full.
+        let mut left = filled;
+        while left > 0 {
+            dst.writable().await?;
+            match dst.try_io(Interest::WRITABLE, || {
+                splice(read_end, None, dst, None, left, flags).map_err(io::Error::from)
+            }) {
+                Ok(0) => return Err(Stop::Failed(io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    left -= n;
+                    activity.record(direction, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(Stop::Failed(e)),
+            }
+        }
+    }
+}
+
+/// Errors that say the kernel will not splice these descriptors at all.
+fn refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error().map(Errno::from_raw),
+        Some(Errno::ENOSYS | Errno::EPERM | Errno::EINVAL | Errno::EOPNOTSUPP)
+    )
+}
+
+/// `src` → buffer → `dst` until `src` ends.
+async fn copied(
+    src: &TcpStream,
+    dst: &TcpStream,
+    activity: &Activity,
+    direction: Direction,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; COPY_BUF];
+    loop {
+        src.readable().await?;
+        let n = match src.try_read(&mut buf) {
+            Ok(0) => return shutdown_write(dst),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        let mut sent = 0;
+        while sent < n {
+            dst.writable().await?;
+            match dst.try_write(&buf[sent..n]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(m) => {
+                    sent += m;
+                    activity.record(direction, m);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Half-close: no more bytes towards `dst` (a peer that already went away is no error).
+fn shutdown_write(dst: &TcpStream) -> io::Result<()> {
+    match nix::sys::socket::shutdown(dst.as_raw_fd(), nix::sys::socket::Shutdown::Write) {
+        Ok(()) | Err(Errno::ENOTCONN) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

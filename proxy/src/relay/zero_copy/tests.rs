@@ -1,0 +1,102 @@
+use std::sync::Arc;
+
+use prometheus::IntCounter;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+
+fn activity() -> Arc<Activity> {
+    let counter = |name: &str| IntCounter::new(name, "test").unwrap();
+    Activity::new(counter("bytes_in"), counter("bytes_out"))
+}
+
+/// A connected loopback pair: (the gate's end, the far end).
+async fn pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let far = TcpStream::connect(listener.local_addr().unwrap());
+    let (far, near) = tokio::join!(far, listener.accept());
+    (near.unwrap().0, far.unwrap())
+}
+
+/// Deterministic bytes that show reordering or loss (not one repeated byte).
+fn payload(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+/// Megabytes each way through the relay, the client half-closing first and the upstream
+/// answering after it saw the end: every byte arrives in order, both directions end, and the
+/// activity counts each side.
+async fn both_ways(try_splice: bool) -> Moved {
+    let (client, mut client_far) = pair().await;
+    let (upstream, mut upstream_far) = pair().await;
+    let meter = activity();
+    let task = {
+        let meter = meter.clone();
+        tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await })
+    };
+    let up = payload(3 << 20, 1);
+    let down = payload((2 << 20) + 17, 2);
+    let sender = {
+        let up = up.clone();
+        tokio::spawn(async move {
+            client_far.write_all(&up).await.unwrap();
+            client_far.shutdown().await.unwrap();
+            let mut back = Vec::new();
+            client_far.read_to_end(&mut back).await.unwrap();
+            back
+        })
+    };
+    let mut got = Vec::new();
+    upstream_far.read_to_end(&mut got).await.unwrap();
+    assert!(
+        got == up,
+        "the client's bytes reach the upstream in order, then its end"
+    );
+    // Half-closed: the upstream still answers after the client's end.
+    upstream_far.write_all(&down).await.unwrap();
+    drop(upstream_far);
+    let back = sender.await.unwrap();
+    assert!(
+        back == down,
+        "the upstream's answer reaches the half-closed client"
+    );
+    let moved = task.await.unwrap().expect("both directions end cleanly");
+    assert_eq!(meter.bytes(), (up.len() as u64, down.len() as u64));
+    moved
+}
+
+#[tokio::test]
+async fn spliced_tunnels_move_every_byte_in_order_and_half_close() {
+    assert_eq!(both_ways(true).await, Moved::Spliced);
+}
+
+#[tokio::test]
+async fn copied_tunnels_behave_the_same() {
+    assert_eq!(both_ways(false).await, Moved::Copied);
+}
+
+#[tokio::test]
+async fn a_reset_upstream_ends_the_relay_with_an_error() {
+    for try_splice in [true, false] {
+        let (client, mut client_far) = pair().await;
+        let (upstream, upstream_far) = pair().await;
+        let meter = activity();
+        let task =
+            tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await });
+        client_far.write_all(b"hello").await.unwrap();
+        // SO_LINGER 0: the close sends a reset, not an end.
+        upstream_far.set_zero_linger().unwrap();
+        drop(upstream_far);
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(5), task)
+            .await
+            .expect("a reset ends the relay")
+            .unwrap();
+        assert!(
+            ended.is_err(),
+            "splice {try_splice}: a reset is an error: {ended:?}"
+        );
+    }
+}
