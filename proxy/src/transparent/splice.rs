@@ -1,4 +1,5 @@
-//! Byte splicing between the client and the dialed upstream (`copy_bidirectional`): the
+//! Byte splicing between the client and the dialed upstream (splice(2) between TCP sockets,
+//! [`zero_copy`]; a user-space copy for anything else): the
 //! sniffed first bytes are replayed upstream, every byte is metered through the forward
 //! proxy's [`Activity`] clock (`fleetgate_listener_bytes_total`), and the splice is cut after an
 //! idle period or a total lifetime.
@@ -7,8 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
 
-use crate::relay::meter::{Activity, MeteredIo};
+use crate::relay::meter::{Activity, Direction, MeteredIo};
+use crate::relay::zero_copy;
 
 /// How long a spliced connection may live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,23 +49,48 @@ impl SpliceEnd {
     }
 }
 
-/// Replay `prefix` upstream, then copy both ways until both sides close, one fails, or a
-/// limit is hit. Bytes are counted in `activity` (`in`: towards the upstream).
+/// A socket the splice can take: a TCP stream moves its bytes with splice(2)
+/// ([`zero_copy`]); anything else (an in-memory stream) is copied.
+pub trait Relayable: AsyncRead + AsyncWrite + Unpin {
+    /// The TCP stream underneath, when there is one.
+    fn tcp(&self) -> Option<&TcpStream>;
+}
+
+impl Relayable for TcpStream {
+    fn tcp(&self) -> Option<&TcpStream> {
+        Some(self)
+    }
+}
+
+impl Relayable for &mut TcpStream {
+    fn tcp(&self) -> Option<&TcpStream> {
+        Some(self)
+    }
+}
+
+/// Replay `prefix` upstream, then move bytes both ways until both sides close, one fails, or
+/// a limit is hit. Bytes are counted in `activity` (`in`: towards the upstream).
 pub async fn splice<C, U>(
     mut client: C,
-    upstream: U,
+    mut upstream: U,
     prefix: &[u8],
     activity: &Arc<Activity>,
     limits: SpliceLimits,
 ) -> SpliceEnd
 where
-    C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
+    C: Relayable,
+    U: Relayable,
 {
-    let mut upstream = MeteredIo::new(upstream, Arc::clone(activity));
     let relay = async {
         upstream.write_all(prefix).await?;
-        tokio::io::copy_bidirectional(&mut client, &mut upstream).await
+        activity.record(Direction::In, prefix.len());
+        if let (Some(c), Some(u)) = (client.tcp(), upstream.tcp()) {
+            return zero_copy::relay(c, u, activity).await.map(drop);
+        }
+        let mut upstream = MeteredIo::new(upstream, Arc::clone(activity));
+        tokio::io::copy_bidirectional(&mut client, &mut upstream)
+            .await
+            .map(drop)
     };
     tokio::select! {
         done = relay => if done.is_ok() { SpliceEnd::Closed } else { SpliceEnd::Error },
@@ -75,10 +103,58 @@ where
 mod tests {
     use super::*;
     use prometheus::IntCounter;
-    use tokio::io::{AsyncReadExt, duplex};
+    use tokio::io::{AsyncReadExt, DuplexStream, duplex};
+    use tokio::net::TcpListener;
     use tokio::time::Instant;
 
     const LONG: Duration = Duration::from_secs(3600);
+
+    impl Relayable for DuplexStream {
+        fn tcp(&self) -> Option<&TcpStream> {
+            None
+        }
+    }
+
+    /// A connected loopback pair: (the gate's end, the far end).
+    async fn tcp_pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let far = TcpStream::connect(listener.local_addr().unwrap());
+        let (far, near) = tokio::join!(far, listener.accept());
+        (near.unwrap().0, far.unwrap())
+    }
+
+    #[tokio::test]
+    async fn over_tcp_the_prefix_is_replayed_then_bytes_are_spliced_both_ways_and_counted() {
+        let (client, mut client_far) = tcp_pair().await;
+        let (mut upstream, mut upstream_far) = tcp_pair().await;
+        let limits = SpliceLimits {
+            idle: LONG,
+            total: LONG,
+        };
+        let meter = activity();
+        let task = {
+            let meter = meter.clone();
+            tokio::spawn(
+                async move { splice(client, &mut upstream, b"HELLO", &meter, limits).await },
+            )
+        };
+        client_far.write_all(b"ping!").await.unwrap();
+        let mut got = [0u8; 10];
+        upstream_far.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"HELLOping!", "the prefix first, then client bytes");
+        upstream_far.write_all(b"pong").await.unwrap();
+        let mut back = [0u8; 4];
+        client_far.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"pong");
+        drop(client_far);
+        drop(upstream_far);
+        assert_eq!(task.await.unwrap(), SpliceEnd::Closed);
+        assert_eq!(
+            meter.bytes(),
+            (10, 4),
+            "prefix and client bytes in, reply out"
+        );
+    }
 
     fn activity() -> Arc<Activity> {
         let counter = |name: &str| IntCounter::new(name, "test").unwrap();
