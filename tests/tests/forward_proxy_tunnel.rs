@@ -643,3 +643,76 @@ async fn a_client_hello_without_a_server_name_goes_to_the_connect_target() {
         "the line carries sni, null without one: {line}"
     );
 }
+
+/// An origin that reads a whole connection (until the client's end), keeps it, then answers
+/// `answer` and closes.
+async fn half_close_origin(answer: Vec<u8>) -> (u16, tokio::sync::oneshot::Receiver<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.expect("accept");
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).await.expect("read to the end");
+        let _ = tx.send(got);
+        stream.write_all(&answer).await.expect("answer");
+    });
+    (port, rx)
+}
+
+/// `fleetgate_listener_bytes_total` of the forward proxy in `direction`.
+async fn tunnel_bytes(f: &Fixture, direction: &str) -> f64 {
+    f.metric(
+        "fleetgate_listener_bytes_total",
+        &[("listener", "forward_proxy"), ("direction", direction)],
+    )
+    .await
+    .expect("metrics")
+}
+
+/// Bytes that show loss or reordering.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_judged_tls_tunnel_moves_megabytes_both_ways_half_closes_and_counts_every_byte() {
+    let answer = pattern(5 << 20, 7);
+    let (port, received) = half_close_origin(answer.clone()).await;
+    let f = fixture(&[port], "").await;
+    let (in0, out0) = (tunnel_bytes(&f, "in").await, tunnel_bytes(&f, "out").await);
+    let mut s = tunnel(&f, &format!("allowed.test:{port}")).await;
+    // The first message is judged (a ClientHello for the CONNECT host); past it the tunnel is
+    // opaque, so megabytes of anything follow.
+    let mut sent = client_hello("allowed.test");
+    sent.extend(pattern(6 << 20, 3));
+    s.write_all(&sent).await.expect("write");
+    s.shutdown().await.expect("half-close");
+    let mut back = Vec::new();
+    timeout(WAIT, s.read_to_end(&mut back))
+        .await
+        .expect("the answer in time")
+        .expect("read the answer");
+    let got = timeout(WAIT, received)
+        .await
+        .expect("in time")
+        .expect("origin");
+    assert!(
+        got == sent,
+        "every byte reaches the origin, in order, then the end"
+    );
+    assert!(
+        back == answer,
+        "the origin's answer after the client's end reaches the client"
+    );
+    // Each byte is counted as it leaves the gate, before its end is passed on.
+    let bytes_in = tunnel_bytes(&f, "in").await - in0;
+    let bytes_out = tunnel_bytes(&f, "out").await - out0;
+    assert_eq!(
+        (bytes_in, bytes_out),
+        (sent.len() as f64, answer.len() as f64),
+        "every byte is counted, each way"
+    );
+}
