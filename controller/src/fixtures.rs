@@ -162,11 +162,15 @@ impl ApiServerVerifier {
                         .await;
                 }
                 Scenario::FleetScrape(cm) => {
+                    // The first reconcile starts the poll; the poll's end brings the second,
+                    // which writes the status with its view.
                     v.answer(Method::GET, CM_GET_URI, &check, ok_json(&cm))
                         .await;
                     v.answer(Method::GET, PODS_URI, &check, ok_json(&pending_pods()))
                         .await;
                     v.answer(Method::GET, SECRET_URI, &check, ok_json(&token_secret()))
+                        .await;
+                    v.answer(Method::GET, CM_GET_URI, &check, ok_json(&cm))
                         .await;
                     v.status(&check).await;
                 }

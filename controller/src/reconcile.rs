@@ -6,11 +6,19 @@
 //! 2. valid: read the managed ConfigMap and server-side apply the rendered one with the field
 //!    manager [`FIELD_MANAGER`] only when it differs (a steady fleet writes nothing);
 //!    invalid: touch nothing, so the last good ConfigMap stays in place;
-//! 3. when a [`FleetConfig`] is set and the spec is valid, list the selected pods and scrape
-//!    their gates ([`crate::gate_poll`]), aggregated by [`crate::fleet::aggregate`] (pure);
+//! 3. when a [`FleetConfig`] is set and the spec is valid, take the fleet's view from the last
+//!    poll of the selected pods' gates, and start a poll in the background when one is due
+//!    ([`FleetPolls`]): never polled, the view judged against an earlier rendering, a resync
+//!    elapsed, or pods changed. The poll ([`crate::gate_poll`], aggregated by
+//!    [`crate::fleet::aggregate`], pure) runs outside the reconcile and requeues it when done,
+//!    so an edit is never queued behind a status cycle of 10,000 gates;
 //! 4. compute the status ([`crate::status::compute`], pure) and, only when it changed, publish
-//!    an event and server-side apply it on the `/status` subresource;
+//!    an event and server-side apply it on the `/status` subresource; with a fleet, only once a
+//!    view of the current rendering exists (a status without the fleet's fields would remove
+//!    them);
 //! 5. requeue after `spec.resyncSeconds`.
+//!
+//! At most [`RECONCILES_IN_FLIGHT`] reconciles and [`POLLS_IN_FLIGHT`] polls run at once.
 //!
 //! Only the replica holding the lease ([`crate::leader`]) reconciles: a follower's reconcile
 //! returns at once and waits for a change, and every write (ConfigMap, status, event) first
@@ -67,6 +75,13 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
 const BASELINE_WAIT: Duration = Duration::from_secs(5);
 /// How often the fleet gauges of deleted FleetPolicies are removed.
 const GAUGE_PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+/// Reconciles running at once (renders and ConfigMap writes: short).
+pub const RECONCILES_IN_FLIGHT: u16 = 16;
+/// Fleet polls running at once, over every FleetPolicy (each bounded by its own pod
+/// concurrency and the shared [`crate::gate_poll::MAX_IN_FLIGHT`] scrapes).
+pub const POLLS_IN_FLIGHT: usize = 8;
+/// Least time between two polls of one FleetPolicy started because its pods changed.
+pub const POD_CHANGE_POLL_GAP: Duration = Duration::from_secs(2);
 
 /// What every reconcile shares.
 #[derive(Clone)]
@@ -98,6 +113,110 @@ pub struct Context {
     /// Per object, the roles whose namespace LLM budget its gates have spent today, from the
     /// last poll ([`crate::budgets`]): rendered into the gates' policy at the next reconcile.
     exhausted: Arc<Mutex<HashMap<String, fleetgate_policy::llm::spend::RawExhausted>>>,
+    /// The fleet polls per object.
+    polls: FleetPolls,
+}
+
+/// The fleet polls: per object, the last view and the rendering it was judged against, when
+/// the last poll started, whether one runs and whether pods changed since; where a finished
+/// poll asks for its object's reconcile; and the bound on polls at once.
+#[derive(Clone, Default)]
+pub struct FleetPolls {
+    state: Arc<Mutex<HashMap<String, PollState>>>,
+    done: Arc<std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ObjectRef<FleetPolicy>>>>,
+    in_flight: Arc<std::sync::OnceLock<Arc<tokio::sync::Semaphore>>>,
+}
+
+#[derive(Default)]
+struct PollState {
+    /// The last view, with the (policy, managed) sha256 it was judged against.
+    view: Option<(FleetView, (String, String))>,
+    started: Option<tokio::time::Instant>,
+    running: bool,
+    pods_changed: bool,
+}
+
+impl std::fmt::Debug for FleetPolls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetPolls").finish_non_exhaustive()
+    }
+}
+
+// === impl FleetPolls ===
+
+impl FleetPolls {
+    /// Send each finished poll's object to `tx` (the controller reconciles it).
+    pub fn notify(&self, tx: tokio::sync::mpsc::UnboundedSender<ObjectRef<FleetPolicy>>) {
+        let _ = self.done.set(tx);
+    }
+
+    /// Pods selected by `fp` changed: its next reconcile polls (at most every
+    /// [`POD_CHANGE_POLL_GAP`]).
+    pub fn pods_changed(&self, fp: &ObjectRef<FleetPolicy>) {
+        let key = format!(
+            "{}/{}",
+            fp.namespace.as_deref().unwrap_or_default(),
+            fp.name
+        );
+        let mut map = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(key).or_default().pods_changed = true;
+    }
+
+    fn semaphore(&self) -> Arc<tokio::sync::Semaphore> {
+        self.in_flight
+            .get_or_init(|| Arc::new(tokio::sync::Semaphore::new(POLLS_IN_FLIGHT)))
+            .clone()
+    }
+
+    /// The view judged against `digests`, and whether a poll should start now (marked started
+    /// when so).
+    fn view_and_due(
+        &self,
+        key: &str,
+        digests: &(String, String),
+        resync: Duration,
+    ) -> (Option<FleetView>, bool) {
+        let now = tokio::time::Instant::now();
+        let mut map = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let p = map.entry(key.to_string()).or_default();
+        let current = p
+            .view
+            .as_ref()
+            .filter(|(_, judged)| judged == digests)
+            .map(|(v, _)| v.clone());
+        let since = p.started.map(|s| now.saturating_duration_since(s));
+        let due = !p.running
+            && match since {
+                None => true,
+                Some(_) if current.is_none() => true,
+                Some(e) => {
+                    e + Duration::from_secs(1) >= resync
+                        || (p.pods_changed && e >= POD_CHANGE_POLL_GAP)
+                }
+            };
+        if due {
+            p.running = true;
+            p.started = Some(now);
+            p.pods_changed = false;
+        }
+        (current, due)
+    }
+
+    /// A poll ended: keep its view (a failed poll keeps the last one).
+    fn finished(&self, key: &str, view: Option<(FleetView, (String, String))>) {
+        let mut map = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let p = map.entry(key.to_string()).or_default();
+        p.running = false;
+        if view.is_some() {
+            p.view = view;
+        }
+    }
+
+    /// Forget objects that no longer exist.
+    fn retain(&self, live: &std::collections::HashSet<String>) {
+        let mut map = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|k, _| live.contains(k));
+    }
 }
 
 /// A status this controller wrote, with the resourceVersion of the object it came from.
@@ -147,7 +266,13 @@ impl Context {
             written: Arc::default(),
             pods: PodIndex::default(),
             exhausted: Arc::default(),
+            polls: FleetPolls::default(),
         }
+    }
+
+    /// The fleet polls (tests and the controller loop wire their completions).
+    pub fn polls(&self) -> &FleetPolls {
+        &self.polls
     }
 
     fn exhausted_for(&self, key: &str) -> Option<fleetgate_policy::llm::spend::RawExhausted> {
@@ -274,17 +399,18 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
         }
     }
     let fleet = match (&ctx.fleet, &rendered) {
-        (Some(cfg), Ok(d)) => Some(observe_fleet(&ctx, cfg, &fp, &ns, d).await?),
+        (Some(cfg), Ok(d)) => match fleet_view(&ctx, cfg, &fp, &ns, d) {
+            Some(view) => Some(view),
+            // No view of this rendering yet: the poll's end requeues this reconcile, which
+            // writes the status with it.
+            None => {
+                ctx.clear_failures(&key(&fp));
+                return Ok(Action::requeue(Duration::from_secs(u64::from(
+                    fp.resync_seconds(),
+                ))));
+            }
+        },
         _ => None,
-    };
-    // The namespace budgets: a verdict that changed is rendered at once, not a resync later.
-    let budgets = fp.spec.llm.as_ref().and_then(|l| l.budgets.as_ref());
-    let spent_changed = match (fleet.as_ref().and_then(|f| f.llm_spend.as_ref()), budgets) {
-        (Some(spend), Some(b)) => {
-            ctx.update_exhausted(&key(&fp), Some(crate::budgets::exhausted(spend, b)))
-        }
-        (_, None) => ctx.update_exhausted(&key(&fp), None),
-        (None, Some(_)) => false,
     };
     let wanted = status::compute(&fp, &rendered, fleet.as_ref(), &Time(Timestamp::now()));
     if ctx.fleet.is_some() {
@@ -298,9 +424,6 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
         ctx.remember_written(&fp, &wanted);
     }
     ctx.clear_failures(&key(&fp));
-    if spent_changed {
-        return Ok(Action::requeue(Duration::from_secs(1)));
-    }
     Ok(Action::requeue(Duration::from_secs(u64::from(
         fp.resync_seconds(),
     ))))
@@ -411,14 +534,117 @@ async fn check_secret_rules(
     })
 }
 
-/// List the selected pods, read the report token, scrape every gate and aggregate.
-async fn observe_fleet(
-    ctx: &Context,
+/// The view of `fp`'s fleet judged against the rendering `d`, starting a poll in the
+/// background when one is due (its end requeues the object); `None` until a poll of this
+/// rendering has ended.
+fn fleet_view(
+    ctx: &Arc<Context>,
     cfg: &FleetConfig,
-    fp: &FleetPolicy,
+    fp: &Arc<FleetPolicy>,
     ns: &str,
     d: &Desired,
-) -> Result<FleetView> {
+) -> Option<FleetView> {
+    let key = key(fp);
+    let digests = (d.policy_sha256.clone(), d.managed_sha256.clone());
+    let resync = Duration::from_secs(u64::from(fp.resync_seconds()));
+    let (view, due) = ctx.polls.view_and_due(&key, &digests, resync);
+    if due {
+        let job = PollJob {
+            cfg: cfg.clone(),
+            fp: fp.clone(),
+            ns: ns.to_string(),
+            expected: expected(fp, d),
+            egress_mode: d.egress_mode,
+            digests,
+        };
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let permit = ctx.polls.semaphore().acquire_owned().await;
+            let fp = job.fp.clone();
+            poll(&ctx, job).await;
+            drop(permit);
+            if let Some(tx) = ctx.polls.done.get() {
+                let _ = tx.send(ObjectRef::from_obj(fp.as_ref()));
+            }
+        });
+    }
+    view
+}
+
+/// One fleet poll's inputs, taken from the reconcile that started it.
+struct PollJob {
+    cfg: FleetConfig,
+    fp: Arc<FleetPolicy>,
+    ns: String,
+    expected: Expected,
+    egress_mode: crate::crd::EgressMode,
+    digests: (String, String),
+}
+
+/// What the gates are checked against.
+fn expected(fp: &FleetPolicy, d: &Desired) -> Expected {
+    Expected {
+        policy_sha256: d.policy_sha256.clone(),
+        managed_sha256: d.managed_sha256.clone(),
+        pins: fleet::pins_from_managed(fp.spec.managed.as_ref()),
+        allowed_models: d.cron.allowed_models.clone(),
+        max_cost_per_job_per_day: d.cron.max_cost_per_job_per_day,
+    }
+}
+
+/// Poll `job`'s gates and keep the view; the namespace LLM budgets' verdict is updated from
+/// the spend the gates report (rendered at the reconcile the poll's end requeues). A failure is
+/// counted and logged, and the last view stays.
+async fn poll(ctx: &Context, job: PollJob) {
+    let key = key(&job.fp);
+    match observe_fleet(ctx, &job).await {
+        Ok(view) => {
+            let budgets = job.fp.spec.llm.as_ref().and_then(|l| l.budgets.as_ref());
+            match (view.llm_spend.as_ref(), budgets) {
+                (Some(spend), Some(b)) => {
+                    ctx.update_exhausted(&key, Some(crate::budgets::exhausted(spend, b)));
+                }
+                (_, None) => {
+                    ctx.update_exhausted(&key, None);
+                }
+                (None, Some(_)) => {}
+            }
+            ctx.polls.finished(&key, Some((view, job.digests)));
+        }
+        Err(e) => {
+            ctx.metrics.failures.with_label_values(&[e.code()]).inc();
+            warn!(name = %job.fp.name_any(), code = e.code(), error = %e, "fleetpolicy.poll_failed");
+            ctx.polls.finished(&key, None);
+        }
+    }
+}
+
+/// Poll `fp`'s fleet now, in this task (what a due poll does in the background).
+#[cfg(test)]
+pub(crate) async fn poll_now(fp: &FleetPolicy, ctx: &Context) {
+    let Some(cfg) = ctx.fleet.clone() else {
+        return;
+    };
+    let Ok(d) = desired::render_with_budgets(fp, None, ctx.exhausted_for(&key(fp)).as_ref()) else {
+        return;
+    };
+    let job = PollJob {
+        cfg,
+        fp: Arc::new(fp.clone()),
+        ns: fp.namespace().unwrap_or_default(),
+        expected: expected(fp, &d),
+        egress_mode: d.egress_mode,
+        digests: (d.policy_sha256.clone(), d.managed_sha256.clone()),
+    };
+    // Marked as started, as a due poll is, so the next reconcile takes its view.
+    let resync = Duration::from_secs(u64::from(fp.resync_seconds()));
+    let _ = ctx.polls.view_and_due(&key(fp), &job.digests, resync);
+    poll(ctx, job).await;
+}
+
+/// Scrape the gates of the pods `job`'s FleetPolicy selects and aggregate what they serve.
+async fn observe_fleet(ctx: &Context, job: &PollJob) -> Result<FleetView> {
+    let (cfg, fp, ns) = (&job.cfg, &job.fp, job.ns.as_str());
     let selector =
         Selector::try_from(fp.spec.selector.clone()).map_err(|e| Error::Selector(e.to_string()))?;
     // From the pod watch's store once it listed; until then from the API server.
@@ -458,17 +684,10 @@ async fn observe_fleet(
                 .inc();
         }
     }
-    let expected = Expected {
-        policy_sha256: d.policy_sha256.clone(),
-        managed_sha256: d.managed_sha256.clone(),
-        pins: fleet::pins_from_managed(fp.spec.managed.as_ref()),
-        allowed_models: d.cron.allowed_models.clone(),
-        max_cost_per_job_per_day: d.cron.max_cost_per_job_per_day,
-    };
-    let mut view = fleet::aggregate(targets.len(), &scrapes, &expected);
+    let mut view = fleet::aggregate(targets.len(), &scrapes, &job.expected);
     let modes = pods::egress_modes(selected.iter().copied());
-    let below = fleet::injected_below(&modes, d.egress_mode);
-    fleet::check_capture(&mut view, &below, d.egress_mode);
+    let below = fleet::injected_below(&modes, job.egress_mode);
+    fleet::check_capture(&mut view, &below, job.egress_mode);
     Ok(view)
 }
 
@@ -612,17 +831,31 @@ pub async fn run(
         })
         .touched_objects();
     let controller = Controller::for_stream(trigger, store.clone())
+        .with_config(kube::runtime::controller::Config::default().concurrency(RECONCILES_IN_FLIGHT))
         .trigger_backoff(crate::watch_backoff::WatchBackoff::default());
     tokio::spawn(prune_fleet_gauges(
         ctx.metrics.clone(),
+        ctx.polls.clone(),
         store.clone(),
         synced,
     ));
+    // A finished fleet poll requeues its FleetPolicy, whose reconcile writes the status.
+    let (polled_tx, polled_rx) = tokio::sync::mpsc::unbounded_channel();
+    ctx.polls.notify(polled_tx);
+    let polled = futures_util::stream::unfold(polled_rx, |mut rx| async move {
+        rx.recv().await.map(|r| (r, rx))
+    });
+    let polls = ctx.polls.clone();
     controller
         .owns(cms, owned)
         .watches_stream(pod_events, move |pod: Pod| {
-            policies_selecting(&store.state(), &pod)
+            let selecting = policies_selecting(&store.state(), &pod);
+            for fp in &selecting {
+                polls.pods_changed(fp);
+            }
+            selecting
         })
+        .reconcile_on(polled)
         .reconcile_all_on(ctx.leader.acquisitions())
         .reconcile_all_on(baseline_changes)
         .shutdown_on_signal()
@@ -635,9 +868,14 @@ pub async fn run(
         .await;
 }
 
-/// Every minute, drop the fleet gauges of FleetPolicies that no longer exist: without a
+/// Every minute, drop the fleet gauges and poll state of FleetPolicies that no longer exist: without a
 /// finalizer a deletion never reaches `reconcile`, so the store is the source of truth.
-async fn prune_fleet_gauges(metrics: Metrics, store: Store<FleetPolicy>, synced: Arc<AtomicBool>) {
+async fn prune_fleet_gauges(
+    metrics: Metrics,
+    polls: FleetPolls,
+    store: Store<FleetPolicy>,
+    synced: Arc<AtomicBool>,
+) {
     // Before the first list the store is empty and pruning would wipe every series.
     while !synced.load(Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -651,6 +889,12 @@ async fn prune_fleet_gauges(metrics: Metrics, store: Store<FleetPolicy>, synced:
             .map(|fp| (fp.namespace().unwrap_or_default(), fp.name_any()))
             .collect();
         metrics.retain_fleet(&live);
+        polls.retain(
+            &live
+                .iter()
+                .map(|(ns, name)| format!("{ns}/{name}"))
+                .collect(),
+        );
     }
 }
 

@@ -434,6 +434,9 @@ async fn run(n: usize) -> Row {
     for _ in 0..2 {
         let (api0, scraped0) = (cluster.requests(), served(gates.port).await);
         let start = Instant::now();
+        // A status cycle: every poll, then every reconcile writing its view.
+        let polls = policies.iter().map(|fp| super::poll_now(fp, &ctx));
+        futures_util::future::join_all(polls).await;
         let cycles = policies
             .iter()
             .map(|fp| reconcile(Arc::new(fp.clone()), ctx.clone()));

@@ -413,9 +413,23 @@ async fn fleet_scraping_writes_pod_counts_and_propagation() {
             }
         },
     );
-    reconcile(Arc::new(settled(FleetPolicy::test())), ctx.clone())
+    let (tx, mut polled) = tokio::sync::mpsc::unbounded_channel();
+    ctx.polls().notify(tx);
+    let fp = Arc::new(settled(FleetPolicy::test()));
+    reconcile(fp.clone(), ctx.clone())
         .await
-        .expect("a scraping reconcile must succeed");
+        .expect("the reconcile starting the poll must succeed");
+    let done = tokio::time::timeout(Duration::from_secs(1), polled.recv())
+        .await
+        .expect("the poll ends within its deadline");
+    assert_eq!(
+        done.map(|r| r.name),
+        Some(fp.name_any()),
+        "a finished poll requeues its FleetPolicy"
+    );
+    reconcile(fp, ctx.clone())
+        .await
+        .expect("the reconcile writing the view must succeed");
     timeout_after_1s(mock).await;
     assert_eq!(
         ctx.metrics
