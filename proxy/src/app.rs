@@ -154,7 +154,18 @@ pub fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError
 
 /// Run the gate's listeners until SIGTERM or Ctrl-C, then drain.
 pub async fn serve(args: ServeArgs) -> ExitCode {
-    // 1. The policy, its runtime and the state.
+    // 1. The policy, its runtime and the state; descriptors for every tunnel's pipes.
+    match crate::relay::zero_copy::raise_open_file_limit() {
+        Some((before, after)) if after > before => {
+            tracing::info!(
+                before,
+                after,
+                "raised the soft open-file limit to the hard limit"
+            );
+        }
+        Some(_) => {}
+        None => tracing::warn!("the open-file limit could not be read or raised"),
+    }
     let (shared, listen) = match start_state(&args) {
         Ok(started) => started,
         Err(code) => return code,

@@ -5,6 +5,11 @@
 //! the other direction goes on until it ends too, and every byte moved is recorded in the
 //! tunnel's [`Activity`] (byte counters and the idle clock) as it leaves the pipe.
 //!
+//! A direction takes its pipe (two descriptors) when its first bytes arrive, so an idle tunnel
+//! holds none; `serve` raises the soft open-file limit to the hard one at start
+//! ([`raise_open_file_limit`]), as a Go proxy's runtime does, so pipes do not crowd out the
+//! sockets a listener accepts.
+//!
 //! Where splice cannot run, a direction copies in user space instead, with the same
 //! half-close and accounting: when no pipe can be had (no file descriptors left: that tunnel
 //! only), or when the kernel refuses splice on the first read of a direction before any byte
@@ -101,6 +106,9 @@ async fn pump(
     direction: Direction,
     try_splice: bool,
 ) -> io::Result<Moved> {
+    // The pipe is taken when the first bytes are there to move: a tunnel that idles holds
+    // two sockets and nothing else.
+    src.readable().await?;
     if try_splice
         && !UNAVAILABLE.load(Ordering::Relaxed)
         && let Ok((read_end, write_end)) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
@@ -211,6 +219,18 @@ async fn copied(
             }
         }
     }
+}
+
+/// Raise the soft limit on open files to the hard one; returns `(before, after)`, `None`
+/// when the limit could not be read or set (the gate runs with what it has).
+pub fn raise_open_file_limit() -> Option<(u64, u64)> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft >= hard {
+        return Some((soft, soft));
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).ok()?;
+    Some((soft, hard))
 }
 
 /// Half-close: no more bytes towards `dst` (a peer that already went away is no error).
