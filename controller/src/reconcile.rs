@@ -98,6 +98,9 @@ pub struct Context {
     /// Per object, the roles whose namespace LLM budget its gates have spent today, from the
     /// last poll ([`crate::budgets`]): rendered into the gates' policy at the next reconcile.
     exhausted: Arc<Mutex<HashMap<String, fleetgate_policy::llm::spend::RawExhausted>>>,
+    /// Per object, its gates' LLM spend today as far as the polls saw it
+    /// ([`crate::budgets::high_water`]).
+    spend_seen: Arc<Mutex<HashMap<String, crate::budgets::NamespaceSpend>>>,
 }
 
 /// A status this controller wrote, with the resourceVersion of the object it came from.
@@ -147,12 +150,26 @@ impl Context {
             written: Arc::default(),
             pods: PodIndex::default(),
             exhausted: Arc::default(),
+            spend_seen: Arc::default(),
         }
     }
 
     fn exhausted_for(&self, key: &str) -> Option<fleetgate_policy::llm::spend::RawExhausted> {
         let map = self.exhausted.lock().unwrap_or_else(|p| p.into_inner());
         map.get(key).cloned()
+    }
+
+    /// What the gates of `key` spent today: `now` (this poll's sum) raised to what earlier
+    /// polls of the day saw, and remembered.
+    fn spend_today(
+        &self,
+        key: &str,
+        now: crate::budgets::NamespaceSpend,
+    ) -> crate::budgets::NamespaceSpend {
+        let mut map = self.spend_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let today = crate::budgets::high_water(map.get(key), now);
+        map.insert(key.to_string(), today.clone());
+        today
     }
 
     /// Remember `now` (nothing spent: forget); whether it differs from what was rendered.
@@ -273,10 +290,17 @@ async fn reconcile_leading(fp: Arc<FleetPolicy>, ctx: Arc<Context>) -> Result<Ac
             warn!(namespace = %ns, name = %fp.name_any(), error = %e, "fleetpolicy.invalid");
         }
     }
-    let fleet = match (&ctx.fleet, &rendered) {
+    let mut fleet = match (&ctx.fleet, &rendered) {
         (Some(cfg), Ok(d)) => Some(observe_fleet(&ctx, cfg, &fp, &ns, d).await?),
         _ => None,
     };
+    // A gate missing from this poll keeps the spend it reported earlier today.
+    if let Some(view) = fleet.as_mut() {
+        view.llm_spend = view
+            .llm_spend
+            .take()
+            .map(|now| ctx.spend_today(&key(&fp), now));
+    }
     // The namespace budgets: a verdict that changed is rendered at once, not a resync later.
     let budgets = fp.spec.llm.as_ref().and_then(|l| l.budgets.as_ref());
     let spent_changed = match (fleet.as_ref().and_then(|f| f.llm_spend.as_ref()), budgets) {

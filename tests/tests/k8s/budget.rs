@@ -12,7 +12,9 @@
 //! refused, and what the gates counted in all. The overshoot (dollars past the cap, seconds of
 //! serving past it) must stay within the bound the controller documents — what the fleet
 //! spends in one poll interval plus the policy's way to the gates — computed from the
-//! measured call rate; the figures are printed.
+//! measured call rate; the figures are printed. Last, one gate goes away: the poll then
+//! reaches only the other, whose own spend may be under the cap, and the day's spend and the
+//! verdict must stay.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -630,6 +632,50 @@ async fn a_namespace_budget_stops_two_gates_within_the_documented_overshoot() {
         .unwrap_or_default();
     assert_eq!(cell, want_column, "kubectl get fp:\n{table}");
     println!("kubectl get fp:\n{table}");
+
+    // One gate goes away (its pod stays, unanswering): the next poll sums the other alone,
+    // under the cap by itself, but the day's spend the controller saw stays, and so does the
+    // verdict.
+    let gone = fleet.pop().expect("the second pod's gate");
+    drop(gone);
+    let status = eventually(
+        Duration::from_secs(2 * RESYNC_SECONDS + 10),
+        "a poll that reaches one gate",
+        || async {
+            let fp: Value = serde_json::from_str(&kubectl(
+                &["-n", &ns, "get", "fp", "fleet", "-o", "json"],
+                None,
+            ))
+            .ok()?;
+            (fp["status"]["llmSpend"]["gates"] == 1).then(|| fp["status"].clone())
+        },
+    )
+    .await;
+    let alone = gate_spend(&fleet[0].gate).await["roles"]["cron"]["usd"]
+        .as_f64()
+        .expect("the remaining gate's spend");
+    println!(
+        "one gate gone: the poll reaches ${alone:.2} of the day's ${spent:.2}; status {}",
+        status["llmSpend"]
+    );
+    let cron = status["llmSpend"]["roles"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["role"] == "cron"))
+        .expect("cron in the status")
+        .clone();
+    assert!(
+        (cron["spentUsd"].as_f64().expect("spent") - spent).abs() < 0.005
+            && cron["exhausted"] == true
+            && status["budget"] == want_column.as_str(),
+        "the day's spend and the verdict outlive a gate missing from the poll: {status:#}"
+    );
+    let reply = call_cron(fleet[0].gate.api_addr()).await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.header("x-fleetgate-error")),
+        (429, Some("llm_budget_exceeded")),
+        "the remaining gate still refuses: {}",
+        reply.text()
+    );
     drop(fleet);
     drop(controller);
 }
