@@ -9,6 +9,11 @@
 //! once) plus the gate's policy reload (the kubelet's ConfigMap sync, then the gate's file
 //! poll). Until then every gate keeps serving the role, so the namespace can overshoot by
 //! what the fleet spends in that time; each pod's own budget still holds at its gate.
+//!
+//! What a poll sums is kept as the day's high-water mark per role ([`high_water`]): a gate
+//! that misses a poll (a timeout, a restart, a pod gone) takes its spend out of that poll's
+//! sum, but not out of the day's, so a spent role stays spent until 00:00 UTC rather than
+//! being served again until the gate answers.
 
 use std::collections::BTreeMap;
 
@@ -77,6 +82,31 @@ pub fn sum<'a>(gates: impl IntoIterator<Item = &'a GateSpend>) -> Option<Namespa
         }
     }
     Some(out)
+}
+
+/// The day's spend as far as this controller has seen it: per role, the larger of what the
+/// gates report now and what they reported earlier the same day (`previous`); a new day starts
+/// from `now`. A poll summing an earlier day than `previous` (only gates still on yesterday
+/// answered) keeps `previous`. The gate count is the poll's own.
+pub fn high_water(previous: Option<&NamespaceSpend>, now: NamespaceSpend) -> NamespaceSpend {
+    let Some(previous) = previous else {
+        return now;
+    };
+    match now.day.cmp(&previous.day) {
+        std::cmp::Ordering::Greater => now,
+        std::cmp::Ordering::Less => NamespaceSpend {
+            gates: now.gates,
+            ..previous.clone()
+        },
+        std::cmp::Ordering::Equal => {
+            let mut usd = previous.usd.clone();
+            for (role, spent) in now.usd {
+                let kept = usd.entry(role).or_default();
+                *kept = kept.max(spent);
+            }
+            NamespaceSpend { usd, ..now }
+        }
+    }
 }
 
 /// The roles at or over their namespace cap on the summed day.

@@ -113,6 +113,9 @@ pub struct Context {
     /// Per object, the roles whose namespace LLM budget its gates have spent today, from the
     /// last poll ([`crate::budgets`]): rendered into the gates' policy at the next reconcile.
     exhausted: Arc<Mutex<HashMap<String, fleetgate_policy::llm::spend::RawExhausted>>>,
+    /// Per object, its gates' LLM spend today as far as the polls saw it
+    /// ([`crate::budgets::high_water`]).
+    spend_seen: Arc<Mutex<HashMap<String, crate::budgets::NamespaceSpend>>>,
     /// The fleet polls per object.
     polls: FleetPolls,
 }
@@ -266,6 +269,7 @@ impl Context {
             written: Arc::default(),
             pods: PodIndex::default(),
             exhausted: Arc::default(),
+            spend_seen: Arc::default(),
             polls: FleetPolls::default(),
         }
     }
@@ -278,6 +282,19 @@ impl Context {
     fn exhausted_for(&self, key: &str) -> Option<fleetgate_policy::llm::spend::RawExhausted> {
         let map = self.exhausted.lock().unwrap_or_else(|p| p.into_inner());
         map.get(key).cloned()
+    }
+
+    /// What the gates of `key` spent today: `now` (this poll's sum) raised to what earlier
+    /// polls of the day saw, and remembered.
+    fn spend_today(
+        &self,
+        key: &str,
+        now: crate::budgets::NamespaceSpend,
+    ) -> crate::budgets::NamespaceSpend {
+        let mut map = self.spend_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let today = crate::budgets::high_water(map.get(key), now);
+        map.insert(key.to_string(), today.clone());
+        today
     }
 
     /// Remember `now` (nothing spent: forget); whether it differs from what was rendered.
@@ -598,7 +615,9 @@ fn expected(fp: &FleetPolicy, d: &Desired) -> Expected {
 async fn poll(ctx: &Context, job: PollJob) {
     let key = key(&job.fp);
     match observe_fleet(ctx, &job).await {
-        Ok(view) => {
+        Ok(mut view) => {
+            // A gate missing from this poll keeps the spend it reported earlier today.
+            view.llm_spend = view.llm_spend.take().map(|now| ctx.spend_today(&key, now));
             let budgets = job.fp.spec.llm.as_ref().and_then(|l| l.budgets.as_ref());
             match (view.llm_spend.as_ref(), budgets) {
                 (Some(spend), Some(b)) => {

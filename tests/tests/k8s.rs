@@ -17,6 +17,8 @@
 
 #[path = "k8s/admission.rs"]
 mod admission;
+#[path = "k8s/budget.rs"]
+mod budget;
 #[path = "k8s/charts.rs"]
 mod charts;
 #[path = "k8s/controller.rs"]

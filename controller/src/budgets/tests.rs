@@ -68,3 +68,47 @@ fn a_role_at_its_namespace_cap_is_spent_and_shows_in_the_status_and_column() {
     let none = status(&spend, None);
     assert_eq!(column(&none), "$4.50", "without a cap, the total");
 }
+
+#[test]
+fn a_gate_missing_from_a_poll_keeps_its_spend_for_the_day_so_a_spent_role_stays_spent() {
+    let cap = budgets(1.0);
+    let both = sum(&[
+        gate("2026-12-07", &[("cron", 0.6), ("main", 0.1)]),
+        gate("2026-12-07", &[("cron", 0.5)]),
+    ])
+    .expect("gates");
+    let first = high_water(None, both);
+    assert_eq!(exhausted(&first, &cap).roles, vec!["cron".to_string()]);
+    // The second gate misses the next poll: alone, the first is under the cap.
+    let one = sum(&[gate("2026-12-07", &[("cron", 0.7)])]).expect("a gate");
+    assert!(exhausted(&one, &cap).roles.is_empty(), "the poll alone");
+    let kept = high_water(Some(&first), one);
+    assert_eq!(kept.gates, 1, "the poll's own gate count");
+    assert_eq!(kept.usd["cron"], 1.1, "the day's high-water mark");
+    assert_eq!(kept.usd["main"], 0.1, "a role no gate reports now is kept");
+    assert_eq!(
+        exhausted(&kept, &cap).roles,
+        vec!["cron".to_string()],
+        "still spent"
+    );
+    // More spend than ever seen raises the mark.
+    let more = sum(&[
+        gate("2026-12-07", &[("cron", 0.9)]),
+        gate("2026-12-07", &[("cron", 0.5)]),
+    ])
+    .expect("gates");
+    assert_eq!(high_water(Some(&kept), more).usd["cron"], 1.4);
+    // A new UTC day starts from what the gates report; a poll of only yesterday's gates keeps
+    // today's.
+    let tomorrow = sum(&[gate("2026-12-08", &[("cron", 0.01)])]).expect("a gate");
+    let next = high_water(Some(&kept), tomorrow);
+    assert_eq!((next.day.as_str(), next.usd["cron"]), ("2026-12-08", 0.01));
+    let late = sum(&[gate("2026-12-07", &[("cron", 5.0)])]).expect("a gate");
+    let still = high_water(Some(&next), late);
+    assert_eq!(
+        (still.day.as_str(), still.usd["cron"]),
+        ("2026-12-08", 0.01)
+    );
+    // A raised cap serves the role again.
+    assert!(exhausted(&kept, &budgets(2.0)).roles.is_empty());
+}

@@ -147,13 +147,13 @@ pub struct BaselineLlm {
     /// Effort and tier per role (`main`, `delegation`, `cron`, `auxiliary`,
     /// `auxiliary:<task>`, `default`); each value set here overrides the namespace's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(extend("maxProperties" = 64))]
     pub pins: BTreeMap<String, LlmPinSpec>,
     /// The least each role's provider-side tools get (`allow` < `observe` < `refuse`), same
     /// role keys: a namespace asking for less for that role, or for a role it covers
     /// (`auxiliary` covers every task, `default` every role), is raised to it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(extend("maxProperties" = 64))]
     pub provider_tools: BTreeMap<String, LlmProviderTools>,
 }
 

@@ -18,12 +18,12 @@ pub struct LlmSpec {
     pub mode: Option<LlmModeSpec>,
     /// Upstream providers by name (1..63 of `[a-z0-9-]`).
     #[serde(default)]
-    #[schemars(length(max = 16))]
+    #[schemars(extend("maxProperties" = 16))]
     pub providers: BTreeMap<String, LlmProviderSpec>,
     /// Role → provider name. Roles: `main`, `delegation`, `cron`, `auxiliary` (every
     /// auxiliary task), `auxiliary:<task>`, `default`.
     #[serde(default)]
-    #[schemars(length(max = 64))]
+    #[schemars(extend("maxProperties" = 64))]
     pub roles: BTreeMap<String, String>,
     /// Models the fleet may use (exact ids, or a prefix ending in `*`). Empty allows any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -31,7 +31,7 @@ pub struct LlmSpec {
     pub allowed_models: Vec<String>,
     /// Pinned effort and tier per role (same role keys as `roles`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(extend("maxProperties" = 64))]
     pub pins: BTreeMap<String, LlmPinSpec>,
     /// Per role (same role keys as `roles`), what a request naming a tool the provider runs
     /// itself gets — a web search, a page fetch, code execution, a remote MCP server, which
@@ -39,7 +39,7 @@ pub struct LlmSpec {
     /// every role: counted and logged) or `refuse` (enforce mode: refused in the provider's
     /// error shape, naming the tool).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(extend("maxProperties" = 64))]
     pub provider_tools: BTreeMap<String, LlmProviderTools>,
     /// Prices in USD per million tokens per model id (or a prefix ending in `*`), over the
     /// gate's built-in table of published list prices; what each call costs is its
@@ -65,12 +65,12 @@ pub struct LlmSpec {
 pub struct LlmPricesSpec {
     /// Model id, or a prefix ending in `*`, → its price.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 256))]
+    #[schemars(extend("maxProperties" = 256))]
     pub models: BTreeMap<String, LlmPriceSpec>,
     /// Service tier → price multiplier for models whose entry names none (OpenAI's
     /// built-in entries: `flex` 0.5, `priority` 2).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 32))]
+    #[schemars(extend("maxProperties" = 32))]
     pub tiers: BTreeMap<String, f64>,
     /// Whether the gate's built-in table applies under `models` (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,17 +97,25 @@ pub struct LlmPriceSpec {
     pub cache_write: Option<f64>,
 }
 
+/// The CEL rule on both budget maps: each key is a budget role (the gate's
+/// `fleetgate_policy::llm::spend::BUDGET_ROLES`), so the API server refuses a misspelt role
+/// rather than the controller reporting the spec invalid after it is stored.
+pub const BUDGET_ROLES_RULE: &str =
+    "self.all(role, role in ['main', 'delegation', 'cron', 'auxiliary'])";
+/// What the API server says when [`BUDGET_ROLES_RULE`] fails.
+pub const BUDGET_ROLES_MESSAGE: &str = "a budget role is main, delegation, cron or auxiliary (every auxiliary task counts under auxiliary)";
+
 /// `spec.llm.budgets`.
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmBudgetsSpec {
     /// Role → each pod's budget, enforced at its gate.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 4))]
+    #[schemars(extend("maxProperties" = 4, "x-kubernetes-validations" = [{"rule": BUDGET_ROLES_RULE, "message": BUDGET_ROLES_MESSAGE}]))]
     pub pod: BTreeMap<String, LlmBudgetSpec>,
     /// Role → the namespace's budget, shared by every gate of the namespace.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(length(max = 4))]
+    #[schemars(extend("maxProperties" = 4, "x-kubernetes-validations" = [{"rule": BUDGET_ROLES_RULE, "message": BUDGET_ROLES_MESSAGE}]))]
     pub namespace: BTreeMap<String, LlmBudgetSpec>,
 }
 

@@ -170,6 +170,35 @@ fn the_schema_carries_the_validation() {
         ("/cron/properties/windowDays/maximum", json!(366.0)),
         ("/managed/x-kubernetes-preserve-unknown-fields", json!(true)),
         ("/resyncSeconds/minimum", json!(10.0)),
+        // Map sizes are maxProperties (schemars' `length` sets nothing on a map).
+        ("/llm/properties/providers/maxProperties", json!(16)),
+        ("/llm/properties/roles/maxProperties", json!(64)),
+        ("/llm/properties/pins/maxProperties", json!(64)),
+        ("/llm/properties/providerTools/maxProperties", json!(64)),
+        (
+            "/llm/properties/prices/properties/models/maxProperties",
+            json!(256),
+        ),
+        (
+            "/llm/properties/prices/properties/tiers/maxProperties",
+            json!(32),
+        ),
+        (
+            "/llm/properties/budgets/properties/namespace/maxProperties",
+            json!(4),
+        ),
+        (
+            "/llm/properties/budgets/properties/pod/maxProperties",
+            json!(4),
+        ),
+        (
+            "/llm/properties/budgets/properties/namespace/additionalProperties/properties/dailyUsd/minimum",
+            json!(0.0),
+        ),
+        (
+            "/llm/properties/budgets/properties/pod/additionalProperties/properties/tokensPerMinute/minimum",
+            json!(1.0),
+        ),
     ];
     for (pointer, want) in cases {
         let full = format!("{spec}{pointer}");
@@ -188,6 +217,27 @@ fn the_schema_carries_the_validation() {
         Some(&json!(["selector"])),
         "only the selector must be required"
     );
+}
+
+#[test]
+fn both_budget_maps_take_only_the_gates_budget_roles() {
+    let s = schema();
+    for scope in ["pod", "namespace"] {
+        let rule = s
+            .pointer(&format!(
+                "/properties/spec/properties/llm/properties/budgets/properties/{scope}/x-kubernetes-validations/0"
+            ))
+            .unwrap_or_else(|| panic!("budgets.{scope} must carry a CEL rule"));
+        assert_eq!(rule["rule"], json!(llm::BUDGET_ROLES_RULE));
+        assert_eq!(rule["message"], json!(llm::BUDGET_ROLES_MESSAGE));
+    }
+    // The rule's list is the gate's: every role it names, and no other.
+    let listed: Vec<&str> = llm::BUDGET_ROLES_RULE
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    assert_eq!(listed, fleetgate_policy::llm::spend::BUDGET_ROLES);
 }
 
 #[test]

@@ -302,6 +302,18 @@ async fn the_api_server_refuses_every_schema_violation_naming_the_field() {
                 spec: json!({ "selector": {}, "web": { "searchBackend": "searxng" } }),
                 expect: "SearXNG is self-hosted: set spec.web.vendors.searxng.baseURL when searchBackend is searxng".into(),
             });
+            // The budget maps' CEL rule: a key that is not a budget role (a misspelling, an
+            // auxiliary task, which counts under `auxiliary`) is refused where it is written.
+            for (scope, role) in [("namespace", "crons"), ("pod", "auxiliary:vision")] {
+                cases.push(Violation {
+                    rule: format!("CEL budget role {role}"),
+                    field: format!("spec.llm.budgets.{scope}"),
+                    spec: json!({ "selector": {}, "llm": { "budgets": {
+                        scope: { "cron": { "dailyUsd": 1 }, role: { "dailyUsd": 1 } },
+                    }}}),
+                    expect: "a budget role is main, delegation, cron or auxiliary".into(),
+                });
+            }
         }
         assert!(cases.len() > 10, "{kind}: the schema must yield cases");
         let ar = ApiResource {
@@ -370,6 +382,39 @@ async fn the_api_server_refuses_every_schema_violation_naming_the_field() {
         refused + failures.len(),
         failures.join("\n")
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_server_takes_a_budget_for_each_of_the_four_roles_in_both_scopes() {
+    let _ = ensure_crds();
+    let client = support::client().await;
+    let ns = support::namespace(&client, "budget-roles").await;
+    let budgets: serde_json::Map<String, Value> = ["main", "delegation", "cron", "auxiliary"]
+        .iter()
+        .map(|r| {
+            (
+                (*r).to_string(),
+                json!({ "dailyUsd": 0, "tokensPerMinute": 1 }),
+            )
+        })
+        .collect();
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "fleetgate.dev/v1alpha1",
+        "kind": "FleetPolicy",
+        "metadata": { "name": "budgets" },
+        "spec": { "selector": {}, "llm": { "budgets": {
+            "pod": budgets.clone(), "namespace": budgets,
+        }}},
+    }))
+    .expect("a dynamic object");
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    support::fleet_policies(&client, &ns)
+        .create(&params, &obj)
+        .await
+        .expect("four roles at their lowest values are a valid budget");
 }
 
 #[tokio::test(flavor = "multi_thread")]
