@@ -171,9 +171,10 @@ pub fn column(status: &LlmBudgetStatus) -> String {
         .max_by(|(a, ca), (b, cb)| (a.spent_usd / ca).total_cmp(&(b.spent_usd / cb)));
     match tightest {
         Some((r, cap)) => format!("{}:${:.2}/${cap:.2}", r.role, r.spent_usd),
+        // `+ 0.0`: an empty float sum is -0.0, which would print as "$-0.00".
         None => format!(
             "${:.2}",
-            status.roles.iter().map(|r| r.spent_usd).sum::<f64>()
+            status.roles.iter().map(|r| r.spent_usd).sum::<f64>() + 0.0
         ),
     }
 }

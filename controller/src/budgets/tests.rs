@@ -112,3 +112,13 @@ fn a_gate_missing_from_a_poll_keeps_its_spend_for_the_day_so_a_spent_role_stays_
     // A raised cap serves the role again.
     assert!(exhausted(&kept, &budgets(2.0)).roles.is_empty());
 }
+
+#[test]
+fn a_status_without_roles_shows_zero_dollars_not_negative_zero() {
+    let status = LlmBudgetStatus {
+        day: "2026-12-07".into(),
+        gates: 1,
+        roles: Vec::new(),
+    };
+    assert_eq!(column(&status), "$0.00");
+}
