@@ -4,6 +4,11 @@
 //! direction per exchange (what a proxy that reads a request, forwards it, reads the response
 //! and returns it cannot do with less). No parsing, no gates, no logs. Prints
 //! `{"listening": "ADDR"}` once bound.
+//!
+//! With `--copy` after the upstream, each direction is copied on its own instead
+//! (`tokio::io::copy_bidirectional`, the copy the gate's byte tunnels run): what TLS and bulk
+//! bodies need, where one request is answered by many reads and either side may speak first
+//! (`tests/bench/tunnel_bulk.sh`).
 
 #![allow(clippy::print_stdout)]
 
@@ -15,7 +20,14 @@ use tokio::net::{TcpListener, TcpStream};
 async fn main() -> anyhow::Result<()> {
     let upstream = std::env::args()
         .nth(1)
-        .context("usage: bench_relay UPSTREAM_ADDR")?;
+        .context("usage: bench_relay UPSTREAM_ADDR [--copy]")?;
+    let copy = match std::env::args().nth(2).as_deref() {
+        None => false,
+        Some("--copy") => true,
+        Some(other) => {
+            anyhow::bail!("unknown option {other}; usage: bench_relay UPSTREAM_ADDR [--copy]")
+        }
+    };
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     println!("{{\"listening\": \"{}\"}}", listener.local_addr()?);
     loop {
@@ -23,7 +35,11 @@ async fn main() -> anyhow::Result<()> {
         let upstream = upstream.clone();
         tokio::spawn(async move {
             // A peer resetting its connection at the end of a run is not worth a line.
-            if let Err(e) = relay(client, &upstream).await
+            let relayed = match copy {
+                true => copy_both(client, &upstream).await,
+                false => relay(client, &upstream).await,
+            };
+            if let Err(e) = relayed
                 && e.kind() != std::io::ErrorKind::ConnectionReset
             {
                 eprintln!("bench_relay: {e}");
@@ -50,4 +66,13 @@ async fn relay(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
         }
         client.write_all(&resp[..m]).await?;
     }
+}
+
+/// Both directions copied independently until both sides close.
+async fn copy_both(mut client: TcpStream, upstream: &str) -> std::io::Result<()> {
+    client.set_nodelay(true)?;
+    let mut up = TcpStream::connect(upstream).await?;
+    up.set_nodelay(true)?;
+    tokio::io::copy_bidirectional(&mut client, &mut up).await?;
+    Ok(())
 }
