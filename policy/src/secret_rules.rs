@@ -18,14 +18,16 @@
 //! A [`Hit`] carries the rule id and the span of the match, never a copy of the secret: the
 //! callers log and answer with the id only.
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::{LazyLock, OnceLock};
 
 use base64::Engine as _;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 
+mod filter;
 mod keywords;
+pub use filter::LiteralFilter;
 use keywords::KeywordIndex;
 
 /// The built-in rules, in the gitleaks format.
@@ -303,6 +305,26 @@ impl RuleSet {
         if let Some(index) = &self.keywords {
             index.candidates(text.as_bytes(), &mut candidates);
         }
+        self.run(text, skip, candidates)
+    }
+
+    /// This set's keywords joined with `literals`, to look for both in one pass over a text
+    /// ([`WithLiterals::find_except`]).
+    pub fn with_literals(&self, literals: &LiteralFilter) -> WithLiterals<'_> {
+        let joint = match &self.keywords {
+            Some(index) => index.filter().union(literals),
+            None => literals.clone(),
+        };
+        WithLiterals {
+            set: self,
+            joint,
+            literals: literals.clone(),
+        }
+    }
+
+    /// The first of the `candidates` rules (and the rules without keywords), in file order,
+    /// that matches `text`, skipping the ids in `skip`.
+    fn run(&self, text: &str, skip: &[String], mut candidates: Vec<usize>) -> Option<Hit> {
         candidates.extend_from_slice(&self.unkeyed);
         if candidates.is_empty() {
             return None;
@@ -313,6 +335,70 @@ impl RuleSet {
             .into_iter()
             .filter(|&r| !skip.iter().any(|id| *id == self.rules[r].id))
             .find_map(|r| self.rules[r].find(text, &self.allow))
+    }
+}
+
+/// A rule set and a caller's literals (Hermes' prefix families in the gate) read in one pass
+/// over a text: where the filter of both passes, the caller checks its literals; the set's
+/// keywords are compared there afterwards, and only when the caller found nothing (a caller's
+/// hit ends the reading, so a text with one costs no keyword comparison).
+#[derive(Debug)]
+pub struct WithLiterals<'a> {
+    set: &'a RuleSet,
+    /// The set's keywords and the literals.
+    joint: LiteralFilter,
+    /// The literals alone: which passing positions the caller is asked about.
+    literals: LiteralFilter,
+}
+
+impl WithLiterals<'_> {
+    /// [`RuleSet::find_except`] on `text`, calling `at`, in increasing order, at every
+    /// position where one of the literals may start (and some others). When `at` answers
+    /// `Some`, that answer is returned (`Break`) and no rule is run; otherwise the rule set's
+    /// answer is (`Continue`).
+    ///
+    /// The pass keeps one mask of 64 bits per 64 bytes of text (an eighth of its length; on
+    /// the stack up to 512 bytes) until the keywords are compared.
+    pub fn find_except<T>(
+        &self,
+        text: &str,
+        skip: &[String],
+        mut at: impl FnMut(usize) -> Option<T>,
+    ) -> ControlFlow<T, Option<Hit>> {
+        let bytes = text.as_bytes();
+        // The masks, on the stack for a text of up to 512 bytes (a URL).
+        let mut short = [0u64; 8];
+        let blocks = bytes.len().div_ceil(64);
+        let mut long = if blocks > short.len() {
+            vec![0; blocks]
+        } else {
+            Vec::new()
+        };
+        let masks: &mut [u64] = match short.get_mut(..blocks) {
+            Some(masks) => masks,
+            None => &mut long,
+        };
+        self.joint.scan_blocks(bytes, |start, mask| {
+            if let Some(slot) = masks.get_mut(start / 64) {
+                *slot = mask;
+            }
+            let mut rest = mask;
+            while rest != 0 {
+                let i = start + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if self.literals.passes(bytes, i)
+                    && let Some(answer) = at(i)
+                {
+                    return ControlFlow::Break(answer);
+                }
+            }
+            ControlFlow::Continue(())
+        })?;
+        let mut candidates: Vec<usize> = Vec::new();
+        if let Some(index) = &self.set.keywords {
+            index.candidates_at(bytes, LiteralFilter::positions(masks), &mut candidates);
+        }
+        ControlFlow::Continue(self.set.run(text, skip, candidates))
     }
 }
 

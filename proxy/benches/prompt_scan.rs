@@ -104,6 +104,11 @@ fn main() {
         component("jwt", &clean, |t| {
             fleetgate_proxy::gates::secret_url::rules::find_jwt(t).is_some()
         }),
+        // The three above as the scan runs them: Hermes' prefixes and the built-in rules'
+        // keywords in one pass, then JWTs.
+        component("e1_text", &clean, |t| {
+            fleetgate_proxy::gates::secret_url::find_in_text(t, None).is_some()
+        }),
     ]
     .into_iter()
     .map(|(k, v)| (k, json!(v)))

@@ -1,13 +1,18 @@
 //! The keyword prefilter: which rules have a keyword somewhere in a text, every occurrence
 //! counted (overlapping), ASCII letters compared without case.
 //!
-//! A URL is short and names a keyword rarely, so the index looks at each position through a
-//! bit table of the lowercase byte pairs keywords start with (8 KiB, one load per position)
-//! and compares whole keywords only where a pair starts one. That is the answer an
-//! overlapping Aho-Corasick search gives, at a fraction of its cost per byte and of a DFA's
-//! memory; a test holds the two to the same candidates.
+//! The positions where a keyword may start come from a [`LiteralFilter`] of the keywords (one
+//! table load per position, no branch until one passes); at each, the keywords starting with
+//! its two bytes are compared whole. That is the answer an overlapping Aho-Corasick search
+//! gives, at a fraction of its cost per byte and of a DFA's memory; a test holds the two to
+//! the same candidates. A caller that looks for other literals in the same text scans with
+//! the union of their filter and this one, then has the keywords compared where it passed
+//! ([`KeywordIndex::candidates_at`]).
 
 use std::fmt;
+use std::ops::ControlFlow;
+
+use super::filter::LiteralFilter;
 
 /// The keywords of a rule set and the rules each belongs to.
 pub(super) struct KeywordIndex {
@@ -22,16 +27,8 @@ pub(super) struct KeywordIndex {
     groups: Vec<u16>,
     /// One-byte keywords.
     singles: Vec<Word>,
-    /// Bit [`triple`] of the first three lowercase bytes of every keyword of three bytes or
-    /// more: a pair that starts a keyword is compared only when its third byte may follow.
-    triples: Box<[u64; 1024]>,
-    /// Pairs that are a whole keyword (two bytes): compared whatever follows.
-    short: Box<[u64; 1024]>,
-}
-
-/// The hash of three lowercase bytes into the 65,536 bits of [`KeywordIndex::triples`].
-fn triple(key: usize, c: u8) -> usize {
-    (key.wrapping_mul(0x9E37) ^ usize::from(c).wrapping_mul(0x2F1)) & 0xFFFF
+    /// Where a keyword of two bytes or more may start.
+    filter: LiteralFilter,
 }
 
 /// One keyword (lowercase) and its rules.
@@ -63,6 +60,10 @@ fn pair(a: u8, b: u8) -> usize {
     usize::from(LOWER[usize::from(a)]) << 8 | usize::from(LOWER[usize::from(b)])
 }
 
+/// Words already found: a long text (a prompt) names "key" thousands of times, and its rules
+/// need adding once. Words past the first 512 are added at every match.
+type Found = [u64; 8];
+
 impl KeywordIndex {
     /// The index of `keywords` (lowercase, non-empty, each once) with their rules; `None`
     /// when there is no keyword.
@@ -71,8 +72,7 @@ impl KeywordIndex {
             return None;
         }
         let mut pairs = Box::new([0u64; 1024]);
-        let mut triples = Box::new([0u64; 1024]);
-        let mut short = Box::new([0u64; 1024]);
+        let mut filter = LiteralFilter::new();
         let mut words = Vec::new();
         let mut singles = Vec::new();
         for (text, rules) in keywords {
@@ -81,16 +81,10 @@ impl KeywordIndex {
                 rules,
             };
             match *word.text {
-                [a, b, ref rest @ ..] => {
+                [a, b, ..] => {
                     let key = pair(a, b);
                     pairs[key / 64] |= 1 << (key % 64);
-                    match rest.first() {
-                        Some(&c) => {
-                            let t = triple(key, LOWER[usize::from(c)]);
-                            triples[t / 64] |= 1 << (t % 64);
-                        }
-                        None => short[key / 64] |= 1 << (key % 64),
-                    }
+                    filter.add(&word.text);
                     words.push(word);
                 }
                 _ => singles.push(word),
@@ -120,51 +114,70 @@ impl KeywordIndex {
             words,
             groups,
             singles,
-            triples,
-            short,
+            filter,
         })
+    }
+
+    /// The filter of the keywords (of two bytes or more), to join with a caller's literals.
+    pub(super) fn filter(&self) -> &LiteralFilter {
+        &self.filter
     }
 
     /// Append to `out` the rules of every keyword occurrence in `text` (with repeats; the
     /// caller sorts and dedups).
     pub(super) fn candidates(&self, text: &[u8], out: &mut Vec<usize>) {
-        if !self.singles.is_empty() {
-            for &b in text {
-                for word in &self.singles {
-                    if word.text[0] == LOWER[usize::from(b)] {
-                        out.extend_from_slice(&word.rules);
-                    }
+        let mut found: Found = [0; 8];
+        let _ = self.filter.scan::<()>(text, |i| {
+            self.words_at(text, i, out, &mut found);
+            ControlFlow::Continue(())
+        });
+        self.singles(text, out);
+    }
+
+    /// [`KeywordIndex::candidates`] with the keywords compared only at `positions`, which hold
+    /// every position this index's filter passes (those of a filter joined with it).
+    pub(super) fn candidates_at(
+        &self,
+        text: &[u8],
+        positions: impl Iterator<Item = usize>,
+        out: &mut Vec<usize>,
+    ) {
+        let mut found: Found = [0; 8];
+        for i in positions {
+            self.words_at(text, i, out, &mut found);
+        }
+        self.singles(text, out);
+    }
+
+    /// The rules of the one-byte keywords, at every byte of `text`.
+    fn singles(&self, text: &[u8], out: &mut Vec<usize>) {
+        if self.singles.is_empty() {
+            return;
+        }
+        for &b in text {
+            for word in &self.singles {
+                if word.text[0] == LOWER[usize::from(b)] {
+                    out.extend_from_slice(&word.rules);
                 }
             }
         }
-        let Some((&head, rest)) = text.split_first() else {
+    }
+
+    /// The rules of the keywords (of two bytes or more) that start at `i` of `text`.
+    #[inline]
+    fn words_at(&self, text: &[u8], i: usize, out: &mut Vec<usize>, found: &mut Found) {
+        let (Some(&a), Some(&b)) = (text.get(i), text.get(i + 1)) else {
             return;
         };
-        // Words already found: a long text (a prompt) names "key" thousands of times, and
-        // its rules need adding once. Words past the first 512 are added at every match.
-        let mut found = [0u64; 8];
-        let mut prev = LOWER[usize::from(head)];
-        for (i, &b) in rest.iter().enumerate() {
-            let cur = LOWER[usize::from(b)];
-            let key = usize::from(prev) << 8 | usize::from(cur);
-            if self.pairs[key >> 6] >> (key & 63) & 1 != 0 {
-                // `text[i]` and `cur` (at i + 1) are the pair; the third byte, when there is
-                // one, must be able to continue a keyword.
-                let next = rest.get(i + 1).map(|&c| triple(key, LOWER[usize::from(c)]));
-                let may = self.short[key >> 6] >> (key & 63) & 1 != 0
-                    || next.is_some_and(|t| self.triples[t >> 6] >> (t & 63) & 1 != 0);
-                if may {
-                    self.words_at(key, &text[i..], out, &mut found);
-                }
-            }
-            prev = cur;
+        let key = pair(a, b);
+        if self.pairs[key >> 6] >> (key & 63) & 1 != 0 {
+            self.words_of_pair(key, &text[i..], out, found);
         }
     }
 
     /// The rules of the keywords `text` starts with; `key`, its lowercase first two bytes,
     /// starts one.
-    #[cold]
-    fn words_at(&self, key: usize, text: &[u8], out: &mut Vec<usize>, found: &mut [u64; 8]) {
+    fn words_of_pair(&self, key: usize, text: &[u8], out: &mut Vec<usize>, found: &mut Found) {
         let below = self.pairs[key >> 6] & ((1u64 << (key & 63)) - 1);
         let r = usize::from(self.rank[key >> 6]) + below.count_ones() as usize;
         let range = usize::from(self.groups[r])..usize::from(self.groups[r + 1]);
@@ -231,6 +244,23 @@ mod tests {
         out
     }
 
+    /// The candidates compared at the positions of a filter joined with other literals.
+    fn ours_joint(index: &KeywordIndex, text: &[u8]) -> Vec<usize> {
+        let joint = index
+            .filter()
+            .union(&LiteralFilter::of([b"ghp_".as_slice(), b"xyz".as_slice()]));
+        let mut masks = Vec::new();
+        let _ = joint.scan_blocks::<()>(text, |_, mask| {
+            masks.push(mask);
+            ControlFlow::Continue(())
+        });
+        let mut out = Vec::new();
+        index.candidates_at(text, LiteralFilter::positions(&masks), &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     fn setup() -> (KeywordIndex, AhoCorasick, Vec<(String, Vec<usize>)>) {
         let words = keywords();
         let ac = AhoCorasick::builder()
@@ -263,6 +293,17 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(text)
             );
+            assert_eq!(ours_joint(&index, text), want);
+        }
+        // Keywords across the end of the first block of 64 positions, in capitals, and as the
+        // last bytes of the text.
+        for at in 58..68 {
+            let mut text = vec![b'.'; at];
+            text.extend_from_slice(b"XOXB-1 GLPAT- AKIA sk");
+            let want = reference(&ac, &words, &text);
+            assert!(want.len() >= 4, "the text names four keywords");
+            assert_eq!(ours(&index, &text), want, "at {at}");
+            assert_eq!(ours_joint(&index, &text), want, "at {at}");
         }
         // The candidates are not empty for a text that names keywords.
         assert!(!ours(&index, b"xoxb-1 AKIA").is_empty());
@@ -271,7 +312,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_text_of_keyword_pieces_gets_the_same_candidates(
-            pieces in prop::collection::vec((0usize..400, any::<u64>(), any::<u8>()), 0..12)
+            pieces in prop::collection::vec((0usize..400, any::<u64>(), any::<u8>()), 0..24)
         ) {
             let (index, ac, words) = setup();
             let mut text = Vec::new();
@@ -289,7 +330,9 @@ mod tests {
                     None => text.push(byte),
                 }
             }
-            prop_assert_eq!(ours(&index, &text), reference(&ac, &words, &text));
+            let want = reference(&ac, &words, &text);
+            prop_assert_eq!(ours(&index, &text), want.clone());
+            prop_assert_eq!(ours_joint(&index, &text), want);
         }
     }
 }

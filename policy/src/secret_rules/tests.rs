@@ -1,3 +1,5 @@
+use std::ops::ControlFlow;
+
 use super::*;
 
 #[test]
@@ -99,4 +101,51 @@ fn a_bad_regex_is_still_refused_at_load() {
             "the refusal must say {what:?}: {err}"
         );
     }
+}
+
+#[test]
+fn a_set_with_literals_finds_what_the_set_finds_and_stops_where_the_caller_does() {
+    let builtin = RuleSet::builtin();
+    let literals = LiteralFilter::of([b"zz_".as_slice(), b"Corp-".as_slice()]);
+    let joint = builtin.with_literals(&literals);
+    let aws = "use AKIAIOSFODNN7EXAMPLA for the bucket";
+    let texts = [
+        aws.to_string(),
+        format!(
+            "{} {aws}",
+            "prose with an api key, a path and a secret. ".repeat(40)
+        ),
+        "nothing here, zz_ and corp- are not secrets".to_string(),
+        String::new(),
+    ];
+    for text in &texts {
+        let mut visits = Vec::new();
+        let answer = joint.find_except(text, &[], |i| {
+            visits.push(i);
+            None::<()>
+        });
+        assert_eq!(
+            answer,
+            ControlFlow::Continue(builtin.find(text)),
+            "{text:.60}"
+        );
+        // Every place a literal starts (in any case) is visited.
+        let lower = text.to_ascii_lowercase();
+        for literal in ["zz_", "corp-"] {
+            for (at, _) in lower.match_indices(literal) {
+                assert!(visits.contains(&at), "{literal} at {at} not visited");
+            }
+        }
+    }
+    // The caller's answer ends the pass.
+    let text = &texts[2];
+    let at = text.find("corp-").expect("the text names corp-");
+    let answer = joint.find_except(text, &[], |i| (i == at).then_some(i));
+    assert_eq!(answer, ControlFlow::Break(at));
+    // Exempt rules are skipped as with find_except.
+    let skip = [builtin.find(aws).expect("the AWS key is found").rule];
+    assert_eq!(
+        joint.find_except(aws, &skip, |_| None::<()>),
+        ControlFlow::Continue(builtin.find_except(aws, &skip))
+    );
 }

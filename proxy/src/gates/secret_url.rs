@@ -11,6 +11,8 @@
 //! secret.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
+use std::sync::LazyLock;
 
 use super::{DenyReason, Gate, Verdict};
 use crate::target_url::TargetUrl;
@@ -21,7 +23,7 @@ mod prefix;
 pub use fleetgate_policy::secret_rules as rules;
 
 pub use prefix::{family_prefix, find_credential_prefix};
-use rules::RuleSet;
+use rules::{RuleSet, WithLiterals};
 
 use crate::policy::{EnforcementMode, SecretsPolicy};
 
@@ -236,14 +238,30 @@ impl Scan<'_> {
 
     /// The first rule of the layers that matches `text`, with the span it matched.
     fn hit(&self, text: &str) -> Option<(std::ops::Range<usize>, String)> {
-        if let Some(found) = hermes_hit(text) {
-            return Some(found);
-        }
         if self.exempt {
-            return None;
+            return hermes_hit(text);
         }
-        let hit = RuleSet::builtin()
-            .find_except(text, self.skip)
+        // Hermes' families and the built-in rules' keywords in one pass over the text: the
+        // leftmost Hermes match that is not `sk-` prose ends it (as `hermes_hit` finds it);
+        // without one, the rules whose keywords occurred are run.
+        let mut resume = 0;
+        let first = BUILTIN_AND_HERMES.find_except(text, self.skip, |i| {
+            if i < resume {
+                return None;
+            }
+            let end = prefix::match_at(text, i)?;
+            let matched = text.get(i..end)?;
+            if is_prose_after_sk(matched) {
+                resume = end;
+                return None;
+            }
+            Some((i..end, hermes_rule_id(family_prefix(matched))))
+        });
+        let builtin = match first {
+            ControlFlow::Break(found) => return Some(found),
+            ControlFlow::Continue(hit) => hit,
+        };
+        let hit = builtin
             .or_else(|| {
                 (!self.skip.iter().any(|id| id == rules::JWT_RULE))
                     .then(|| rules::find_jwt(text))
@@ -257,6 +275,10 @@ impl Scan<'_> {
         hit.map(|h| (h.span, h.rule))
     }
 }
+
+/// The built-in rules with Hermes' prefix families, read in one pass ([`Scan::hit`]).
+static BUILTIN_AND_HERMES: LazyLock<WithLiterals<'static>> =
+    LazyLock::new(|| RuleSet::builtin().with_literals(&prefix::prefix_filter()));
 
 /// The first Hermes prefix family in `text` (rule id `hermes-<prefix>`) with its span,
 /// skipping `sk-` prose.

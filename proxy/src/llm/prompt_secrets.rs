@@ -61,12 +61,14 @@ pub fn scan(body: &str, secrets: &SecretsPolicy) -> Finding {
             break;
         }
     }
-    if redactable {
+    // The redacted body exists only once a secret was replaced: a clean body is not copied.
+    let replaced = redactable && count > 0;
+    if replaced {
         out.push_str(&body[from.min(body.len())..]);
     }
     // A secret hidden behind JSON escapes is found in the decoded text around them; it
     // cannot be replaced in place.
-    let scanned = if redactable { out.as_str() } else { body };
+    let scanned = if replaced { out.as_str() } else { body };
     for window in escaped_windows(scanned) {
         let decoded = unescape(&scanned[window]);
         if let Some((_, found)) = find_in_text(&decoded, Some(secrets)) {
@@ -114,7 +116,16 @@ const WINDOW: usize = 1024;
 fn escaped_windows(text: &str) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut windows: Vec<Range<usize>> = Vec::new();
-    for at in memchr::memchr_iter(b'\\', bytes) {
+    // Only a backslash before `u` or `/` can start such an escape: those are searched for
+    // (a JSON body holds many `\"`, which need no look), in order of place.
+    let mut unicode = memchr::memmem::find_iter(bytes, b"\\u").peekable();
+    let mut slash = memchr::memmem::find_iter(bytes, b"\\/").peekable();
+    let escapes = std::iter::from_fn(|| match (unicode.peek(), slash.peek()) {
+        (Some(u), Some(s)) if s < u => slash.next(),
+        (Some(_), _) => unicode.next(),
+        (None, _) => slash.next(),
+    });
+    for at in escapes {
         let suspicious = match bytes.get(at + 1) {
             Some(b'/') => true,
             Some(b'u') => hex4(text.get(at + 2..at + 6)).is_some_and(|c| (0x20..0x7f).contains(&c)),

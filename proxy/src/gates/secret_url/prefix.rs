@@ -16,6 +16,8 @@
 
 use std::ops::Range;
 
+use fleetgate_policy::secret_rules::LiteralFilter;
+
 /// A set of ASCII bytes as a 128-bit mask (cheap to copy and test).
 #[derive(Clone, Copy)]
 struct Class(u128);
@@ -242,6 +244,26 @@ pub fn find_credential_prefix(s: &str) -> Option<Range<usize>> {
         }
     }
     None
+}
+
+/// Where a family's prefix may start in a text (with ASCII letters folded: a superset), for a
+/// pass that reads the families with other literals ([`match_at`] at each position).
+pub(super) fn prefix_filter() -> LiteralFilter {
+    LiteralFilter::of(FAMILIES.iter().map(|f| f.prefix))
+}
+
+/// The end of the match of [`find_credential_prefix`]'s semantics that starts at `i` of `s`, if
+/// one does: the leading boundary, then the families of its first byte in list order.
+#[inline]
+pub(super) fn match_at(s: &str, i: usize) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let (&first, &second) = (bytes.get(i)?, bytes.get(i + 1)?);
+    let key = (usize::from(first) << 8) | usize::from(second);
+    if INDEX.pairs[key] && leading_ok(bytes, i) {
+        match_group(s, i, first)
+    } else {
+        None
+    }
 }
 
 /// The leading boundary at `i`: the start, a non-word byte before, or an escape relief.

@@ -510,6 +510,103 @@ proptest! {
     }
 }
 
+/// Hermes' families first, over the whole text, then the built-in rules and JWTs: the two
+/// passes [`Scan::hit`] joins into one.
+fn two_passes(text: &str, skip: &[String]) -> Option<(std::ops::Range<usize>, String)> {
+    hermes_hit(text).or_else(|| {
+        RuleSet::builtin()
+            .find_except(text, skip)
+            .or_else(|| {
+                (!skip.iter().any(|id| id == rules::JWT_RULE))
+                    .then(|| rules::find_jwt(text))
+                    .flatten()
+            })
+            .map(|h| (h.span, h.rule))
+    })
+}
+
+fn one_pass(text: &str, skip: &[String]) -> Option<(std::ops::Range<usize>, String)> {
+    Scan {
+        exempt: false,
+        skip,
+        extra: &[],
+    }
+    .hit(text)
+}
+
+/// Pieces of texts for the one-pass scan: families, `sk-` prose, rule tokens, keywords that
+/// lead nowhere, escapes and word glue.
+const PIECES: [&str; 24] = [
+    "ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c",
+    "sk-learn-basics",
+    "sk-proj-abcdefghijklmnop",
+    "AKIAIOSFODNN7EXAMPLA",
+    "xoxb-1234567890-abcdefghij",
+    "glpat-abcdefghij1234567890",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlX19f",
+    "npm_abcdefghij0123456789abcdefghij012345",
+    "api key ",
+    "path ",
+    "secret ",
+    "Key",
+    " ",
+    ".",
+    "-",
+    "_",
+    "\\u0041",
+    "\\n",
+    "a",
+    "Z",
+    "9",
+    "é",
+    "\"",
+    "The token stays out of the logs; rotate the password. ",
+];
+
+#[test]
+fn one_pass_finds_what_hermes_then_the_rules_find() {
+    let cases = [
+        // Prose `sk-` before a real family, and inside a longer text (past one block).
+        format!(
+            "{} sk-learn-basics then ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7c",
+            "x".repeat(70)
+        ),
+        // A rule token before a Hermes family: Hermes wins, wherever it is.
+        format!(
+            "AKIAIOSFODNN7EXAMPLA {} xoxb-1234567890-abcdefghij",
+            "y ".repeat(50)
+        ),
+        "prose with an api key and a path, nothing else".repeat(3),
+        "MissingKey: key=ab".to_string(),
+        String::new(),
+    ];
+    for text in &cases {
+        assert_eq!(one_pass(text, &[]), two_passes(text, &[]), "{text}");
+    }
+    // The cases find what they were written for.
+    assert_eq!(
+        one_pass(&cases[0], &[]).map(|(_, r)| r),
+        Some("hermes-ghp".to_string())
+    );
+    assert_eq!(
+        one_pass(&cases[1], &[]).map(|(_, r)| r),
+        Some("hermes-akia".to_string())
+    );
+    assert_eq!(one_pass(&cases[2], &[]), None);
+}
+
+proptest! {
+    #[test]
+    fn one_pass_finds_what_two_passes_find_on_any_mix(
+        picks in prop::collection::vec(0usize..PIECES.len(), 0..60),
+        skip_jwt in any::<bool>(),
+    ) {
+        let text: String = picks.iter().map(|&p| PIECES[p]).collect();
+        let skip = if skip_jwt { vec![rules::JWT_RULE.to_string()] } else { Vec::new() };
+        prop_assert_eq!(one_pass(&text, &skip), two_passes(&text, &skip), "{:?}", text);
+    }
+}
+
 #[test]
 fn an_inline_rule_refuses_its_token_unless_its_id_is_exempted() {
     let good = "version: v1\nsecrets:\n  inlineRules:\n  - |\n    [[rules]]\n    id = \"corp-api-token\"\n    regex = '''corp_live_[a-z0-9]{32}'''\n    keywords = [\"corp_live_\"]\n  allow: [corp-api-token]\n";

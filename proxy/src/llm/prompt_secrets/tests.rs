@@ -114,3 +114,58 @@ keywords = ["corp_live_"]
         }
     );
 }
+
+/// The escape windows as found by looking at every backslash.
+fn windows_at_every_backslash(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut windows: Vec<Range<usize>> = Vec::new();
+    for at in (0..bytes.len()).filter(|&i| bytes[i] == b'\\') {
+        let suspicious = match bytes.get(at + 1) {
+            Some(b'/') => true,
+            Some(b'u') => hex4(text.get(at + 2..at + 6)).is_some_and(|c| (0x20..0x7f).contains(&c)),
+            _ => false,
+        };
+        if !suspicious || !escaped_at(bytes, at) {
+            continue;
+        }
+        let mut start = at.saturating_sub(WINDOW);
+        let mut end = (at + WINDOW).min(text.len());
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        match windows.last_mut() {
+            Some(last) if last.end >= start => last.end = last.end.max(end),
+            _ => windows.push(start..end),
+        }
+    }
+    windows
+}
+
+const ESCAPE_PIECES: [&str; 9] = [
+    r"\u0041", r"\/", r"\\", r#"\""#, r"\u00e9", r"\\u0041", "é", "a", r"\n",
+];
+
+#[test]
+fn escape_windows_cover_slash_and_ascii_unicode_escapes_in_order() {
+    let far = "x".repeat(3 * WINDOW);
+    let text = format!(r#"{far}\/{far}\u0041{far}\"\u00e9\\u0041{far}\/"#);
+    let windows = escaped_windows(&text);
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    assert_eq!(windows, windows_at_every_backslash(&text));
+}
+
+proptest::proptest! {
+    #[test]
+    fn escape_windows_are_those_of_every_backslash(
+        picks in proptest::collection::vec((0usize..ESCAPE_PIECES.len() + 1, 0usize..1500), 0..20),
+    ) {
+        let text: String = picks
+            .iter()
+            .map(|&(p, n)| ESCAPE_PIECES.get(p).map_or_else(|| "y".repeat(n), |s| s.to_string()))
+            .collect();
+        proptest::prop_assert_eq!(escaped_windows(&text), windows_at_every_backslash(&text));
+    }
+}
