@@ -123,11 +123,21 @@ pub struct Context {
 /// The fleet polls: per object, the last view and the rendering it was judged against, when
 /// the last poll started, whether one runs and whether pods changed since; where a finished
 /// poll asks for its object's reconcile; and the bound on polls at once.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct FleetPolls {
     state: Arc<Mutex<HashMap<String, PollState>>>,
     done: Arc<std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ObjectRef<FleetPolicy>>>>,
-    in_flight: Arc<std::sync::OnceLock<Arc<tokio::sync::Semaphore>>>,
+    in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+impl Default for FleetPolls {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            done: Arc::default(),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(POLLS_IN_FLIGHT)),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -163,12 +173,6 @@ impl FleetPolls {
         );
         let mut map = self.state.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(key).or_default().pods_changed = true;
-    }
-
-    fn semaphore(&self) -> Arc<tokio::sync::Semaphore> {
-        self.in_flight
-            .get_or_init(|| Arc::new(tokio::sync::Semaphore::new(POLLS_IN_FLIGHT)))
-            .clone()
     }
 
     /// The view judged against `digests`, and whether a poll should start now (marked started
@@ -576,7 +580,7 @@ fn fleet_view(
         };
         let ctx = ctx.clone();
         tokio::spawn(async move {
-            let permit = ctx.polls.semaphore().acquire_owned().await;
+            let permit = ctx.polls.in_flight.clone().acquire_owned().await;
             let fp = job.fp.clone();
             poll(&ctx, job).await;
             drop(permit);

@@ -402,7 +402,7 @@ fn raw_host(raw: &str) -> &str {
 async fn tunnel(
     proxy: &ForwardProxy,
     conn: &mut ClientConn,
-    upstream: TcpStream,
+    mut upstream: TcpStream,
     (permit, limits, active): (TunnelPermit, Effective, ActiveTunnel),
     label: &str,
 ) {
@@ -414,7 +414,6 @@ async fn tunnel(
     );
     let started = Instant::now();
     let early = std::mem::take(&mut conn.buf);
-    let mut upstream = upstream;
     let (ended, moved) = if !early.is_empty() && upstream.write_all(&early).await.is_err() {
         ("reset", None)
     } else {

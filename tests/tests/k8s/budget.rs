@@ -31,6 +31,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::fleet::{pod_gate_policy, secret_value};
 use crate::replica::start_as_installed;
 use crate::support::{self, ensure_crds, eventually, kubectl};
 
@@ -61,32 +62,6 @@ const CAP_AFTER_POLL: Duration = Duration::from_secs(1);
 /// The longest the calls may go on: far past the bound, so a verdict that never reaches the
 /// gates fails the case rather than hanging it.
 const DRIVE_LIMIT: Duration = Duration::from_secs(60);
-
-/// The rendered gate policy with its listeners on `ip` (admin on the scrape port), its store,
-/// report files and provider keys in `dir`: what the injected gate of a pod with that IP runs.
-fn pod_gate_policy(rendered: &str, ip: &str, dir: &Path) -> String {
-    let mut policy: Value = serde_yaml::from_str(rendered).expect("the rendered policy is YAML");
-    policy["listen"] = json!({ "api": format!("{ip}:0"), "admin": format!("{ip}:15190") });
-    policy["store"]["root"] = json!(dir.join("volume").display().to_string());
-    let report = &mut policy["report"];
-    report["hermesHome"] = json!(dir.join("hermes").display().to_string());
-    report["tokenFile"] = json!(dir.join("token").display().to_string());
-    report["managedDir"] = json!(dir.join("managed").display().to_string());
-    // The provider Secrets as the sidecar mounts them, under the pod's folder.
-    if let Some(providers) = policy["llm"]["providers"].as_object_mut() {
-        for provider in providers.values_mut() {
-            let mounted = provider["keyFile"]
-                .as_str()
-                .expect("a key file")
-                .to_string();
-            let rel = mounted
-                .strip_prefix("/etc/fleetgate/")
-                .expect("keys are mounted under /etc/fleetgate");
-            provider["keyFile"] = json!(dir.join(rel).display().to_string());
-        }
-    }
-    serde_yaml::to_string(&policy).expect("the policy as YAML")
-}
 
 /// Write `text` to `path` as the kubelet updates a ConfigMap volume: never half-written.
 fn replace_file(path: &Path, text: &str) {
@@ -225,32 +200,9 @@ async fn a_namespace_budget_stops_two_gates_within_the_documented_overshoot() {
     let data = cm.data.expect("the ConfigMap's data");
     let rendered = data["policy.yaml"].clone();
     assert!(!says_spent(&rendered), "nothing is spent yet:\n{rendered}");
-    let token = kubectl(
-        &[
-            "-n",
-            &ns,
-            "get",
-            "secret",
-            "fleetgate-report-token",
-            "-o",
-            "jsonpath={.data.token}",
-        ],
-        None,
-    );
-    let token = String::from_utf8(crate::replica::base64_decode(&token)).expect("a text token");
-    let key = kubectl(
-        &[
-            "-n",
-            &ns,
-            "get",
-            "secret",
-            "llm-keys",
-            "-o",
-            "jsonpath={.data.openai}",
-        ],
-        None,
-    );
-    let key = crate::replica::base64_decode(&key);
+    let token = String::from_utf8(secret_value(&ns, "fleetgate-report-token", "token"))
+        .expect("a text token");
+    let key = secret_value(&ns, "llm-keys", "openai");
 
     // Two pods, each with its gate, as the kubelet runs them.
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);

@@ -86,17 +86,50 @@ fn hermes_home(python: &Path, dir: &Path, run_cost: f64) -> Value {
     serde_json::from_slice(&out.stdout).expect("the home writer prints JSON")
 }
 
-/// The rendered gate policy with its listeners on `ip` (admin on the scrape port) and its
-/// files in `dir`: what the injected gate of a pod with that IP runs.
-fn pod_gate_policy(rendered: &str, ip: &str, dir: &Path) -> String {
+/// The rendered gate policy with its listeners on `ip` (admin on the scrape port), its store,
+/// report files and provider keys in `dir`: what the injected gate of a pod with that IP runs.
+pub(crate) fn pod_gate_policy(rendered: &str, ip: &str, dir: &Path) -> String {
     let mut policy: Value = serde_yaml::from_str(rendered).expect("the rendered policy is YAML");
     policy["listen"] = json!({ "api": format!("{ip}:0"), "admin": format!("{ip}:15190") });
-    policy["store"]["root"] = json!("${WORK_DIR}/volume");
+    policy["store"]["root"] = json!(dir.join("volume").display().to_string());
     let report = &mut policy["report"];
     report["hermesHome"] = json!(dir.join("hermes").display().to_string());
     report["tokenFile"] = json!(dir.join("token").display().to_string());
     report["managedDir"] = json!(dir.join("managed").display().to_string());
+    // The provider Secrets as the sidecar mounts them, under the pod's folder.
+    if let Some(providers) = policy
+        .pointer_mut("/llm/providers")
+        .and_then(Value::as_object_mut)
+    {
+        for provider in providers.values_mut() {
+            let mounted = provider["keyFile"]
+                .as_str()
+                .expect("a key file")
+                .to_string();
+            let rel = mounted
+                .strip_prefix("/etc/fleetgate/")
+                .expect("keys are mounted under /etc/fleetgate");
+            provider["keyFile"] = json!(dir.join(rel).display().to_string());
+        }
+    }
     serde_yaml::to_string(&policy).expect("the policy as YAML")
+}
+
+/// The value of `key` in Secret `name` of `ns`, decoded.
+pub(crate) fn secret_value(ns: &str, name: &str, key: &str) -> Vec<u8> {
+    let encoded = kubectl(
+        &[
+            "-n",
+            ns,
+            "get",
+            "secret",
+            name,
+            "-o",
+            &format!("jsonpath={{.data.{key}}}"),
+        ],
+        None,
+    );
+    crate::replica::base64_decode(&encoded)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -127,19 +160,8 @@ async fn the_fleet_policy_status_shows_what_the_gates_of_its_pods_serve() {
     })
     .await;
     let data = cm.data.expect("the ConfigMap's data");
-    let token = kubectl(
-        &[
-            "-n",
-            &ns,
-            "get",
-            "secret",
-            "fleetgate-report-token",
-            "-o",
-            "jsonpath={.data.token}",
-        ],
-        None,
-    );
-    let token = String::from_utf8(crate::replica::base64_decode(&token)).expect("a text token");
+    let token = String::from_utf8(secret_value(&ns, "fleetgate-report-token", "token"))
+        .expect("a text token");
 
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut gates = Vec::new();

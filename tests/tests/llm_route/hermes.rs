@@ -340,14 +340,7 @@ async fn hermes_x_search(python: &Path, gate: &GateProcess, home: &Path) -> Valu
     )
     .await
     .expect("python must run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| {
-        panic!(
-            "the driver must print JSON ({e}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    super::support::last_json_line(&out)
 }
 
 /// A gate with one xAI-kind stub serving `main` under `tools_yaml` (an `llm.providerTools`

@@ -8,8 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ::http::Request;
-use bytes::Bytes;
 use fleetgate_e2e::gate::GateProcess;
 use fleetgate_e2e::hermes_matrix;
 use fleetgate_e2e::http;
@@ -17,7 +15,7 @@ use fleetgate_e2e::llm_stub::{StubKind, StubOptions, StubProvider};
 use fleetgate_e2e::venv::{self, Hermes};
 use serde_json::{Value, json};
 
-use super::support::{Secrets, TOKEN, metrics, policy, provider};
+use super::support::{Secrets, last_json_line, metrics, policy, provider, report};
 
 /// Hermes wants a key for the OpenAI provider; the gate drops it and sends its own.
 const AGENT_KEY: (&str, &str) = ("OPENAI_API_KEY", "sk-agent-placeholder-not-a-key");
@@ -31,14 +29,7 @@ async fn run(python: &Path, args: &[&str]) -> Value {
     let out = venv::run_python(python, &driver(), args, &[AGENT_KEY])
         .await
         .expect("the cron driver must run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| {
-        panic!(
-            "the driver must print JSON ({e}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    last_json_line(&out)
 }
 
 /// 12,000 prompt tokens (2,000 cached) and 3,000 completion tokens per call: $0.045 at
@@ -49,10 +40,10 @@ fn usage() -> Value {
 }
 const PER_CALL: f64 = (10_000.0 * 2.0 + 2_000.0 * 0.5 + 3_000.0 * 8.0) / 1e6;
 
-/// A gate whose `cron` role goes to `stub`, with `extra` appended to `llm:`.
-async fn gate(secrets: &Secrets, stub: &StubProvider, extra: &str) -> GateProcess {
+/// A gate in `mode` whose `cron` role goes to `stub`, with `extra` appended to `llm:`.
+async fn gate(secrets: &Secrets, stub: &StubProvider, mode: &str, extra: &str) -> GateProcess {
     let llm = format!(
-        "  mode: enforce\n  providers:\n{}  roles:\n    cron: stub\n  allowedModels: [gpt-4.1]\n{extra}",
+        "  mode: {mode}\n  providers:\n{}  roles:\n    cron: stub\n  allowedModels: [gpt-4.1]\n{extra}",
         provider("stub", "openai", &stub.base_url(), &secrets.path("key"))
     );
     GateProcess::spawn(&policy(secrets, &[stub.addr().port()], &llm))
@@ -67,18 +58,6 @@ async fn home(python: &Path, secrets: &Secrets, gate: &GateProcess, provider: &s
     let setup = run(python, &["setup", home_s, &base, provider]).await;
     assert!(setup["job_id"].is_string(), "setup: {setup}");
     home
-}
-
-async fn report(gate: &GateProcess) -> Value {
-    let req = Request::get("/v1/report")
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .body(Bytes::new())
-        .expect("report request");
-    let reply = http::send(gate.admin_addr(), req)
-        .await
-        .expect("report must answer");
-    assert_eq!(reply.status, 200, "report: {}", reply.text());
-    reply.json().expect("report JSON")
 }
 
 /// The sum of the `fleetgate_llm_cost_usd_total` series of `role`.
@@ -100,7 +79,7 @@ async fn hermes_cron_ticks_cost_at_the_gate_what_the_fleet_report_says(version: 
     options.usage = Some(usage());
     let stub = StubProvider::start(options).await.expect("stub");
     let secrets = Secrets::new();
-    let gate = gate(&secrets, &stub, "").await;
+    let gate = gate(&secrets, &stub, "enforce", "").await;
     let home = home(&python, &secrets, &gate, "openai-api").await;
     let home_s = home.to_str().expect("utf-8 path");
     for n in 0..2 {
@@ -157,14 +136,8 @@ async fn budget_run(version: Hermes, mode: &str) -> (Value, StubProvider, GatePr
         json!({"todos": [{"id": "1", "content": "check the queue", "status": "pending"}]});
     let stub = StubProvider::start(options).await.expect("stub");
     let secrets = Secrets::new();
-    let llm = format!(
-        "  mode: {mode}\n  providers:\n{}  roles:\n    cron: stub\n  allowedModels: [gpt-4.1]\n\
-         \x20 budgets:\n    pod:\n      cron:\n        dailyUsd: 0.08\n",
-        provider("stub", "openai", &stub.base_url(), &secrets.path("key"))
-    );
-    let gate = GateProcess::spawn(&policy(&secrets, &[stub.addr().port()], &llm))
-        .await
-        .expect("the gate must start");
+    let budgets = "  budgets:\n    pod:\n      cron:\n        dailyUsd: 0.08\n";
+    let gate = gate(&secrets, &stub, mode, budgets).await;
     // `custom`: the chat completions wire on both releases, where the stub scripts tool calls.
     let home = home(&python, &secrets, &gate, "custom").await;
     let tick = run(&python, &["tick", home.to_str().expect("utf-8 path")]).await;

@@ -64,8 +64,8 @@ pub fn provider(name: &str, kind: &str, base: &str, key: &Path) -> String {
     )
 }
 
-/// `/v1/report`'s `status.observed`.
-pub async fn observed(gate: &GateProcess) -> Value {
+/// `/v1/report`, with the report token.
+pub async fn report(gate: &GateProcess) -> Value {
     let req = Request::get("/v1/report")
         .header("authorization", format!("Bearer {TOKEN}"))
         .body(Bytes::new())
@@ -74,7 +74,24 @@ pub async fn observed(gate: &GateProcess) -> Value {
         .await
         .expect("report must answer");
     assert_eq!(reply.status, 200, "report: {}", reply.text());
-    reply.json().expect("report JSON")["status"]["observed"].clone()
+    reply.json().expect("report JSON")
+}
+
+/// `/v1/report`'s `status.observed`.
+pub async fn observed(gate: &GateProcess) -> Value {
+    report(gate).await["status"]["observed"].clone()
+}
+
+/// The JSON line a Python driver prints last.
+pub fn last_json_line(out: &std::process::Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!(
+            "the driver must print JSON ({e}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// `/metrics` text.
