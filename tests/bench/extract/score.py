@@ -26,6 +26,20 @@ chatnoir-eu/web-content-extraction-benchmark), per page:
   white space; it does not know abbreviations such as "Mr." and so splits after them). Which
   splitter ran is printed in the report.
 
+The second metric, word shingles (shingles()): the article-body benchmarks' way of scoring, which
+is stricter about anything inserted into the text (a link target in the middle of a sentence):
+  - tokens are the runs of word characters (\w+, case kept), so punctuation and markdown marks
+    are not tokens, but every word of a URL is;
+  - a text's shingles are its 4-grams of consecutive tokens (a text of fewer than 4 tokens is one
+    shingle; no token, none), counted as a multiset;
+  - true positives are the shingles both texts have (the smaller count), false positives those
+    only the prediction has, false negatives those only the truth has; the three counts of a page
+    are divided by their sum, so every page weighs the same;
+  - a page's precision is tp / (tp + fp), its recall tp / (tp + fn); a page with nothing on either
+    side (no fp, no fn) scores 1 for both; precision is averaged over the pages with a prediction
+    (tp + fp > 0), recall over the pages with a truth (tp + fn > 0);
+  - F1 is the harmonic mean of the mean precision and the mean recall (not a mean of per-page F1).
+
 The two views of fleetgate's markdown:
   (a) "as returned": the markdown exactly as the agent receives it.
   (b) "words read": the markdown with its syntax and link/image targets removed (words_read()):
@@ -171,6 +185,39 @@ def rouge_lsum(target, pred):
         if pred.strip() == '':
             p = f = 1.0
     return p, r, f
+
+
+_WORD = re.compile(r'\w+', flags=re.UNICODE)
+
+
+def _shingle_counts(text, n=4):
+    toks = _WORD.findall(text or '')
+    if not toks:
+        return collections.Counter()
+    if len(toks) < n:
+        return collections.Counter([tuple(toks)])
+    return collections.Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+
+
+def shingles(target, pred):
+    """(precision, recall) of one page on word 4-gram shingles; None where the page does not
+    count towards that mean (see the module doc)."""
+    t, p = _shingle_counts(target), _shingle_counts(pred)
+    tp = sum((t & p).values())
+    fp = sum((p - t).values())
+    fn = sum((t - p).values())
+    if fp == 0 and fn == 0:
+        return 1.0, 1.0
+    return (tp / (tp + fp) if tp + fp else None), (tp / (tp + fn) if tp + fn else None)
+
+
+def shingle_f1(pairs):
+    """(f1, mean precision, mean recall) over pages' shingles() results."""
+    ps = [p for p, _ in pairs if p is not None]
+    rs = [r for _, r in pairs if r is not None]
+    p = sum(ps) / len(ps) if ps else 0.0
+    r = sum(rs) / len(rs) if rs else 0.0
+    return (2 * p * r / (p + r) if p + r else 0.0), p, r
 
 
 # -- fleetgate's markdown, the words the agent reads ------------------------------------------
