@@ -223,11 +223,34 @@ impl LogQueue {
     }
 }
 
+/// The HTML parser's crates. Their warnings are about the page being parsed, not the gate
+/// (html5ever warns once per misnested table tag), so a malformed page, which whoever serves
+/// it chooses, would write a log line per tag. They log at `error` and above unless `RUST_LOG`
+/// names them.
+const PAGE_PARSER_TARGETS: &[&str] = &["html5ever", "markup5ever", "selectors", "scraper"];
+
+/// The log filter: `RUST_LOG` if set and valid, else `default_level`; the page parser's
+/// crates at `error` unless `rust_log` names them.
+fn log_filter(rust_log: Option<&str>, default_level: &str) -> EnvFilter {
+    let mut filter = rust_log
+        .and_then(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new(default_level));
+    let named = rust_log.unwrap_or("");
+    for target in PAGE_PARSER_TARGETS {
+        if !named.contains(target)
+            && let Ok(directive) = format!("{target}=error").parse()
+        {
+            filter = filter.add_directive(directive);
+        }
+    }
+    filter
+}
+
 /// Install the JSON subscriber on stderr, written by a background thread. `RUST_LOG`
 /// overrides `default_level`. Keep the guard until the process ends.
 pub fn init(default_level: &str) -> LogGuard {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    let rust_log = std::env::var(EnvFilter::DEFAULT_ENV).ok();
+    let filter = log_filter(rust_log.as_deref(), default_level);
     let builder = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)

@@ -101,6 +101,55 @@ async fn an_allowed_origin_is_fetched_through_the_checked_address_and_converted(
     .expect("one canonical allow line must be logged");
 }
 
+/// A page whose tables are misnested (text and rows where the parser must foster-parent
+/// them) converts, and the parser's complaints about the page stay out of the gate's log:
+/// whoever serves a page must not be able to write a log line per tag.
+#[tokio::test]
+async fn a_misnested_page_converts_without_a_log_line_per_tag() {
+    let dns = StubDns::builder()
+        .answer("origin.test", [ip("127.0.0.1")])
+        .start()
+        .await
+        .unwrap();
+    let cell = "<table>stray text<p>fostered</p><tr><td>cell</td></tr></table>".repeat(50);
+    let page = format!(
+        "<html><body><article><h1>Misnested</h1><p>The article's own words, long enough to \
+         read as prose, with a comma, and another.</p>{cell}</article></body></html>"
+    );
+    let origin = origin::http1()
+        .route("/misnested", Reply::html(page))
+        .run()
+        .await
+        .expect("origin must start");
+    let gate = GateProcess::spawn(&policy(&dns, ""))
+        .await
+        .expect("gate must start");
+    let (status, body) = extract(
+        &gate,
+        json!([origin.url_with_host("origin.test", "/misnested")]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let content = row(&body, 0)["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(content.contains("The article's own words"), "{body}");
+    gate.wait_for_json_log(
+        |l| l["gate"] == "vendor" && l["verdict"] == "allow",
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("the decision line must be logged");
+    let log = gate.stderr_log();
+    let parser_lines = log.lines().filter(|l| l.contains("html5ever")).count();
+    assert_eq!(
+        parser_lines, 0,
+        "the page parser's warnings must not reach the log:\n{:.600}",
+        log
+    );
+}
+
 #[tokio::test]
 async fn a_name_with_one_private_answer_among_several_is_refused_and_never_dialled() {
     let dns = StubDns::builder()
