@@ -275,6 +275,25 @@ mod tests {
     }
 
     #[test]
+    fn a_small_box_whose_class_says_content_does_not_hide_the_article() {
+        // A tab whose class holds "content" outscores the unmarked article in a layout table
+        // while the classes are weighed, and is too small to be the content: the selection is
+        // made again without class weights rather than falling back to the whole page.
+        let para = "The council voted on Tuesday to keep the library open on Sundays \
+                    after a campaign by readers who wrote in their hundreds to ask for it";
+        let page = format!(
+            "<html><body><div class=\"tabcontent\"><p>Latest: a teaser line, here.</p></div>\
+             <table><tr><td><p>{para}.</p><p>{para} again.</p><p>{para} once more.</p>\
+             </td></tr></table></body></html>"
+        );
+        let md = html_to_markdown(&page, Scope::Main, far())
+            .expect("converted")
+            .markdown;
+        assert!(md.contains("once more."), "{md}");
+        assert!(!md.contains("teaser"), "{md}");
+    }
+
+    #[test]
     fn links_and_images_that_say_nothing_are_left_out() {
         let prose = "The committee met for three hours, and the minutes, published today, \
                      record a long discussion of the budget, the schedule and the staff.";
@@ -317,6 +336,45 @@ mod tests {
             );
             assert!(md.contains("<https://x.org/>"), "{md}");
         }
+        // An alternative text that is only a file name, or that the figure's caption already
+        // says, adds nothing: the image goes, the caption stays.
+        let page = format!(
+            "<html><body><article><p>{prose}</p>\
+             <p><img src=\"/2024/IMG_4173.jpg\" alt=\"IMG_4173.JPG\"></p>\
+             <figure><img src=\"/ewe.jpg\" alt=\"A ewe with her two lambs\">\
+             <figcaption>A ewe with her two lambs, in spring.</figcaption></figure>\
+             <figure><img src=\"/ram.jpg\" alt=\"A ram\"><figcaption>Photo: the farm</figcaption></figure>\
+             <p>{prose}</p></article></body></html>"
+        );
+        let md = html_to_markdown(&page, Scope::Main, far())
+            .expect("converted")
+            .markdown;
+        for absent in ["IMG_4173", "ewe.jpg"] {
+            assert!(!md.contains(absent), "{absent}: {md}");
+        }
+        for kept in [
+            "A ewe with her two lambs, in spring.",
+            "![A ram](/ram.jpg)",
+            "Photo: the farm",
+        ] {
+            assert!(md.contains(kept), "{kept}: {md}");
+        }
+        // A link within the page that is all its parent says moves the reader within what the
+        // agent already has: it goes. One inside prose, or a footnote mark, is its text.
+        let page = format!(
+            "<html><body><article><p>{prose}</p>\
+             <p><a href=\"#story-continues\">Continue reading the main story</a></p>\
+             <ul><li><a href=\"#history\">1 History</a></li></ul>\
+             <p>As <a href=\"#notes\">the notes</a> say<sup><a href=\"#fn1\">1</a></sup>, {prose}</p>\
+             </article></body></html>"
+        );
+        let md = html_to_markdown(&page, Scope::Main, far())
+            .expect("converted")
+            .markdown;
+        for absent in ["Continue reading", "History"] {
+            assert!(!md.contains(absent), "{absent}: {md}");
+        }
+        assert!(md.contains("As the notes say1, "), "{md}");
         // A page of images without alternative text still converts to them.
         let got = html_to_markdown("<body><img src=\"/a.png\"></body>", Scope::Main, far())
             .expect("converted");

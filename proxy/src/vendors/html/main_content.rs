@@ -410,25 +410,64 @@ fn element<'a>(node: &NodeRef<'a, Node>) -> Option<&'a scraper::node::Element> {
 pub fn select(doc: &Html) -> Option<Selection> {
     // As Readability does: when setting boxes aside by class and id leaves too little (a
     // page wrapped in an unclosed `<div id="header">`), choose again without that step.
-    let strict = select_with(doc, true);
+    let strict = select_with(doc, Pass::FULL);
     if strict.as_ref().is_some_and(|s| s.chars >= 500) {
         return strict;
     }
-    let loose = select_with(doc, false);
+    let loose = select_with(doc, Pass::KEEP_UNLIKELY);
     match (strict, loose) {
         (Some(s), Some(l)) => Some(if l.chars > s.chars * 2 { l } else { s }),
+        (None, None) => {
+            // Both chose a box too small to be the content (a title cell or a tab whose
+            // class says "content" outscoring the unmarked article beside it): choose once
+            // more without weighing class and id, rather than fall back to the whole page.
+            select_with(doc, Pass::NO_CLASSES)
+        }
         (s, l) => s.or(l),
+    }
+}
+
+/// How much one selection pass trusts class and id.
+#[derive(Clone, Copy, Debug)]
+struct Pass {
+    /// Set aside boxes whose class or id says boilerplate.
+    by_class: bool,
+    /// Weigh candidates and boxes to clean by their class and id.
+    weigh: bool,
+}
+
+impl Pass {
+    const FULL: Pass = Pass {
+        by_class: true,
+        weigh: true,
+    };
+    const KEEP_UNLIKELY: Pass = Pass {
+        by_class: false,
+        weigh: true,
+    };
+    const NO_CLASSES: Pass = Pass {
+        by_class: false,
+        weigh: false,
+    };
+
+    fn class_weight(self, el: &scraper::node::Element) -> f64 {
+        if self.weigh { class_weight(el) } else { 0.0 }
     }
 }
 
 /// Credit a paragraph's `content` score to `chain`, its nearest ancestors first (Readability:
 /// full to the parent, half to the grandparent, then a third of the level).
-fn credit<'c>(doc: &Html, chain: impl Iterator<Item = &'c mut (NodeId, Facts)>, content: f64) {
+fn credit<'c>(
+    doc: &Html,
+    pass: Pass,
+    chain: impl Iterator<Item = &'c mut (NodeId, Facts)>,
+    content: f64,
+) {
     for (level, (aid, ancestor)) in chain.take(5).enumerate() {
         if !ancestor.candidate {
             ancestor.candidate = true;
             if let Some(ael) = doc.tree.get(*aid).as_ref().and_then(element) {
-                ancestor.score += tag_score(ael.name()) + class_weight(ael);
+                ancestor.score += tag_score(ael.name()) + pass.class_weight(ael);
             }
         }
         let divider = match level {
@@ -444,7 +483,7 @@ fn paragraph_score(chars: usize, commas: usize) -> f64 {
     1.0 + commas as f64 + (chars as f64 / 100.0).floor().min(3.0)
 }
 
-fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
+fn select_with(doc: &Html, pass: Pass) -> Option<Selection> {
     let mut facts: HashMap<NodeId, Facts> = HashMap::new();
     let mut dropped: HashSet<NodeId> = HashSet::new();
     let mut first_h1: Option<NodeId> = None;
@@ -461,7 +500,7 @@ fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
                 }
                 match node.value() {
                     Node::Element(el) => {
-                        if is_boilerplate(el, articles > 0, by_class) {
+                        if is_boilerplate(el, articles > 0, pass.by_class) {
                             dropped.insert(node.id());
                             skipping = Some(node.id());
                             continue;
@@ -517,6 +556,7 @@ fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
                 if scores && f.chars >= 25 {
                     credit(
                         doc,
+                        pass,
                         stack.iter_mut().rev(),
                         paragraph_score(f.chars, f.commas),
                     );
@@ -526,6 +566,7 @@ fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
                     let mut me = (id, f);
                     credit(
                         doc,
+                        pass,
                         std::iter::once(&mut me).chain(stack.iter_mut().rev()),
                         paragraph_score(f.own_chars, f.own_commas),
                     );
@@ -686,7 +727,7 @@ fn select_with(doc: &Html, by_class: bool) -> Option<Selection> {
             let Some(node) = doc.tree.get(*root) else {
                 continue;
             };
-            removed += clean(node, &facts, &dropped, &mut cleaned, light);
+            removed += clean(node, pass, &facts, &dropped, &mut cleaned, light);
         }
         let kept = before.saturating_sub(removed);
         if kept >= 500 || kept * 4 >= before {
@@ -757,6 +798,7 @@ fn precedes(doc: &Html, a: NodeId, b: NodeId) -> bool {
 /// to drop go to `cleaned`; returns the characters they hold.
 fn clean(
     root: NodeRef<'_, Node>,
+    pass: Pass,
     facts: &HashMap<NodeId, Facts>,
     dropped: &HashSet<NodeId>,
     cleaned: &mut HashSet<NodeId>,
@@ -778,7 +820,7 @@ fn clean(
                 let Some(f) = facts.get(&node.id()) else {
                     continue;
                 };
-                if drops_conditionally(el, f, light) {
+                if drops_conditionally(el, pass, f, light) {
                     cleaned.insert(node.id());
                     removed += f.chars;
                     skipping = Some(node.id());
@@ -795,7 +837,7 @@ fn clean(
 }
 
 /// Readability's conditional cleaning of one box; `light`: only what is nearly all links.
-fn drops_conditionally(el: &scraper::node::Element, f: &Facts, light: bool) -> bool {
+fn drops_conditionally(el: &scraper::node::Element, pass: Pass, f: &Facts, light: bool) -> bool {
     let name = el.name();
     if light {
         return matches!(
@@ -807,7 +849,7 @@ fn drops_conditionally(el: &scraper::node::Element, f: &Facts, light: bool) -> b
     }
     // Headings and short boxes whose class says chrome.
     if matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6") {
-        return class_weight(el) < 0.0 || f.link_density() > 0.5;
+        return pass.class_weight(el) < 0.0 || f.link_density() > 0.5;
     }
     if !matches!(
         name,
@@ -828,7 +870,7 @@ fn drops_conditionally(el: &scraper::node::Element, f: &Facts, light: bool) -> b
         // Images and figures carry no text but are content; empty boxes are nothing.
         return f.images == 0;
     }
-    let weight = class_weight(el);
+    let weight = pass.class_weight(el);
     let score = if f.candidate { f.score } else { 0.0 };
     if weight + score < 0.0 {
         return true;

@@ -2,13 +2,17 @@
 //! says something, and leaves out what only adds tokens.
 //!
 //! - An image is left out when it has no alternative text (`alt` missing or empty: decorative,
-//!   or nothing a text reader can use), when it is a tracking pixel or spacer (a width or height
+//!   or nothing a text reader can use), when its alternative text is only a file name
+//!   (`IMG_4173.jpg`) or says no more than the caption of its `<figure>` (the caption is
+//!   kept), when it is a tracking pixel or spacer (a width or height
 //!   of 2 pixels or less, a `spacer`/`blank`/`pixel`/`1x1`/`trans(parent)` file name), when it
 //!   has no source but an inline `data:` URI, or when the same source was already written. A
 //!   lazily loaded image (`data-src` and its kin beside a `data:` placeholder) keeps the real
 //!   source.
-//! - A link to a place in the same page (`#...`), to `javascript:`, or with an empty target is
-//!   its text; a link with neither text nor a kept image is left out; a `title` that repeats
+//! - A link to a place in the same page (`#...`) that is all the text of its parent and two
+//!   words or more ("Continue reading the main story", "Back to top", a table of contents'
+//!   entry) is left out: it moves a reader within the page the agent already has whole. Any
+//!   other link to the same page, to `javascript:`, or with an empty target is its text; a link with neither text nor a kept image is left out; a `title` that repeats
 //!   the link's text is dropped.
 //! - Link and image targets lose well-known tracking parameters (`utm_*`, `fbclid`, `gclid`,
 //!   `mc_cid`, ...) and a `;jsessionid=` path parameter; the rest of the URL is untouched.
@@ -96,6 +100,7 @@ impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
             return Markup::Keep;
         };
         match el.name() {
+            "img" if el.attr("alt").is_some_and(|alt| captioned(node, alt)) => Markup::Drop,
             "img" => match image_source(el) {
                 Some(src) if self.seen_images.insert(src.clone()) => {
                     let mut attrs = vec![("src", src)];
@@ -119,6 +124,9 @@ impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
                     return Markup::Drop;
                 }
                 let lower = href.to_ascii_lowercase();
+                if href.starts_with('#') && is_skip_link(node) {
+                    return Markup::Drop;
+                }
                 if href.is_empty() || href.starts_with('#') || lower.starts_with("javascript:") {
                     return Markup::Unwrap;
                 }
@@ -172,7 +180,10 @@ impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
 
 /// The source an image is written with, or `None` when it is left out.
 fn image_source(el: &scraper::node::Element) -> Option<String> {
-    if el.attr("alt").is_none_or(|a| a.trim().is_empty()) {
+    if el
+        .attr("alt")
+        .is_none_or(|a| a.trim().is_empty() || is_file_name(a))
+    {
         return None;
     }
     if ["width", "height"]
@@ -203,6 +214,48 @@ fn image_source(el: &scraper::node::Element) -> Option<String> {
         return None;
     }
     Some(untracked(src))
+}
+
+/// Whether the in-page link `node` is all the text of its parent element and at least two
+/// words (a footnote mark such as `1` stays, as its text).
+fn is_skip_link(node: &NodeRef<'_, Node>) -> bool {
+    let text = node_text(node);
+    if text.split_whitespace().nth(1).is_none() {
+        return false;
+    }
+    node.parent()
+        .is_some_and(|p| p.value().is_element() && same_words(&node_text(&p), &text))
+}
+
+fn same_words(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
+}
+
+/// Image file extensions an alternative text that is only a file name ends with.
+const IMAGE_EXTENSIONS: &[&str] = &[
+    ".jpg", ".jpeg", ".png", ".gif", ".webp", ".svg", ".bmp", ".avif", ".tif", ".tiff",
+];
+
+/// Whether an alternative text is only a file name (one word with an image extension).
+fn is_file_name(alt: &str) -> bool {
+    let alt = alt.trim().to_ascii_lowercase();
+    !alt.contains(char::is_whitespace) && IMAGE_EXTENSIONS.iter().any(|e| alt.ends_with(e))
+}
+
+/// Whether the image `node` sits in a `<figure>` (at most a few levels up) whose
+/// `<figcaption>` already says what `alt` says.
+fn captioned(node: &NodeRef<'_, Node>, alt: &str) -> bool {
+    let Some(figure) = node
+        .ancestors()
+        .take(4)
+        .find(|a| matches!(a.value(), Node::Element(el) if el.name() == "figure"))
+    else {
+        return false;
+    };
+    figure.children().any(|c| {
+        matches!(c.value(), Node::Element(el) if el.name() == "figcaption")
+            && same_text(alt, Some(&node_text(&c)))
+    })
 }
 
 /// A dimension attribute in pixels (`1`, `1px`), when it is one.
