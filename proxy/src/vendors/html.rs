@@ -365,13 +365,14 @@ mod tests {
             "<html><body><article><p>{prose}</p>\
              <p><a href=\"#story-continues\">Continue reading the main story</a></p>\
              <ul><li><a href=\"#history\">1 History</a></li></ul>\
+             <form><label for=\"n\">Your name</label><input id=\"n\"></form>\
              <p>As <a href=\"#notes\">the notes</a> say<sup><a href=\"#fn1\">1</a></sup>, {prose}</p>\
              </article></body></html>"
         );
         let md = html_to_markdown(&page, Scope::Main, far())
             .expect("converted")
             .markdown;
-        for absent in ["Continue reading", "History"] {
+        for absent in ["Continue reading", "History", "Your name"] {
             assert!(!md.contains(absent), "{absent}: {md}");
         }
         assert!(md.contains("As the notes say1, "), "{md}");

@@ -19,10 +19,12 @@ use ego_tree::iter::Edge;
 use ego_tree::{NodeId, NodeRef};
 use scraper::{Html, Node};
 
-/// Elements that never carry page text.
+/// Elements that never carry page text (`label`: a form control's name, and the controls are
+/// never written).
 pub const NEVER_TEXT: &[&str] = &[
     "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head",
     "canvas", "select", "option", "button", "input", "textarea", "dialog", "map", "link", "meta",
+    "label",
 ];
 
 /// Page chrome by tag.
