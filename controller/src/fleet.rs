@@ -250,42 +250,119 @@ pub fn pins_from_managed(managed: Option<&Map<String, Value>>) -> BTreeMap<Strin
 
 /// Aggregate the scrapes of the `selected` pods against what they should run.
 pub fn aggregate(selected: usize, scrapes: &[PodScrape], expected: &Expected) -> FleetView {
-    let mut scrapes: Vec<&PodScrape> = scrapes.iter().collect();
-    scrapes.sort_by(|a, b| a.pod.cmp(&b.pod));
-    let answered: Vec<(&str, &GateSnapshot)> = scrapes
-        .iter()
-        .filter_map(|s| s.outcome.as_ref().ok().map(|g| (s.pod.as_str(), g)))
-        .collect();
-    let behind: Vec<&str> = answered
-        .iter()
-        .filter(|(_, g)| !is_current(g, expected))
-        .map(|(p, _)| *p)
-        .collect();
-    let silent: Vec<&str> = scrapes
-        .iter()
-        .filter(|s| s.outcome.is_err())
-        .map(|s| s.pod.as_str())
-        .collect();
-    let pods = PodCounts {
-        selected: count(selected),
-        reporting: count(answered.len()),
-        current: count(answered.len() - behind.len()),
-    };
-    let observed_tiers = observed_tiers(&answered, &expected.pins);
-    let cron_jobs = cron_jobs(&answered, expected);
-    let total: f64 = cron_jobs.iter().map(|j| j.cost_per_day).sum();
-    let flagged = count(cron_jobs.iter().filter(|j| !j.flags.is_empty()).count());
-    let cron_job_count = count(cron_jobs.len());
-    FleetView {
-        flagged,
-        cron_job_count,
-        cron_jobs: listed(cron_jobs),
-        total_cost_per_day: cents(total),
-        propagated: propagated(selected, &silent, &behind),
-        drift: drift(&observed_tiers),
-        pods,
-        observed_tiers,
-        llm_spend: crate::budgets::sum(answered.iter().filter_map(|(_, g)| g.llm_spend.as_ref())),
+    let mut view = Aggregator::new(selected, expected);
+    for s in scrapes {
+        view.add(s);
+    }
+    view.finish()
+}
+
+/// [`aggregate`] one scrape at a time: a poll folds each pod's answer in as it lands and drops
+/// it, so it holds the aggregate rather than every gate's report until the last one answers.
+/// The view does not depend on the order the scrapes come in: what the status lists is put
+/// in pod order by [`Aggregator::finish`].
+#[derive(Debug)]
+pub struct Aggregator<'a> {
+    expected: &'a Expected,
+    selected: usize,
+    reporting: usize,
+    /// Pods answering with another policy or managed config.
+    behind: Vec<String>,
+    /// Pods not answering.
+    silent: Vec<String>,
+    /// Observed combination per role → the pods reporting it.
+    tiers: BTreeMap<(String, RoleView), Vec<String>>,
+    /// Every cron job of every answering pod.
+    jobs: Vec<CronJobCost>,
+    /// The answering pods' LLM spend.
+    spend: Vec<(String, crate::budgets::GateSpend)>,
+}
+
+impl<'a> Aggregator<'a> {
+    /// An empty aggregate of the `selected` pods against `expected`.
+    pub fn new(selected: usize, expected: &'a Expected) -> Self {
+        Self {
+            expected,
+            selected,
+            reporting: 0,
+            behind: Vec::new(),
+            silent: Vec::new(),
+            tiers: BTreeMap::new(),
+            jobs: Vec::new(),
+            spend: Vec::new(),
+        }
+    }
+
+    /// Fold in one pod's scrape.
+    pub fn add(&mut self, scrape: &PodScrape) {
+        let pod = scrape.pod.as_str();
+        let g = match &scrape.outcome {
+            Ok(g) => g,
+            Err(_) => {
+                self.silent.push(pod.to_string());
+                return;
+            }
+        };
+        self.reporting += 1;
+        if !is_current(g, self.expected) {
+            self.behind.push(pod.to_string());
+        }
+        for (role, seen) in &g.report.status.observed {
+            self.tiers
+                .entry((role.clone(), seen.clone()))
+                .or_default()
+                .push(pod.to_string());
+        }
+        self.jobs.extend(cron_jobs(pod, g, self.expected));
+        if let Some(spend) = &g.llm_spend {
+            self.spend.push((pod.to_string(), spend.clone()));
+        }
+    }
+
+    /// The view: the pods named, tiers and jobs in pod order, as if every scrape had been
+    /// sorted by pod first.
+    pub fn finish(self) -> FleetView {
+        let Self {
+            expected,
+            selected,
+            reporting,
+            mut behind,
+            mut silent,
+            mut tiers,
+            mut jobs,
+            mut spend,
+        } = self;
+        behind.sort();
+        silent.sort();
+        for pods in tiers.values_mut() {
+            pods.sort();
+        }
+        // Stable: one pod's jobs keep their report order, as they came in together.
+        jobs.sort_by(|a, b| (&a.pod, &a.job).cmp(&(&b.pod, &b.job)));
+        // Summed in pod order, so the float sum is the same whatever order the gates answered.
+        spend.sort_by(|a, b| a.0.cmp(&b.0));
+        let pods = PodCounts {
+            selected: count(selected),
+            reporting: count(reporting),
+            current: count(reporting - behind.len()),
+        };
+        let observed_tiers = observed_tiers(tiers, &expected.pins);
+        let total: f64 = jobs.iter().map(|j| j.cost_per_day).sum();
+        let flagged = count(jobs.iter().filter(|j| !j.flags.is_empty()).count());
+        let cron_job_count = count(jobs.len());
+        let behind: Vec<&str> = behind.iter().map(String::as_str).collect();
+        let silent: Vec<&str> = silent.iter().map(String::as_str).collect();
+        FleetView {
+            flagged,
+            cron_job_count,
+            cron_jobs: listed(jobs),
+            total_cost_per_day: cents(total),
+            propagated: propagated(selected, &silent, &behind),
+            drift: drift(&observed_tiers),
+            pods,
+            observed_tiers,
+            llm_spend: crate::budgets::sum(spend.iter().map(|(_, s)| s)),
+        }
     }
 }
 
@@ -293,6 +370,8 @@ pub fn aggregate(selected: usize, scrapes: &[PodScrape], expected: &Expected) ->
 /// [`MAX_LISTED_JOBS`], shown in pod and job order.
 fn listed(mut jobs: Vec<CronJobCost>) -> Vec<CronJobCost> {
     if jobs.len() <= MAX_LISTED_JOBS {
+        // Kept in the poll state until the next poll: no spare capacity.
+        jobs.shrink_to_fit();
         return jobs;
     }
     jobs.sort_by(|a, b| {
@@ -406,18 +485,9 @@ fn differs(pinned: &Option<String>, seen: &Option<String>) -> bool {
 }
 
 fn observed_tiers(
-    answered: &[(&str, &GateSnapshot)],
+    groups: BTreeMap<(String, RoleView), Vec<String>>,
     pins: &BTreeMap<String, RolePins>,
 ) -> Vec<ObservedTier> {
-    let mut groups: BTreeMap<(String, RoleView), Vec<String>> = BTreeMap::new();
-    for (pod, g) in answered {
-        for (role, seen) in &g.report.status.observed {
-            groups
-                .entry((role.clone(), seen.clone()))
-                .or_default()
-                .push(pod.to_string());
-        }
-    }
     groups
         .into_iter()
         .map(|((role, seen), pods)| {
@@ -461,38 +531,38 @@ fn drift(tiers: &[ObservedTier]) -> Verdict {
     }
 }
 
-fn cron_jobs(answered: &[(&str, &GateSnapshot)], expected: &Expected) -> Vec<CronJobCost> {
+/// The cron jobs of `pod`'s report, in report order, flagged against `expected`.
+fn cron_jobs<'g>(
+    pod: &'g str,
+    g: &'g GateSnapshot,
+    expected: &'g Expected,
+) -> impl Iterator<Item = CronJobCost> + 'g {
     let allowed = &expected.allowed_models;
-    let mut jobs = Vec::new();
-    for (pod, g) in answered {
-        let models: BTreeMap<&str, Option<&String>> = g
-            .report
-            .status
-            .crons
-            .iter()
-            .map(|c| (c.id.as_str(), c.model.as_ref()))
-            .collect();
-        for job in &g.report.crons.cost.jobs {
-            let mut flags = job.flags.clone();
-            let model = models.get(job.id.as_str()).copied().flatten();
-            if !allowed.is_empty() && model.is_some_and(|m| !allowed.contains(m)) {
-                flags.push(MODEL_NOT_ALLOWED.to_string());
-            }
-            if expected
-                .max_cost_per_job_per_day
-                .is_some_and(|ceiling| job.cost_per_day_usd > ceiling)
-            {
-                flags.push(OVER_COST_CEILING.to_string());
-            }
-            jobs.push(CronJobCost {
-                pod: pod.to_string(),
-                job: job.id.clone(),
-                name: job.name.clone(),
-                cost_per_day: cents(job.cost_per_day_usd),
-                flags,
-            });
+    let models: BTreeMap<&str, Option<&String>> = g
+        .report
+        .status
+        .crons
+        .iter()
+        .map(|c| (c.id.as_str(), c.model.as_ref()))
+        .collect();
+    g.report.crons.cost.jobs.iter().map(move |job| {
+        let mut flags = job.flags.clone();
+        let model = models.get(job.id.as_str()).copied().flatten();
+        if !allowed.is_empty() && model.is_some_and(|m| !allowed.contains(m)) {
+            flags.push(MODEL_NOT_ALLOWED.to_string());
         }
-    }
-    jobs.sort_by(|a, b| (&a.pod, &a.job).cmp(&(&b.pod, &b.job)));
-    jobs
+        if expected
+            .max_cost_per_job_per_day
+            .is_some_and(|ceiling| job.cost_per_day_usd > ceiling)
+        {
+            flags.push(OVER_COST_CEILING.to_string());
+        }
+        CronJobCost {
+            pod: pod.to_string(),
+            job: job.id.clone(),
+            name: job.name.clone(),
+            cost_per_day: cents(job.cost_per_day_usd),
+            flags,
+        }
+    })
 }

@@ -1,7 +1,7 @@
 //! Fleet scraping (I/O): `GET /v1/status` and `GET /v1/report` from the gate of every
 //! selected pod, with bounded concurrency and a deadline per pod.
 //!
-//! Feeds [`crate::fleet::aggregate`]. One slow or hanging pod costs at most its own deadline
+//! Feeds [`crate::fleet::Aggregator`]. One slow or hanging pod costs at most its own deadline
 //! and never holds the others: every pod runs in its own future, at most
 //! [`ScrapeConfig::concurrency`] at a time, each wrapped in [`ScrapeConfig::per_pod_timeout`].
 //! Plain HTTP/1.1 to the pod IP on the admin port; the report carries the bearer token the
@@ -91,13 +91,25 @@ impl ScrapeConfig {
 
 /// Scrape every target; the answers come back in target order.
 pub async fn scrape_all(targets: &[ScrapeTarget], cfg: &ScrapeConfig) -> Vec<PodScrape> {
+    let mut results: Vec<(usize, PodScrape)> = scrape_each(targets, cfg).collect().await;
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Scrape every target; each answer (with its target's index) as it lands, so a caller can
+/// fold it in and drop it rather than hold every gate's answer until the last one.
+pub fn scrape_each(
+    targets: &[ScrapeTarget],
+    cfg: &ScrapeConfig,
+) -> impl futures_util::Stream<Item = (usize, PodScrape)> + Send + 'static {
+    let width = cfg.width(targets.len());
     // Owned inputs per future: the stream must be `Send` for the controller's spawned task.
     let jobs: Vec<(usize, ScrapeTarget, ScrapeConfig)> = targets
         .iter()
         .enumerate()
         .map(|(i, t)| (i, t.clone(), cfg.clone()))
         .collect();
-    let mut results: Vec<(usize, PodScrape)> = futures_util::stream::iter(jobs)
+    futures_util::stream::iter(jobs)
         .map(|(i, t, cfg)| async move {
             let outcome = match t.addr {
                 None => Err(ScrapeFailure::NoAddress),
@@ -120,11 +132,7 @@ pub async fn scrape_all(targets: &[ScrapeTarget], cfg: &ScrapeConfig) -> Vec<Pod
                 },
             )
         })
-        .buffer_unordered(cfg.width(targets.len()))
-        .collect()
-        .await;
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, s)| s).collect()
+        .buffer_unordered(width)
 }
 
 /// Both requests to one gate.

@@ -9,9 +9,9 @@
 //! 3. when a [`FleetConfig`] is set and the spec is valid, take the fleet's view from the last
 //!    poll of the selected pods' gates, and start a poll in the background when one is due
 //!    ([`FleetPolls`]): never polled, the view judged against an earlier rendering, a resync
-//!    elapsed, or pods changed. The poll ([`crate::gate_poll`], aggregated by
-//!    [`crate::fleet::aggregate`], pure) runs outside the reconcile and requeues it when done,
-//!    so an edit is never queued behind a status cycle of 10,000 gates;
+//!    elapsed, or pods changed. The poll ([`crate::gate_poll`], each answer folded in as it
+//!    lands by [`crate::fleet::Aggregator`], pure) runs outside the reconcile and requeues it
+//!    when done, so an edit is never queued behind a status cycle of 10,000 gates;
 //! 4. compute the status ([`crate::status::compute`], pure) and, only when it changed, publish
 //!    an event and server-side apply it on the `/status` subresource; with a fleet, only once a
 //!    view of the current rendering exists (a status without the fleet's fields would remove
@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryStreamExt as _};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -51,7 +51,7 @@ use crate::cluster_baselines::ClusterBaselines;
 use crate::crd::{FleetPolicy, FleetPolicyStatus};
 use crate::desired::{self, Desired, MANAGED_BY};
 use crate::fleet::{self, Expected, FleetView};
-use crate::gate_poll::{ScrapeConfig, failure_code, scrape_all};
+use crate::gate_poll::{ScrapeConfig, failure_code, scrape_each};
 use crate::leader::Leadership;
 use crate::metrics::{Metrics, Write};
 use crate::status;
@@ -103,12 +103,13 @@ pub struct Context {
     scrapes_in_flight: Arc<tokio::sync::Semaphore>,
     /// Consecutive failures per object (`namespace/name`), for the backoff.
     failures: Arc<Mutex<HashMap<String, u32>>>,
-    /// Per object, the status this controller last wrote and the resourceVersion of the
-    /// object it was computed from: until the watch delivers the patched object, a reconcile
-    /// (say, triggered by the ConfigMap's own watch event) still sees the old status and
-    /// would write the same one again.
+    /// Per object, the status this controller last wrote (as [`status::digest_but_times`])
+    /// and the resourceVersion of the object it was computed from: until the watch delivers
+    /// the patched object, a reconcile (say, triggered by the ConfigMap's own watch event)
+    /// still sees the old status and would write the same one again.
     written: Arc<Mutex<HashMap<String, Written>>>,
-    /// The pods of the controller's watch, trimmed; reconciles select from it once it listed.
+    /// The pods of the controller's watch, as the few fields a reconcile reads; reconciles
+    /// select from it once it listed.
     pods: PodIndex,
     /// Per object, the roles whose namespace LLM budget its gates have spent today, from the
     /// last poll ([`crate::budgets`]): rendered into the gates' policy at the next reconcile.
@@ -226,8 +227,9 @@ impl FleetPolls {
     }
 }
 
-/// A status this controller wrote, with the resourceVersion of the object it came from.
-type Written = (Option<String>, FleetPolicyStatus);
+/// A status this controller wrote (its [`status::digest_but_times`]), with the
+/// resourceVersion of the object it came from.
+type Written = (Option<String>, [u8; 32]);
 
 /// Where the report token lives and how to scrape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -349,15 +351,30 @@ impl Context {
         let Ok(map) = self.written.lock() else {
             return false;
         };
-        map.get(&key(fp)).is_some_and(|(version, status)| {
-            *version == fp.resource_version() && status::same_but_times(status, wanted)
+        map.get(&key(fp)).is_some_and(|(version, digest)| {
+            *version == fp.resource_version() && *digest == status::digest_but_times(wanted)
         })
     }
 
     fn remember_written(&self, fp: &FleetPolicy, wanted: &FleetPolicyStatus) {
         if let Ok(mut map) = self.written.lock() {
-            map.insert(key(fp), (fp.resource_version(), wanted.clone()));
+            map.insert(
+                key(fp),
+                (fp.resource_version(), status::digest_but_times(wanted)),
+            );
         }
+    }
+
+    /// Forget what is kept per object for objects not in `live` (`namespace/name`): without
+    /// a finalizer a deletion never reaches `reconcile`.
+    fn retain(&self, live: &std::collections::HashSet<String>) {
+        if let Ok(mut map) = self.written.lock() {
+            map.retain(|k, _| live.contains(k));
+        }
+        if let Ok(mut map) = self.failures.lock() {
+            map.retain(|k, _| live.contains(k));
+        }
+        self.polls.retain(live);
     }
 
     fn clear_failures(&self, key: &str) {
@@ -670,26 +687,26 @@ async fn observe_fleet(ctx: &Context, job: &PollJob) -> Result<FleetView> {
     let (cfg, fp, ns) = (&job.cfg, &job.fp, job.ns.as_str());
     let selector =
         Selector::try_from(fp.spec.selector.clone()).map_err(|e| Error::Selector(e.to_string()))?;
-    // From the pod watch's store once it listed; until then from the API server.
-    let (from_index, listed);
-    let selected: Vec<&Pod> = match ctx.pods.selected(ns, &selector) {
-        Some(pods) => {
-            from_index = pods;
-            from_index.iter().map(Arc::as_ref).collect()
-        }
+    // From the pod watch's index once it listed; until then from the API server.
+    let selected = match ctx.pods.selected(ns, &selector) {
+        Some(pods) => pods,
         None => {
             let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-            listed = pods
+            let listed = pods
                 .list(&ListParams::default().labels_from(&selector))
                 .await
                 .map_err(|source| Error::Kube {
                     action: "list the selected pods",
                     source,
                 })?;
-            listed.items.iter().collect()
+            listed
+                .items
+                .iter()
+                .map(pods::SelectedPod::from_pod)
+                .collect()
         }
     };
-    let targets = pods::scrape_targets(selected.iter().copied(), cfg.admin_port);
+    let targets = pods::scrape_targets(&selected, cfg.admin_port);
     let token = read_token(ctx, cfg, ns).await;
     let scrape = ScrapeConfig {
         token,
@@ -698,17 +715,20 @@ async fn observe_fleet(ctx: &Context, job: &PollJob) -> Result<FleetView> {
         days: fp.spec.cron.window_days,
         in_flight: Some(ctx.scrapes_in_flight.clone()),
     };
-    let scrapes = scrape_all(&targets, &scrape).await;
-    for s in &scrapes {
+    // Each answer is folded in as it lands: at most the scrapes in flight are held at once.
+    let mut view = fleet::Aggregator::new(targets.len(), &job.expected);
+    let mut scrapes = std::pin::pin!(scrape_each(&targets, &scrape));
+    while let Some((_, s)) = scrapes.next().await {
         if let Err(f) = &s.outcome {
             ctx.metrics
                 .scrape_failures
                 .with_label_values(&[failure_code(f)])
                 .inc();
         }
+        view.add(&s);
     }
-    let mut view = fleet::aggregate(targets.len(), &scrapes, &job.expected);
-    let modes = pods::egress_modes(selected.iter().copied());
+    let mut view = view.finish();
+    let modes = pods::egress_modes(&selected);
     let below = fleet::injected_below(&modes, job.egress_mode);
     fleet::check_capture(&mut view, &below, job.egress_mode);
     Ok(view)
@@ -831,7 +851,11 @@ pub async fn run(
     let listed = synced.clone();
     let trigger = reflector(
         writer,
-        watcher(fps, watcher::Config::default().any_semantic()),
+        watcher(fps, watcher::Config::default().any_semantic()).modify(|fp| {
+            // Nothing reads them, and the status writes' managed fields (a key per listed
+            // cron job) are the largest part of a FleetPolicy.
+            fp.metadata.managed_fields = None;
+        }),
     )
     .inspect(move |event| {
         if matches!(event, Ok(watcher::Event::InitDone)) {
@@ -839,29 +863,16 @@ pub async fn run(
         }
     })
     .applied_objects();
-    // One pod watch both requeues the FleetPolicies that select a pod and keeps the trimmed
+    // One pod watch both requeues the FleetPolicies that select a pod and keeps the index of
     // pods every reconcile selects its scrape targets from (see `pods`).
-    let (pod_store, pod_writer) = reflector::store();
-    let pods_listed = Arc::new(AtomicBool::new(false));
-    ctx.pods.attach(pod_store, pods_listed.clone());
+    let index = ctx.pods.clone();
     let pod_events = watcher(pods, watcher::Config::default().any_semantic())
-        .modify(pods::trim)
-        .reflect(pod_writer)
-        .inspect(move |event| {
-            if matches!(event, Ok(watcher::Event::InitDone)) {
-                pods_listed.store(true, Ordering::Release);
-            }
-        })
+        .inspect_ok(move |event| index.apply(event))
         .touched_objects();
     let controller = Controller::for_stream(trigger, store.clone())
         .with_config(kube::runtime::controller::Config::default().concurrency(RECONCILES_IN_FLIGHT))
         .trigger_backoff(crate::watch_backoff::WatchBackoff::default());
-    tokio::spawn(prune_fleet_gauges(
-        ctx.metrics.clone(),
-        ctx.polls.clone(),
-        store.clone(),
-        synced,
-    ));
+    tokio::spawn(prune_fleet_gauges(ctx.clone(), store.clone(), synced));
     // A finished fleet poll requeues its FleetPolicy, whose reconcile writes the status.
     let (polled_tx, polled_rx) = tokio::sync::mpsc::unbounded_channel();
     ctx.polls.notify(polled_tx);
@@ -891,14 +902,10 @@ pub async fn run(
         .await;
 }
 
-/// Every minute, drop the fleet gauges and poll state of FleetPolicies that no longer exist: without a
-/// finalizer a deletion never reaches `reconcile`, so the store is the source of truth.
-async fn prune_fleet_gauges(
-    metrics: Metrics,
-    polls: FleetPolls,
-    store: Store<FleetPolicy>,
-    synced: Arc<AtomicBool>,
-) {
+/// Every minute, drop the fleet gauges, poll state and written statuses of FleetPolicies that
+/// no longer exist: without a finalizer a deletion never reaches `reconcile`, so the store is
+/// the source of truth.
+async fn prune_fleet_gauges(ctx: Arc<Context>, store: Store<FleetPolicy>, synced: Arc<AtomicBool>) {
     // Before the first list the store is empty and pruning would wipe every series.
     while !synced.load(Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -911,8 +918,8 @@ async fn prune_fleet_gauges(
             .iter()
             .map(|fp| (fp.namespace().unwrap_or_default(), fp.name_any()))
             .collect();
-        metrics.retain_fleet(&live);
-        polls.retain(
+        ctx.metrics.retain_fleet(&live);
+        ctx.retain(
             &live
                 .iter()
                 .map(|(ns, name)| format!("{ns}/{name}"))

@@ -329,3 +329,20 @@ pub fn same_but_times(a: &FleetPolicyStatus, b: &FleetPolicyStatus) -> bool {
     };
     same(&unstamped(a), &unstamped(b))
 }
+
+/// What [`same_but_times`] compares, as a sha256 of the status's JSON with its conditions
+/// unstamped and in type order: the controller remembers this digest of each status it wrote
+/// rather than the status (a few KiB each, with its cron jobs). Two statuses have the same
+/// digest exactly when they serialize the same, which for these types is when
+/// [`same_but_times`] holds.
+pub fn digest_but_times(s: &FleetPolicyStatus) -> [u8; 32] {
+    use sha2::{Digest as _, Sha256};
+    let mut s = s.clone();
+    for c in &mut s.conditions {
+        c.last_transition_time = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    }
+    s.conditions.sort_by(|x, y| x.type_.cmp(&y.type_));
+    // Serializing these types cannot fail (maps have string keys).
+    let json = serde_json::to_vec(&s).unwrap_or_default();
+    Sha256::digest(&json).into()
+}

@@ -430,3 +430,50 @@ fn a_large_fleet_lists_the_flagged_and_costliest_jobs_and_counts_every_one() {
     assert_eq!(tier.pod_count, 300);
     assert_eq!(tier.pods.len(), MAX_LISTED_PODS);
 }
+
+#[test]
+fn folding_answers_as_they_land_gives_the_view_of_the_sorted_answers() {
+    // Many pods, with jobs, tiers, failures and spend whose float sum depends on its order.
+    let scrapes: Vec<PodScrape> = (0..300_usize)
+        .map(|i| {
+            let pod = format!("agent-{i:03}");
+            if i % 11 == 0 {
+                return PodScrape {
+                    pod,
+                    outcome: Err(ScrapeFailure::Timeout),
+                };
+            }
+            let policy = if i % 7 == 0 { "p-old" } else { POLICY };
+            let effort = if i % 3 == 0 { "low" } else { "high" };
+            let cost = (i % 13) as f64 * 0.137;
+            let mut g = gate(
+                policy,
+                MANAGED,
+                ("grok-4.6", effort),
+                &[("a", "m", cost, &[]), ("b", "m", 0.01, &["mostly_empty"])],
+            );
+            g.llm_spend = Some(crate::budgets::GateSpend {
+                day: "2026-12-07".into(),
+                usd: BTreeMap::from([("main".to_string(), 0.1 + i as f64 * 1e-3)]),
+            });
+            ok(&pod, g)
+        })
+        .collect();
+    let sorted = aggregate(300, &scrapes, &expected());
+    // A fixed shuffle: every 7th answer first, walking the list 7 times.
+    let e = expected();
+    let mut fold = Aggregator::new(300, &e);
+    let mut shuffled = Aggregator::new(300, &e);
+    for start in 0..7 {
+        for s in scrapes.iter().skip(start).step_by(7) {
+            shuffled.add(s);
+        }
+    }
+    for s in scrapes.iter().rev() {
+        fold.add(s);
+    }
+    assert_eq!(shuffled.finish(), sorted);
+    assert_eq!(fold.finish(), sorted);
+    assert_eq!(sorted.pods.reporting, 272);
+    assert_eq!(sorted.cron_job_count, 544);
+}

@@ -275,3 +275,25 @@ fn the_namespace_llm_spend_and_the_budget_column_come_from_the_gates() {
     );
     assert_eq!(status.budget.as_deref(), Some("cron:$4.00/$4.00"));
 }
+
+#[test]
+fn the_written_digest_tells_statuses_apart_as_same_but_times_does() {
+    let fp = FleetPolicy::test();
+    let first = compute(&fp, &render(&fp), Some(&fleet_view(true)), &at(1_000));
+    // Stamped later, conditions in another order: the same status but for its times.
+    let mut later = compute(&fp, &render(&fp), Some(&fleet_view(true)), &at(9_000));
+    later.conditions.reverse();
+    assert!(same_but_times(&first, &later));
+    assert_eq!(digest_but_times(&first), digest_but_times(&later));
+    // Any other difference tells them apart.
+    let behind = compute(&fp, &render(&fp), Some(&fleet_view(false)), &at(1_000));
+    assert!(!same_but_times(&first, &behind));
+    assert_ne!(digest_but_times(&first), digest_but_times(&behind));
+    let bad = invalid();
+    let invalid = compute(&bad, &render(&bad), None, &at(1_000));
+    assert!(!same_but_times(&first, &invalid));
+    assert_ne!(digest_but_times(&first), digest_but_times(&invalid));
+    let mut cheaper = first.clone();
+    cheaper.total_cost_per_day = cheaper.total_cost_per_day.map(|c| c + 0.01);
+    assert_ne!(digest_but_times(&first), digest_but_times(&cheaper));
+}

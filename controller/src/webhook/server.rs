@@ -248,7 +248,13 @@ impl Setup {
             None => Api::all(client),
         };
         let (reader, writer) = reflector::store();
-        let events = reflector(writer, watcher(api, watcher::Config::default()))
+        // The webhook reads a FleetPolicy's name, namespace and spec: its status and managed
+        // fields stay out of the store (the controller's own store keeps the status).
+        let stream = watcher(api, watcher::Config::default()).modify(|fp| {
+            fp.status = None;
+            fp.metadata.managed_fields = None;
+        });
+        let events = reflector(writer, stream)
             .backoff(crate::watch_backoff::WatchBackoff::default())
             .applied_objects()
             .for_each(|_| std::future::ready(()));
