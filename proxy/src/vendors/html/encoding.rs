@@ -5,6 +5,14 @@
 //! first 1024 bytes for `<meta charset>` or `<meta http-equiv=content-type content=...>`;
 //! then, with nothing declared, UTF-8 when the bytes are valid UTF-8 and otherwise the guess
 //! of `chardetng` (the detector a major browser ships for undeclared legacy pages).
+//!
+//! One departure from the browsers: a `<meta>` that names a legacy encoding over a body that is
+//! valid UTF-8 with non-ASCII characters in it is read as UTF-8. The standard calls an encoding
+//! from the prescan tentative; a page saved or re-served as UTF-8 keeps its old `<meta
+//! charset=iso-8859-1>` (archives, mirrors, a CMS that converted its store), and text in a
+//! legacy encoding with non-ASCII bytes is almost never valid UTF-8, so the bytes are the better
+//! witness. Read by the `<meta>`, each `’` would reach the agent as `â€™`. An HTTP charset and
+//! a byte-order mark are still followed as sent.
 
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
 
@@ -20,6 +28,9 @@ pub enum Source {
     Http,
     /// `<meta charset>` / `http-equiv` found by the prescan.
     Meta,
+    /// The prescan named a legacy encoding, but the body is valid UTF-8 with non-ASCII
+    /// characters: read as UTF-8.
+    Utf8OverMeta,
     /// Nothing declared: valid UTF-8, or the detector's guess.
     Detected,
 }
@@ -36,6 +47,9 @@ pub fn sniff(content_type: Option<&str>, body: &[u8], html: bool) -> (&'static E
         return (encoding, Source::Http);
     }
     if html && let Some(encoding) = prescan(&body[..body.len().min(PRESCAN_BYTES)]) {
+        if encoding != UTF_8 && is_utf8_beyond_ascii(body) {
+            return (UTF_8, Source::Utf8OverMeta);
+        }
         return (encoding, Source::Meta);
     }
     (detect(body), Source::Detected)
@@ -47,6 +61,17 @@ pub fn decode(content_type: Option<&str>, body: &[u8], html: bool) -> String {
     // `decode` removes a BOM (and lets one override the label, as the standard does).
     let (text, _, _) = encoding.decode(body);
     text.into_owned()
+}
+
+/// Whether `body` is valid UTF-8 (a sequence cut at the end of a capped body still counts) and
+/// holds at least one character beyond ASCII.
+fn is_utf8_beyond_ascii(body: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(body) {
+        Ok(_) => body.len(),
+        Err(e) if e.error_len().is_none() && body.len() - e.valid_up_to() < 4 => e.valid_up_to(),
+        Err(_) => return false,
+    };
+    !body[..valid].is_ascii()
 }
 
 /// Undeclared bytes: UTF-8 if they are (a sequence cut at the end of a capped body still
@@ -309,6 +334,26 @@ mod tests {
             ("EUC-KR", Source::Http)
         );
         assert_eq!(name(Some("text/html"), meta), ("Shift_JIS", Source::Meta));
+        // A legacy `<meta>` over a body that is valid UTF-8 beyond ASCII: the bytes win; over
+        // ASCII, or over bytes that are not UTF-8, the `<meta>` does; an HTTP charset always.
+        let page = "<meta charset=iso-8859-1><p>It’s café time</p>".as_bytes();
+        assert_eq!(name(None, page), ("UTF-8", Source::Utf8OverMeta));
+        assert_eq!(
+            decode(Some("text/html"), page, true),
+            "<meta charset=iso-8859-1><p>It’s café time</p>"
+        );
+        assert_eq!(
+            name(None, b"<meta charset=iso-8859-1><p>plain</p>"),
+            ("windows-1252", Source::Meta)
+        );
+        assert_eq!(
+            name(None, b"<meta charset=iso-8859-1><p>caf\xe9</p>"),
+            ("windows-1252", Source::Meta)
+        );
+        assert_eq!(
+            name(Some("text/html; charset=iso-8859-1"), page),
+            ("windows-1252", Source::Http)
+        );
         assert_eq!(name(None, b"<p>plain</p>"), ("UTF-8", Source::Detected));
         // Undeclared Latin-1 bytes: not UTF-8, so the detector decides.
         assert_eq!(
