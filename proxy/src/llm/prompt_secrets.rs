@@ -113,6 +113,34 @@ const WINDOW: usize = 1024;
 /// `\uXXXX` of a printable ASCII character (JSON encoders write those only to hide them;
 /// the escapes they do write, of non-ASCII and control characters, cannot be part of a
 /// token). Overlapping stretches are merged; each range is on character boundaries.
+/// The window around the backslash at `at`, merged into `windows` (kept in order of place),
+/// when it starts an escape [`escaped_windows`] looks for.
+fn add_window(text: &str, at: usize, windows: &mut Vec<Range<usize>>) {
+    let bytes = text.as_bytes();
+    let suspicious = match bytes.get(at + 1) {
+        Some(b'/') => true,
+        Some(b'u') => hex4(text.get(at + 2..at + 6)).is_some_and(|c| (0x20..0x7f).contains(&c)),
+        _ => false,
+    };
+    // An escaped backslash (`\\u0041`) is not an escape: the scan of the text as sent
+    // and the decoded window both see its bytes as written.
+    if !suspicious || !escaped_at(bytes, at) {
+        return;
+    }
+    let mut start = at.saturating_sub(WINDOW);
+    let mut end = (at + WINDOW).min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    match windows.last_mut() {
+        Some(last) if last.end >= start => last.end = last.end.max(end),
+        _ => windows.push(start..end),
+    }
+}
+
 fn escaped_windows(text: &str) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut windows: Vec<Range<usize>> = Vec::new();
@@ -126,28 +154,7 @@ fn escaped_windows(text: &str) -> Vec<Range<usize>> {
         (None, _) => slash.next(),
     });
     for at in escapes {
-        let suspicious = match bytes.get(at + 1) {
-            Some(b'/') => true,
-            Some(b'u') => hex4(text.get(at + 2..at + 6)).is_some_and(|c| (0x20..0x7f).contains(&c)),
-            _ => false,
-        };
-        // An escaped backslash (`\\u0041`) is not an escape: the scan of the text as sent
-        // and the decoded window both see its bytes as written.
-        if !suspicious || !escaped_at(bytes, at) {
-            continue;
-        }
-        let mut start = at.saturating_sub(WINDOW);
-        let mut end = (at + WINDOW).min(text.len());
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        match windows.last_mut() {
-            Some(last) if last.end >= start => last.end = last.end.max(end),
-            _ => windows.push(start..end),
-        }
+        add_window(text, at, &mut windows);
     }
     windows
 }

@@ -117,29 +117,9 @@ keywords = ["corp_live_"]
 
 /// The escape windows as found by looking at every backslash.
 fn windows_at_every_backslash(text: &str) -> Vec<Range<usize>> {
-    let bytes = text.as_bytes();
     let mut windows: Vec<Range<usize>> = Vec::new();
-    for at in (0..bytes.len()).filter(|&i| bytes[i] == b'\\') {
-        let suspicious = match bytes.get(at + 1) {
-            Some(b'/') => true,
-            Some(b'u') => hex4(text.get(at + 2..at + 6)).is_some_and(|c| (0x20..0x7f).contains(&c)),
-            _ => false,
-        };
-        if !suspicious || !escaped_at(bytes, at) {
-            continue;
-        }
-        let mut start = at.saturating_sub(WINDOW);
-        let mut end = (at + WINDOW).min(text.len());
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        match windows.last_mut() {
-            Some(last) if last.end >= start => last.end = last.end.max(end),
-            _ => windows.push(start..end),
-        }
+    for at in (0..text.len()).filter(|&i| text.as_bytes()[i] == b'\\') {
+        add_window(text, at, &mut windows);
     }
     windows
 }
