@@ -2,7 +2,7 @@
 //! truncated page is a prefix of the page.
 #![no_main]
 
-use fleetgate_proxy::assemble::{images, truncate};
+use fleetgate_proxy::web::assemble::{images, truncate};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

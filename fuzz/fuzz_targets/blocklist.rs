@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use fleetgate_proxy::gates::website_blocklist::Blocklist;
+use fleetgate_proxy::judge::gates::website_blocklist::Blocklist;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use bytes::BytesMut;
-use fleetgate_proxy::relay::h1::{ChunkedDecoder, Encode, Head};
+use fleetgate_proxy::egress::relay::h1::{ChunkedDecoder, Encode, Head};
 use libfuzzer_sys::fuzz_target;
 
 fn decode(input: &[u8], encode: Encode) -> Option<(Vec<u8>, usize)> {

@@ -2,7 +2,7 @@
 //! stack (it runs on a thread with the extraction pool's stack) and builds no tree deeper
 //! than twice the cap. And on content: HTML with visible text never converts to empty, in
 //! either scope (main content or the whole page), whatever markup surrounds the text:
-//! the property the proptest `visible_text_is_never_lost` (proxy/src/vendors/html.rs) checks,
+//! the property the proptest `visible_text_is_never_lost` (proxy/src/web/vendors/html.rs) checks,
 //! with its vocabulary, here driven by the fuzzer.
 #![no_main]
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use fleetgate_proxy::vendors::html::{Scope, bounded, html_to_markdown, pool};
+use fleetgate_proxy::web::vendors::html::{Scope, bounded, html_to_markdown, pool};
 use libfuzzer_sys::fuzz_target;
 
 /// Opening and closing markup of every element that nests, plus misnested and unclosed forms.

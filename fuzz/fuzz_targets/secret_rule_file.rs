@@ -3,7 +3,7 @@
 //! and every hit names a rule id of the file.
 #![no_main]
 
-use fleetgate_proxy::gates::secret_url::rules::RuleSet;
+use fleetgate_proxy::judge::gates::secret_url::rules::RuleSet;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

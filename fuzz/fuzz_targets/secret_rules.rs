@@ -4,12 +4,12 @@
 //! flags.
 #![no_main]
 
-use fleetgate_proxy::gates::Gate;
-use fleetgate_proxy::gates::secret_url::rules::{RuleSet, find_jwt};
-use fleetgate_proxy::gates::secret_url::{
+use fleetgate_proxy::judge::gates::Gate;
+use fleetgate_proxy::judge::gates::secret_url::rules::{RuleSet, find_jwt};
+use fleetgate_proxy::judge::gates::secret_url::{
     SecretUrlGate, check_host_secret, redact_secrets, secret_span,
 };
-use fleetgate_proxy::target_url::TargetUrl;
+use fleetgate_proxy::base::target_url::TargetUrl;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -8,8 +8,8 @@
 #![no_main]
 
 use bytes::BytesMut;
-use fleetgate_proxy::relay::h1::{Head, METHODS};
-use fleetgate_proxy::relay::sniff::{Progress, Protocol, protocol_of, sniff};
+use fleetgate_proxy::egress::relay::h1::{Head, METHODS};
+use fleetgate_proxy::egress::relay::sniff::{Progress, Protocol, protocol_of, sniff};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

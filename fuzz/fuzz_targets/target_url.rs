@@ -5,8 +5,8 @@
 //! parser's.
 #![no_main]
 
-use fleetgate_proxy::target_url::{HostKind, TargetUrl, canonical_host, canonical_host_of};
-use fleetgate_proxy::url_form;
+use fleetgate_proxy::base::target_url::{HostKind, TargetUrl, canonical_host, canonical_host_of};
+use fleetgate_proxy::base::url_form;
 use libfuzzer_sys::fuzz_target;
 use url::{Position, Url};
 

@@ -5,13 +5,13 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use fleetgate_proxy::gates::secret_url::{self, SecretUrlGate};
-use fleetgate_proxy::gates::ssrf::precheck_url;
-use fleetgate_proxy::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
-use fleetgate_proxy::gates::{Gate, parse_items};
+use fleetgate_proxy::judge::gates::secret_url::{self, SecretUrlGate};
+use fleetgate_proxy::judge::gates::ssrf::precheck_url;
+use fleetgate_proxy::judge::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
+use fleetgate_proxy::judge::gates::{Gate, parse_items};
 use fleetgate_proxy::policy::Policy;
-use fleetgate_proxy::target_url::TargetUrl;
-use fleetgate_proxy::url_form;
+use fleetgate_proxy::base::target_url::TargetUrl;
+use fleetgate_proxy::base::url_form;
 use libfuzzer_sys::fuzz_target;
 
 fn fixtures() -> &'static (Policy, Blocklist) {

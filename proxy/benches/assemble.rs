@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use fleetgate_proxy::assemble::{Store, binary, images, truncate};
+use fleetgate_proxy::web::assemble::{Store, binary, images, truncate};
 use tokio::time::Instant;
 
 const PAGE_BYTES: usize = 1_000_000;

@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::process::Command;
 
-use fleetgate_proxy::gates::secret_url::{
+use fleetgate_proxy::base::target_url::TargetUrl;
+use fleetgate_proxy::judge::gates::secret_url::{
     SecretUrlGate, secret_in_url_forms, sensitive_fragment_param_name, sensitive_query_param_name,
 };
-use fleetgate_proxy::gates::ssrf::{Precheck, precheck_url};
-use fleetgate_proxy::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
-use fleetgate_proxy::gates::{Gate, Verdict};
+use fleetgate_proxy::judge::gates::ssrf::{Precheck, precheck_url};
+use fleetgate_proxy::judge::gates::website_blocklist::{Blocklist, WebsiteBlocklistGate};
+use fleetgate_proxy::judge::gates::{Gate, Verdict};
 use fleetgate_proxy::policy::{EgressPolicy, Policy};
-use fleetgate_proxy::target_url::TargetUrl;
 use tokio::time::Instant;
 
 const RULES: usize = 200;
@@ -123,7 +123,7 @@ fn main() {
     };
     let (before_ns, _) = time(E1::HermesOnly);
     let (rust_ns, sink) = time(E1::Rules);
-    let secret_rules = fleetgate_proxy::gates::secret_url::rules::RuleSet::builtin().len();
+    let secret_rules = fleetgate_proxy::judge::gates::secret_url::rules::RuleSet::builtin().len();
     println!(
         "gate decision (E1 + E2 literal + E4, {RULES} blocklist rules), {} URLs",
         corpus.len()
@@ -178,7 +178,7 @@ fn main() {
 
 /// Where one decision's time goes, each part timed alone over the corpus.
 fn components(corpus: &[String], egress: &EgressPolicy, list: &Blocklist) {
-    use fleetgate_proxy::gates::secret_url as su;
+    use fleetgate_proxy::judge::gates::secret_url as su;
     const ROUNDS: usize = 40;
     let targets: Vec<TargetUrl> = corpus.iter().map(|u| TargetUrl::new(u)).collect();
     let per_url =

@@ -94,20 +94,20 @@ fn main() {
     let (d50, d99, dw) = timed(&dirty, &policy);
     let parts: serde_json::Map<String, serde_json::Value> = [
         component("hermes_prefixes", &clean, |t| {
-            fleetgate_proxy::gates::secret_url::find_credential_prefix(t).is_some()
+            fleetgate_proxy::judge::gates::secret_url::find_credential_prefix(t).is_some()
         }),
         component("builtin_rules", &clean, |t| {
-            fleetgate_proxy::gates::secret_url::rules::RuleSet::builtin()
+            fleetgate_proxy::judge::gates::secret_url::rules::RuleSet::builtin()
                 .find(t)
                 .is_some()
         }),
         component("jwt", &clean, |t| {
-            fleetgate_proxy::gates::secret_url::rules::find_jwt(t).is_some()
+            fleetgate_proxy::judge::gates::secret_url::rules::find_jwt(t).is_some()
         }),
         // The three above as the scan runs them: Hermes' prefixes and the built-in rules'
         // keywords in one pass, then JWTs.
         component("e1_text", &clean, |t| {
-            fleetgate_proxy::gates::secret_url::find_in_text(t, None).is_some()
+            fleetgate_proxy::judge::gates::secret_url::find_in_text(t, None).is_some()
         }),
     ]
     .into_iter()

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use fleetgate_proxy::cache::{
+use fleetgate_proxy::web::cache::{
     CacheOutcome, CacheSettings, DiskCache, NewEntry, NoCacheReason, SweepPolicy,
 };
 use serde::Serialize;
@@ -218,7 +218,8 @@ fn bench_page(
     });
     // The floor: reading the same file with no checks at all.
     let file = cache.dir().join(
-        fleetgate_proxy::cache::CacheKey::new(&entry.url, "markdown", &entry.provider).file_name(),
+        fleetgate_proxy::web::cache::CacheKey::new(&entry.url, "markdown", &entry.provider)
+            .file_name(),
     );
     let (read_p50, read_p99) = time_us(iters, || {
         let _ = std::fs::read(&file);

@@ -10,7 +10,7 @@ use prometheus::{Encoder, TextEncoder};
 use serde_json::json;
 
 use crate::api::Shared;
-use crate::respond::{self, ApiError, Body};
+use crate::judge::respond::{self, ApiError, Body};
 
 /// The admin router.
 pub async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -80,7 +80,7 @@ fn metrics(shared: &Shared) -> Response<Body> {
 
 fn status(shared: &Shared) -> Response<Body> {
     let rt = shared.gate.runtime.load();
-    let loaded_at = crate::clock::unix_secs(rt.loaded_at);
+    let loaded_at = crate::base::clock::unix_secs(rt.loaded_at);
     let listeners: serde_json::Map<String, serde_json::Value> = shared
         .gate
         .bound_listeners()
@@ -99,10 +99,10 @@ fn status(shared: &Shared) -> Response<Body> {
             "backends": {
                 "extract": rt.policy.web.extract_backend,
                 "search": rt.policy.web.search_backend,
-                "rescue": rt.backends.rescue.iter().map(|b| b.name()).collect::<Vec<_>>(),
+                "rescue": rt.web.backends.rescue.iter().map(|b| b.name()).collect::<Vec<_>>(),
                 "available": backend_availability(&rt),
             },
-            "cache": rt.cache.status(),
+            "cache": rt.web.cache.status(),
             "blocklist": {
                 "enabled": rt.policy.blocklist.enabled,
                 "rules": rt.blocklist.len(),
@@ -110,7 +110,7 @@ fn status(shared: &Shared) -> Response<Body> {
             "listeners": listeners,
             // This pod's LLM spend today (UTC day), per budget role: what the controller sums
             // against a namespace budget.
-            "llm": {"spend": shared.llm.spend.snapshot(crate::clock::now_secs())},
+            "llm": {"spend": shared.llm.spend.snapshot(crate::base::clock::now_secs())},
         }),
     )
 }
@@ -194,8 +194,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Each configured backend with whether it can be called now (credential present) and whether
 /// it is called without a key (a third party then reads the agent's URLs and queries).
-fn backend_availability(rt: &crate::runtime::Runtime) -> serde_json::Value {
-    let b = &rt.backends;
+fn backend_availability(rt: &crate::live::runtime::Runtime) -> serde_json::Value {
+    let b = &rt.web.backends;
     let all = std::iter::once(&b.extract)
         .chain(b.search.iter())
         .chain(b.rescue.iter());

@@ -19,25 +19,25 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::accept::Acceptor;
-use crate::forward::refusal::ProxyRefusal;
-use crate::metrics::ProxyMetrics;
-use crate::pipeline::{ExtractOutcome, Pipeline};
-use crate::relay::h1::MAX_HEAD;
-use crate::relay::limits::TunnelCap;
-use crate::request_body::{BodyBudget, BodyHold, BodyLimits};
-use crate::respond::{self, ApiError, Body};
-use crate::runtime::Runtime;
-use crate::shards::Shards;
-use crate::state::GateState;
-use crate::telemetry::decision::DecisionLine;
-use crate::vendors::html::Scope as ContentScope;
+use crate::base::shards::Shards;
+use crate::egress::forward::refusal::ProxyRefusal;
+use crate::egress::relay::h1::MAX_HEAD;
+use crate::egress::relay::limits::TunnelCap;
+use crate::judge::metrics::ProxyMetrics;
+use crate::judge::request_body::{BodyBudget, BodyHold, BodyLimits};
+use crate::judge::respond::{self, ApiError, Body};
+use crate::judge::telemetry::decision::DecisionLine;
+use crate::live::runtime::Runtime;
+use crate::live::state::GateState;
+use crate::web::pipeline::{ExtractOutcome, Pipeline};
+use crate::web::vendors::html::Scope as ContentScope;
 
 /// Largest request body the api listener reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// The most JSON values a request body may hold. A megabyte of `[0,0,…]` is half a million
 /// values and some 50 MB as a tree; the budget lets about a hundred such bodies in at once, so
-/// the values are counted ([`count_values`](crate::vendors::client::answer_json::count_values))
+/// the values are counted ([`count_values`](crate::web::vendors::client::answer_json::count_values))
 /// before the tree is built. The largest real request (an extract of a few dozen URLs with
 /// its options) holds some hundreds.
 pub const MAX_REQUEST_VALUES: usize = 20_000;
@@ -74,7 +74,7 @@ impl Shared {
             .clone()
             .unwrap_or_else(|| runtime.policy.store.root.join("llm").join("spend.json"));
         let (spend, _) =
-            crate::llm::spend::SpendLedger::open(&spend_path, crate::clock::now_secs());
+            crate::llm::spend::SpendLedger::open(&spend_path, crate::base::clock::now_secs());
         let llm = crate::llm::LlmState::register(&registry, spend)?;
         Ok(Arc::new(Self {
             gate: Arc::new(GateState::new(runtime, metrics)),
@@ -182,7 +182,7 @@ pub async fn serve_http<H, F, B>(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let header_timeout = crate::relay::limits::Limits::default()
+        let header_timeout = crate::egress::relay::limits::Limits::default()
             .effective(&gate.runtime.load().policy)
             .header;
         let handler = handler.clone();
@@ -271,7 +271,7 @@ enum ApiRoute {
     /// `POST /tavily/extract`.
     TavilyExtract,
     /// `POST /v1/search`, `/v2/search`, `/tavily/search`, in their shapes.
-    Search(crate::vendor_fronts::search::SearchShape),
+    Search(crate::web::vendor_fronts::search::SearchShape),
     /// `GET /searxng/search`.
     SearxngSearch,
     /// `GET|POST /v1/watch/<name>`.
@@ -286,7 +286,7 @@ enum ApiRoute {
 
 impl ApiRoute {
     fn of(method: &Method, path: &str) -> Self {
-        use crate::vendor_fronts::search::SearchShape;
+        use crate::web::vendor_fronts::search::SearchShape;
         match (method, path) {
             (&Method::POST, "/v1/extract") => Self::Extract,
             (&Method::POST, "/v2/scrape" | "/v1/scrape") => Self::FirecrawlScrape,
@@ -309,7 +309,7 @@ impl ApiRoute {
 
     /// The `route` label of `fleetgate_http_request_duration_seconds`.
     fn label(self) -> &'static str {
-        use crate::vendor_fronts::search::SearchShape;
+        use crate::web::vendor_fronts::search::SearchShape;
         match self {
             Self::Extract => "extract",
             Self::FirecrawlScrape => "firecrawl_scrape",
@@ -359,7 +359,7 @@ async fn run_extract(
 ) -> ExtractOutcome {
     let runtime = shared.gate.runtime.load_full();
     let own = shared.gate.own_listeners();
-    Pipeline::new(&runtime, &shared.gate.metrics)
+    Pipeline::new(&runtime.rules, &runtime.web, &shared.gate.metrics)
         .for_client(client)
         .with_own(&own)
         .with_scope(scope)
@@ -394,7 +394,7 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
             &json!({"error": "Content was inaccessible or not found"}),
         ),
         ExtractOutcome::Rows(rows) => {
-            let body = crate::pipeline::Results { results: &rows };
+            let body = crate::web::pipeline::Results { results: &rows };
             respond::json_bytes(StatusCode::OK, body.to_json())
         }
     }
@@ -403,61 +403,60 @@ async fn extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
 async fn firecrawl_scrape(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
     let parsed = read_json(req).await.and_then(|(body, hold)| {
-        crate::vendor_fronts::firecrawl::parse_scrape(&body).map(|p| (p, hold))
+        crate::web::vendor_fronts::firecrawl::parse_scrape(&body).map(|p| (p, hold))
     });
     let ((urls, limit, scope), _hold) = match parsed {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
     let outcome = run_extract(shared, client, &urls, limit.as_ref(), scope).await;
-    crate::vendor_fronts::firecrawl::scrape_response(outcome)
+    crate::web::vendor_fronts::firecrawl::scrape_response(outcome)
 }
 
 async fn tavily_extract(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     let client = client_of(&req);
-    let ((urls, scope), _hold) = match read_json(req)
-        .await
-        .and_then(|(b, hold)| crate::vendor_fronts::tavily::parse_extract(&b).map(|u| (u, hold)))
-    {
+    let ((urls, scope), _hold) = match read_json(req).await.and_then(|(b, hold)| {
+        crate::web::vendor_fronts::tavily::parse_extract(&b).map(|u| (u, hold))
+    }) {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
     let outcome = run_extract(shared, client, &urls, None, scope).await;
-    crate::vendor_fronts::tavily::extract_response(outcome)
+    crate::web::vendor_fronts::tavily::extract_response(outcome)
 }
 
 async fn search(
     shared: &Shared,
     req: Request<Incoming>,
-    shape: crate::vendor_fronts::search::SearchShape,
+    shape: crate::web::vendor_fronts::search::SearchShape,
 ) -> Response<Body> {
     let ((query, limit), _hold) = match read_json(req)
         .await
-        .and_then(|(b, hold)| crate::vendor_fronts::search::parse_body(&b).map(|q| (q, hold)))
+        .and_then(|(b, hold)| crate::web::vendor_fronts::search::parse_body(&b).map(|q| (q, hold)))
     {
         Ok(v) => v,
         Err(e) => return respond::api_error(&e),
     };
     let runtime = shared.gate.runtime.load_full();
-    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
+    let outcome = Pipeline::new(&runtime.rules, &runtime.web, &shared.gate.metrics)
         .search(&query, limit.as_ref())
         .await;
-    crate::vendor_fronts::search::respond(shape, &query, outcome)
+    crate::web::vendor_fronts::search::respond(shape, &query, outcome)
 }
 
 async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
-    let query = match crate::vendor_fronts::search::parse_searxng_query(req.uri().query()) {
+    let query = match crate::web::vendor_fronts::search::parse_searxng_query(req.uri().query()) {
         Ok(q) => q,
         Err(e) => return respond::api_error(&e),
     };
     let runtime = shared.gate.runtime.load_full();
     // SearXNG has no limit parameter; Hermes cuts the rows itself, so serve a full bucket.
-    let limit = Value::from(crate::cache::memo::bucket(20));
-    let outcome = Pipeline::new(&runtime, &shared.gate.metrics)
+    let limit = Value::from(crate::web::cache::memo::bucket(20));
+    let outcome = Pipeline::new(&runtime.rules, &runtime.web, &shared.gate.metrics)
         .search(&query, Some(&limit))
         .await;
-    crate::vendor_fronts::search::respond(
-        crate::vendor_fronts::search::SearchShape::Searxng,
+    crate::web::vendor_fronts::search::respond(
+        crate::web::vendor_fronts::search::SearchShape::Searxng,
         &query,
         outcome,
     )
@@ -469,14 +468,14 @@ async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Bod
 pub async fn read_json(req: Request<Incoming>) -> Result<(Value, BodyHold), ApiError> {
     let (parts, body) = req.into_parts();
     let (bytes, hold) =
-        crate::request_body::read_for(&parts, body, MAX_REQUEST_BYTES, "api").await?;
+        crate::judge::request_body::read_for(&parts, body, MAX_REQUEST_BYTES, "api").await?;
     let invalid = |e: String| ApiError::InvalidRequest(format!("the body is not valid JSON: {e}"));
-    crate::vendors::client::answer_json::count_values(&bytes, MAX_REQUEST_VALUES).map_err(|e| {
-        match e.starts_with("more than") {
+    crate::web::vendors::client::answer_json::count_values(&bytes, MAX_REQUEST_VALUES).map_err(
+        |e| match e.starts_with("more than") {
             true => ApiError::InvalidRequest(format!("the body holds {e}")),
             false => invalid(e),
-        }
-    })?;
+        },
+    )?;
     let value = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
     Ok((value, hold))
 }

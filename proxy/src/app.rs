@@ -1,7 +1,7 @@
 //! The composition root of `serve`: the process's wiring, top to bottom.
 //!
 //! 1. The policy (a file, watched, or the embedded default) and the runtime built from it.
-//! 2. The state: the gate's ([`crate::state::GateState`]: runtime, metrics, bound listeners) and each
+//! 2. The state: the gate's ([`crate::live::state::GateState`]: runtime, metrics, bound listeners) and each
 //!    feature's beside it ([`Shared`]: the LLM route, watches, reports), metrics in one registry.
 //! 3. The listeners, in the order the loop check needs them: `api` (the vendor-compatible
 //!    fronts and the LLM route) and `admin`, then `transparent`, then `forward_proxy`, which
@@ -26,11 +26,11 @@ use tokio::task::JoinHandle;
 
 use crate::accept::Acceptor;
 use crate::api::{self, Shared};
-use crate::dialer::OwnListeners;
-use crate::forward;
+use crate::base::dialer::OwnListeners;
+use crate::egress::forward;
+use crate::live::runtime::Runtime;
 use crate::policy::{ListenPolicy, Policy};
-use crate::runtime::Runtime;
-use crate::{admin, reload};
+use crate::{admin, live::reload};
 
 /// `serve` options.
 #[derive(Debug, Args)]
@@ -75,7 +75,7 @@ pub struct ServeArgs {
     pub body_timeout_ms: u64,
     /// Bytes all in-flight request bodies of the api listener may hold together; past it a
     /// new request with a body gets `503 body_budget_exhausted`.
-    #[arg(long, default_value_t = crate::request_body::DEFAULT_BODY_BUDGET, value_parser = at_least_one)]
+    #[arg(long, default_value_t = crate::judge::request_body::DEFAULT_BODY_BUDGET, value_parser = at_least_one)]
     pub body_budget_bytes: usize,
 }
 
@@ -98,7 +98,7 @@ fn at_least_one_u64(s: &str) -> Result<u64, String> {
 impl ServeArgs {
     /// The bounds of the api (`"api"`) or admin listener.
     pub fn listener_limits(&self, name: &str) -> api::ListenerLimits {
-        let bodies = crate::request_body::BodyLimits {
+        let bodies = crate::judge::request_body::BodyLimits {
             idle: Duration::from_millis(self.body_idle_timeout_ms),
             total: Duration::from_millis(self.body_timeout_ms),
             budget: self.body_budget_bytes,
@@ -155,7 +155,7 @@ pub fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError
 /// Run the gate's listeners until SIGTERM or Ctrl-C, then drain.
 pub async fn serve(args: ServeArgs) -> ExitCode {
     // 1. The policy, its runtime and the state; descriptors for every tunnel's pipes.
-    match crate::relay::zero_copy::raise_open_file_limit() {
+    match crate::egress::relay::zero_copy::raise_open_file_limit() {
         Some((before, after)) if after > before => {
             tracing::info!(
                 before,
@@ -175,7 +175,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     // 2. The listeners, on this thread and `workers - 1` more.
     let workers = args.workers.unwrap_or_else(default_workers);
     let counted = &gate.metrics.shard_connections;
-    let shards = match crate::shards::Shards::start_counted(workers.get() - 1, counted) {
+    let shards = match crate::base::shards::Shards::start_counted(workers.get() - 1, counted) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             eprintln!("fleetgate-proxy: failed to start the listener threads: {e}");
@@ -246,7 +246,7 @@ async fn start_listeners(
     shared: &Arc<Shared>,
     listen: &ListenPolicy,
     stop_rx: &watch::Receiver<bool>,
-    shards: &Arc<crate::shards::Shards>,
+    shards: &Arc<crate::base::shards::Shards>,
 ) -> Result<
     (
         serde_json::Map<String, serde_json::Value>,
@@ -298,7 +298,7 @@ async fn start_listeners(
     // Transparent capture is bound before the forward proxy, so the forward proxy's loop
     // check knows these listeners too.
     if let Some(addr) = listen.transparent {
-        match crate::transparent::spawn(addr, gate, stop_rx, shards).await {
+        match crate::egress::transparent::spawn(addr, gate, stop_rx, shards).await {
             Ok(started) => {
                 for (name, local, task) in started {
                     bound.insert(name.to_string(), json!(local.to_string()));

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
-use crate::json_escape as escape;
-use crate::metrics::ProxyMetrics;
-use crate::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
+use crate::base::json_escape as escape;
+use crate::judge::metrics::ProxyMetrics;
+use crate::judge::telemetry;
+use crate::live::runtime::Runtime;
 use crate::policy::Policy;
-use crate::runtime::Runtime;
-use crate::telemetry;
-use crate::vendors::html::Scope as ContentScope;
+use crate::web::pipeline::{ExtractOutcome, Pipeline, UrlCheck};
+use crate::web::vendors::html::Scope as ContentScope;
 
 /// fleetgate-proxy: the egress gate sidecar for Hermes Agents.
 #[derive(Debug, Parser)]
@@ -147,7 +147,7 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 /// The async runtime: for `serve`, a single-threaded runtime on this thread, the first of
-/// the listeners' shards (`crate::shards`: every connection lives on one thread, with no
+/// the listeners' shards (`crate::base::shards`: every connection lives on one thread, with no
 /// work stealing or wake-ups between workers; see `docs/benchmarks.md`); for the other
 /// commands a worker per core.
 fn async_runtime(serving: bool) -> std::io::Result<tokio::runtime::Runtime> {
@@ -162,7 +162,7 @@ fn async_runtime(serving: bool) -> std::io::Result<tokio::runtime::Runtime> {
 fn check_policy(file: &Path) -> ExitCode {
     match Policy::load(file) {
         Ok(p) => {
-            let (list, warnings) = crate::gates::website_blocklist::Blocklist::load(
+            let (list, warnings) = crate::judge::gates::website_blocklist::Blocklist::load(
                 p.blocklist.enabled,
                 &p.blocklist.domains,
                 &p.blocklist.shared_files,
@@ -211,7 +211,7 @@ async fn check_url(path: Option<&Path>, urls: &[String]) -> ExitCode {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let pipeline = Pipeline::new(&runtime, &metrics);
+    let pipeline = Pipeline::new(&runtime.rules, &runtime.web, &metrics);
     let mut lines = CheckLines::new();
     let mut unreadable = false;
     if let [only] = urls
@@ -362,8 +362,8 @@ async fn extract(
         Ok(v) => v,
         Err(code) => return code,
     };
-    let pipeline =
-        Pipeline::new(&runtime, &metrics).with_scope(full_page.then_some(ContentScope::Full));
+    let pipeline = Pipeline::new(&runtime.rules, &runtime.web, &metrics)
+        .with_scope(full_page.then_some(ContentScope::Full));
     let urls = Value::from(urls.to_vec());
     let limit = char_limit.map(Value::from);
     let body = match pipeline.extract(&urls, limit.as_ref()).await {
@@ -384,9 +384,9 @@ async fn extract(
     }
 }
 
-/// `convert`: each file through [`crate::vendors::direct::convert_body`], one JSON line each.
+/// `convert`: each file through [`crate::web::vendors::direct::convert_body`], one JSON line each.
 fn convert(full_page: bool, content_type: Option<&str>, files: &[PathBuf]) -> ExitCode {
-    use crate::vendors::direct::{Unconverted, convert_body};
+    use crate::web::vendors::direct::{Unconverted, convert_body};
     let scope = if full_page {
         ContentScope::Full
     } else {

@@ -47,7 +47,7 @@ mod tests;
 /// The uid the gate runs as; its traffic is never redirected.
 pub const DEFAULT_PROXY_UID: u32 = 15000;
 /// The transparent listener's port.
-pub const DEFAULT_TO_PORT: u16 = crate::transparent::config::DEFAULT_PORT;
+pub const DEFAULT_TO_PORT: u16 = crate::egress::transparent::config::DEFAULT_PORT;
 /// The chain jumped to from nat OUTPUT: the exemptions.
 pub const OUTPUT_CHAIN: &str = "FLEETGATE_OUTPUT";
 /// The chain that redirects to the transparent listener.

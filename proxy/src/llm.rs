@@ -11,8 +11,8 @@
 //! runs itself, [`turns`] which refusals are one turn's, [`observation_store`] the last
 //! observation per role.
 
+use crate::live::state::GateState;
 use crate::policy::llm::role_key;
-use crate::state::GateState;
 
 use std::sync::Arc;
 

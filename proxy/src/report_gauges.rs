@@ -142,7 +142,7 @@ pub fn job_label(id: &str) -> Option<&str> {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    let secret = || crate::gates::secret_url::secret_in_text(id, &[]).is_some();
+    let secret = || crate::judge::gates::secret_url::secret_in_text(id, &[]).is_some();
     (shaped && id != OTHER_JOB && !secret()).then_some(id)
 }
 

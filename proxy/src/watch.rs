@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use prometheus::{IntCounterVec, Opts, Registry};
 
-use crate::metrics::ProxyMetrics;
+use crate::judge::metrics::ProxyMetrics;
+use crate::live::runtime::Runtime;
 use crate::policy::watch::WatchSpec;
-use crate::runtime::Runtime;
 
 pub mod cli;
 pub mod error;
@@ -101,7 +101,7 @@ impl Watches {
         &self,
         rt: &Runtime,
         metrics: &ProxyMetrics,
-        own: &crate::dialer::OwnListeners,
+        own: &crate::base::dialer::OwnListeners,
         name: &str,
         dry_run: bool,
     ) -> Result<RunOutput, WatchError> {
@@ -153,7 +153,7 @@ impl Watches {
 pub async fn run_once(
     rt: &Runtime,
     metrics: &ProxyMetrics,
-    own: &crate::dialer::OwnListeners,
+    own: &crate::base::dialer::OwnListeners,
     spec: &WatchSpec,
     dry_run: bool,
 ) -> Result<RunOutput, WatchError> {
@@ -171,7 +171,12 @@ pub async fn run_once(
     let current: Vec<String> = found.items.iter().map(|i| i.id.clone()).collect();
     let (new, stored) = state::merge(seen.as_deref().unwrap_or(&[]), &current, spec.max_seen);
     if !dry_run {
-        state::save(&path, &spec.name, &stored, crate::clock::now_secs_i64())?;
+        state::save(
+            &path,
+            &spec.name,
+            &stored,
+            crate::base::clock::now_secs_i64(),
+        )?;
     }
     let new_set: std::collections::HashSet<&str> = new.iter().map(String::as_str).collect();
     let lines: Vec<String> = found

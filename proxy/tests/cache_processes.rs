@@ -17,7 +17,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
-use fleetgate_proxy::cache::{CacheOutcome, CacheSettings, DiskCache, NewEntry, NoCacheReason};
+use fleetgate_proxy::web::cache::{
+    CacheOutcome, CacheSettings, DiskCache, NewEntry, NoCacheReason,
+};
 
 #[path = "../examples/cache_hammer.rs"]
 mod cache_hammer;
@@ -338,8 +340,12 @@ fn full_checks(root: &Path) {
         );
     }
     let first = extract.join(
-        fleetgate_proxy::cache::CacheKey::new("https://volume.example/0", "markdown", "direct")
-            .file_name(),
+        fleetgate_proxy::web::cache::CacheKey::new(
+            "https://volume.example/0",
+            "markdown",
+            "direct",
+        )
+        .file_name(),
     );
     fs::remove_file(first).expect("an entry must be removable");
     cache

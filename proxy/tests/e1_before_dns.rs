@@ -9,10 +9,10 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use fleetgate_e2e::dns::{DnsReply, StubDns};
-use fleetgate_proxy::metrics::ProxyMetrics;
-use fleetgate_proxy::pipeline::Pipeline;
+use fleetgate_proxy::judge::metrics::ProxyMetrics;
+use fleetgate_proxy::live::runtime::Runtime;
 use fleetgate_proxy::policy::Policy;
-use fleetgate_proxy::runtime::Runtime;
+use fleetgate_proxy::web::pipeline::Pipeline;
 use hickory_proto::rr::RecordType;
 
 fn runtime(dns: &StubDns, timeout_ms: u64, attempts: u32) -> std::sync::Arc<Runtime> {
@@ -42,7 +42,7 @@ async fn no_dns_query_is_sent_for_a_url_e1_refuses() {
         .expect("the stub DNS server must start");
     let rt = runtime(&dns, 1000, 1);
     let metrics = ProxyMetrics::unregistered().expect("metrics");
-    let pipeline = Pipeline::new(&rt, &metrics);
+    let pipeline = Pipeline::new(&rt.rules, &rt.web, &metrics);
     let hex = "0123456789abcdef0123456789abcdef01234567";
     let ghp = "ghp_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78";
     // (URL, the name a resolver would have been asked)
@@ -94,7 +94,7 @@ async fn a_host_with_an_underscore_is_refused_with_its_own_code_before_dns() {
     let dns = StubDns::builder().start().await.expect("stub DNS");
     let rt = runtime(&dns, 1000, 1);
     let metrics = ProxyMetrics::unregistered().expect("metrics");
-    let check = Pipeline::new(&rt, &metrics)
+    let check = Pipeline::new(&rt.rules, &rt.web, &metrics)
         .check_url("https://my_service.example.com/")
         .await;
     let refusal = check.refusal.expect("refused");
@@ -117,7 +117,7 @@ async fn a_silent_name_server_is_given_up_after_timeout_times_attempts() {
     let rt = runtime(&dns, 300, 2);
     let metrics = ProxyMetrics::unregistered().expect("metrics");
     let started = tokio::time::Instant::now();
-    let check = Pipeline::new(&rt, &metrics)
+    let check = Pipeline::new(&rt.rules, &rt.web, &metrics)
         .check_url("https://silent.example/")
         .await;
     let took = started.elapsed();
@@ -146,7 +146,7 @@ async fn the_metadata_floor_has_one_code_in_every_embedded_form() {
     let dns = StubDns::builder().start().await.expect("stub DNS");
     let rt = runtime(&dns, 1000, 1);
     let metrics = ProxyMetrics::unregistered().expect("metrics");
-    let pipeline = Pipeline::new(&rt, &metrics);
+    let pipeline = Pipeline::new(&rt.rules, &rt.web, &metrics);
     for url in [
         "http://169.254.169.254/latest/meta-data/",
         "http://[::ffff:169.254.169.254]/",

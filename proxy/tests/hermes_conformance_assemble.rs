@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fleetgate_proxy::assemble::{Store, binary, images, truncate};
+use fleetgate_proxy::web::assemble::{Store, binary, images, truncate};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

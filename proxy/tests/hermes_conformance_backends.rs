@@ -10,7 +10,7 @@
 
 use std::process::Command;
 
-use fleetgate_proxy::vendors::{BackendKind, check_extract_backend};
+use fleetgate_proxy::web::vendors::{BackendKind, check_extract_backend};
 use serde_json::Value;
 
 const DRIVER: &str = r#"

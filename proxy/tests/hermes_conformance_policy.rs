@@ -25,9 +25,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fleetgate_proxy::gates::ip_guard::{AddrPolicy, classify_addr};
-use fleetgate_proxy::gates::website_blocklist::Blocklist;
-use fleetgate_proxy::target_url::TargetUrl;
+use fleetgate_proxy::base::target_url::TargetUrl;
+use fleetgate_proxy::judge::gates::ip_guard::{AddrPolicy, classify_addr};
+use fleetgate_proxy::judge::gates::website_blocklist::Blocklist;
 use serde_json::{Value, json};
 
 /// Address classes fleetgate refuses where Hermes (CPython 3.11 `ipaddress`) lets some or all

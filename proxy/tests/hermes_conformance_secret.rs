@@ -23,12 +23,12 @@ mod support_hermes;
 
 use std::collections::{BTreeMap, HashSet};
 
-use fleetgate_proxy::gates::secret_url::{
+use fleetgate_proxy::base::target_url::TargetUrl;
+use fleetgate_proxy::base::url_form::{idna_encode_host, normalize_url_for_request, unquote};
+use fleetgate_proxy::judge::gates::secret_url::{
     SecretUrlGate, find_credential_prefix, sensitive_query_param_name,
 };
-use fleetgate_proxy::gates::{DenyReason, Gate, Verdict};
-use fleetgate_proxy::target_url::TargetUrl;
-use fleetgate_proxy::url_form::{idna_encode_host, normalize_url_for_request, unquote};
+use fleetgate_proxy::judge::gates::{DenyReason, Gate, Verdict};
 use support_hermes::{Record, corpus};
 
 const SEED: u64 = 0x00e1_5eed_2026;

@@ -7,13 +7,13 @@
 // A test crate: its helpers report failures by panicking.
 #![allow(clippy::expect_used)]
 
-use fleetgate_proxy::gates::secret_url::rules::{RuleError, RuleSet, shannon_entropy};
-use fleetgate_proxy::gates::secret_url::{
+use fleetgate_proxy::base::target_url::TargetUrl;
+use fleetgate_proxy::judge::gates::secret_url::rules::{RuleError, RuleSet, shannon_entropy};
+use fleetgate_proxy::judge::gates::secret_url::{
     SecretUrlGate, check_host_secret, redact_secrets, secret_in_text,
 };
-use fleetgate_proxy::gates::{DenyReason, Gate, Verdict};
-use fleetgate_proxy::target_url::TargetUrl;
-use fleetgate_proxy::telemetry::redact_url;
+use fleetgate_proxy::judge::gates::{DenyReason, Gate, Verdict};
+use fleetgate_proxy::judge::telemetry::redact_url;
 
 mod support_secrets;
 use support_secrets::*;

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use fleetgate_e2e::dns::StubDns;
 use fleetgate_proxy::api::Shared;
+use fleetgate_proxy::base::shards::Shards;
+use fleetgate_proxy::egress::transparent::{self, OriginalDstSource, TransparentConfig};
+use fleetgate_proxy::live::runtime::Runtime;
+use fleetgate_proxy::live::state::GateState;
 use fleetgate_proxy::policy::Policy;
-use fleetgate_proxy::runtime::Runtime;
-use fleetgate_proxy::shards::Shards;
-use fleetgate_proxy::state::GateState;
-use fleetgate_proxy::transparent::{self, OriginalDstSource, TransparentConfig};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

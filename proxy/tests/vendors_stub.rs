@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use fleetgate_proxy::vendors::{
+use fleetgate_proxy::web::vendors::{
     Backend, BackendKind, Endpoint, FailureSource, KeyOrder, Page, VendorError, VendorErrorKind,
     VendorFailure, check_extract_backend, check_search_backend, search_only_error,
 };
@@ -557,7 +557,7 @@ async fn keenable_without_a_key_uses_the_public_endpoints_and_hermes_keyless_wor
 #[tokio::test]
 async fn keenable_tiers_pick_the_route_free_never_sends_the_key_and_paid_needs_one() {
     use fleetgate_proxy::policy::VendorTier;
-    use fleetgate_proxy::vendors::keenable::{KeenableClient, MISSING_KEY};
+    use fleetgate_proxy::web::vendors::keenable::{KeenableClient, MISSING_KEY};
     let body = success_body(BackendKind::Keenable, Op::Search);
     let stub = Stub::start("", vec![json_reply(200, &body)]).await;
     let free = KeenableClient::new(stub.endpoint(2000, 0)).with_tier(VendorTier::Free);
@@ -1211,7 +1211,7 @@ async fn a_missing_key_is_the_gates_fault_and_sends_nothing() {
         (BackendKind::Xai, "No xAI credentials found."),
     ];
     for (kind, want) in cases {
-        let endpoint = fleetgate_proxy::vendors::default_endpoint(kind)
+        let endpoint = fleetgate_proxy::web::vendors::default_endpoint(kind)
             .expect("keyed vendors have a public base URL");
         let client = backend(kind, endpoint);
         assert!(

@@ -513,6 +513,115 @@ fn the_scan_finds_a_planted_circle_and_nothing_else() {
     );
 }
 
+/// The proxy's wings, bottom to top: each may import only the wings before it.
+const PROXY_WINGS: [&str; 7] = ["base", "judge", "web", "live", "egress", "llm", "watch"];
+
+/// The proxy's composition root: the modules beside the wings that wire them into the gate's
+/// commands and listeners (they may import any wing; no wing imports them).
+const PROXY_COMPOSITION: [&str; 6] = ["admin", "api", "app", "cli", "iptables", "report_gauges"];
+
+/// Every arrow between the proxy's top-level modules that breaks the wings' order: a wing
+/// naming a wing above it or a module of the composition root.
+fn wing_violations(arrows: &Arrows) -> Vec<String> {
+    let rank = |m: &str| PROXY_WINGS.iter().position(|w| *w == m);
+    let mut out = Vec::new();
+    for (from, to) in arrows.get(&Vec::new()).into_iter().flatten() {
+        let Some(from_rank) = rank(from) else {
+            continue;
+        };
+        match rank(to) {
+            Some(to_rank) if to_rank < from_rank => {}
+            // The crate root holds only the re-exported crates (`crate::policy`, ...).
+            None if to == FOLDER_FILE => {}
+            _ => out.push(format!("{from} -> {to}")),
+        }
+    }
+    out
+}
+
+/// The modules a folder's files (outside tests) name, other than their own folder's.
+fn named_outside(src: &Path, folder: &[&str]) -> BTreeSet<ModPath> {
+    let folder: ModPath = folder.iter().map(|s| s.to_string()).collect();
+    let files = crate_files(src);
+    let mods = modules(src, &files);
+    let mut out = BTreeSet::new();
+    for file in &files {
+        let here = module_of(src, file);
+        if !here.starts_with(&folder) {
+            continue;
+        }
+        let children: Vec<String> = mods
+            .iter()
+            .filter(|m| m.len() == here.len() + 1 && m.starts_with(&here))
+            .filter_map(|m| m.last().cloned())
+            .collect();
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        for target in references(&code_of(&text), &here, &children) {
+            let mut module = target.clone();
+            while !mods.contains(&module) {
+                module.pop();
+            }
+            if !module.starts_with(&folder) {
+                out.insert(module);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_proxy_wings_keep_their_order() {
+    let crates: BTreeMap<String, PathBuf> = crate_dirs().into_iter().collect();
+    let src = &crates["proxy"];
+    let top: BTreeSet<String> = modules(src, &crate_files(src))
+        .into_iter()
+        .filter(|m| m.len() == 1)
+        .map(|m| m[0].clone())
+        .collect();
+    let placed: BTreeSet<String> = PROXY_WINGS
+        .iter()
+        .chain(&PROXY_COMPOSITION)
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        top, placed,
+        "every top-level module of proxy/src is a wing or part of the composition root"
+    );
+    let arrows = arrows_of(src);
+    assert!(
+        arrows.get(&Vec::new()).is_some_and(|a| a.len() > 10),
+        "the scan sees the arrows between the wings"
+    );
+    assert_eq!(wing_violations(&arrows), Vec::<String>::new());
+}
+
+#[test]
+fn the_relay_imports_nothing_above_the_base() {
+    let crates: BTreeMap<String, PathBuf> = crate_dirs().into_iter().collect();
+    let named = named_outside(&crates["proxy"], &["egress", "relay"]);
+    assert!(!named.is_empty(), "the relay names the base");
+    // The crate root itself is named only through its re-exported crates (`crate::policy`).
+    let above: Vec<&ModPath> = named
+        .iter()
+        .filter(|m| !m.is_empty() && m.first().is_none_or(|w| w != "base"))
+        .collect();
+    assert!(above.is_empty(), "egress::relay names {above:?}");
+}
+
+#[test]
+fn the_wing_check_finds_an_upward_arrow() {
+    let arrows: Arrows = BTreeMap::from([(
+        Vec::new(),
+        BTreeSet::from([
+            ("egress".to_string(), "judge".to_string()),
+            ("judge".to_string(), "web".to_string()),
+            ("base".to_string(), "cli".to_string()),
+            ("api".to_string(), "llm".to_string()),
+        ]),
+    )]);
+    assert_eq!(wing_violations(&arrows), ["base -> cli", "judge -> web"]);
+}
+
 /// The scan reads the real crates: it sees the forward proxy's folder and the controller's.
 #[test]
 fn the_scan_reads_the_workspace() {
@@ -528,7 +637,7 @@ fn the_scan_reads_the_workspace() {
     }
     let proxy = arrows_of(&crates["proxy"]);
     assert!(
-        proxy.contains_key(&vec!["forward".to_string()]),
+        proxy.contains_key(&vec!["egress".to_string(), "forward".to_string()]),
         "the forward proxy's folder has arrows between its files"
     );
 }

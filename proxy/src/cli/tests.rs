@@ -1,5 +1,5 @@
 use super::*;
-use crate::gates::DenyReason;
+use crate::judge::gates::DenyReason;
 
 /// The line as `check-url` rendered it through a `serde_json::Value` before the output was
 /// buffered: the reference the streamed line must match byte for byte.
@@ -27,7 +27,7 @@ fn check_url_lines_are_the_json_objects_check_url_has_always_printed() {
         UrlCheck {
             url: "http://10.0.0.1/".into(),
             refusal: Some(DenyReason::Address(
-                crate::gates::ip_guard::AddrRefusal::PrivateAddress {
+                crate::judge::gates::ip_guard::AddrRefusal::PrivateAddress {
                     addr: "10.0.0.1".parse().expect("an address"),
                     class: "private",
                 },

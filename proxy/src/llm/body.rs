@@ -102,7 +102,7 @@ fn charge(f: &Finish, usage: Option<Usage>, tier: Option<&str>) {
     let policy = &rt.policy.llm;
     let m = &f.cx.llm.metrics;
     let (role, model_label) = (f.role_label.as_str(), f.model_label.as_str());
-    let now = crate::clock::now_secs();
+    let now = crate::base::clock::now_secs();
     let Some(usage) = usage else {
         m.usage_unknown.with_label_values(&[role, "no_usage"]).inc();
         tracing::debug!(

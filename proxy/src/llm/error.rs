@@ -5,10 +5,10 @@ use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 
 use super::boxed_body::LlmBody;
-use crate::dialer::ConnectError;
-use crate::gates::DenyReason;
+use crate::base::dialer::ConnectError;
+use crate::judge::gates::DenyReason;
+use crate::judge::respond::{self, Refusal, Shape};
 use crate::policy::llm::ProviderKind;
-use crate::respond::{self, Refusal, Shape};
 
 /// Why the route answered itself instead of relaying the provider's answer.
 #[derive(Debug, thiserror::Error)]
@@ -195,9 +195,9 @@ impl Refusal for LlmError {
     }
 }
 
-impl From<crate::request_body::BodyError> for LlmError {
-    fn from(e: crate::request_body::BodyError) -> Self {
-        use crate::request_body::BodyError as E;
+impl From<crate::judge::request_body::BodyError> for LlmError {
+    fn from(e: crate::judge::request_body::BodyError) -> Self {
+        use crate::judge::request_body::BodyError as E;
         match e {
             E::TooLarge(cap) => Self::TooLarge(cap as u64),
             E::OverBudget { .. } => Self::BodyBudgetExhausted(e.to_string()),

@@ -21,8 +21,8 @@ use super::request_facts::{self, RequestFacts};
 use super::scan::{self, ObjectScan, Rewriter};
 use super::turns;
 use super::{LlmContext, LlmError, LlmRoute, path};
+use crate::live::runtime::Runtime;
 use crate::policy::llm::{LlmMode, LlmPolicy, LlmProvider, ProviderToolsMode};
-use crate::runtime::Runtime;
 
 /// One request under judgement: the route's state, the policy of the moment, and — once it
 /// is read — the body, which ties a refusal to its turn. Its `Debug` never shows the body.

@@ -118,7 +118,7 @@ impl ObservationStore {
 }
 
 fn unix_now() -> f64 {
-    crate::clock::now_secs() as f64
+    crate::base::clock::now_secs() as f64
 }
 
 #[cfg(test)]

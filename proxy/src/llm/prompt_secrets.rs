@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::gates::secret_url::{Found, find_in_text};
+use crate::judge::gates::secret_url::{Found, find_in_text};
 use crate::policy::SecretsPolicy;
 
 /// Most secrets redacted in one body; past it the body is refused.

@@ -14,10 +14,10 @@ use super::endpoint::LlmEndpoint;
 use super::judge;
 use super::request_facts::{self, RequestFacts};
 use super::{LlmBody, LlmError, LlmRoute};
+use crate::egress::relay::h1::strip_hop_by_hop;
+use crate::judge::respond::ERROR_HEADER;
+use crate::live::runtime::Runtime;
 use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
-use crate::relay::h1::strip_hop_by_hop;
-use crate::respond::ERROR_HEADER;
-use crate::runtime::Runtime;
 
 /// Headers that carry a provider key; whatever the agent sends there never leaves the gate.
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
@@ -57,7 +57,7 @@ async fn relay(
     let endpoint = judge::endpoint(&judge, &parts.method)?;
     let limit = usize::try_from(rt.policy.llm.max_request_bytes).unwrap_or(usize::MAX);
     // The hold keeps the body's room in the listener's budget until the call is answered.
-    let (bytes, _hold) = crate::request_body::read_for(&parts, body, limit, "llm")
+    let (bytes, _hold) = crate::judge::request_body::read_for(&parts, body, limit, "llm")
         .await
         .map_err(LlmError::from)
         .inspect_err(|e| {
@@ -69,7 +69,7 @@ async fn relay(
     let bytes = {
         let with_body = judge.with_body(&bytes);
         if endpoint != LlmEndpoint::Metadata {
-            judge::budget(&with_body, crate::clock::now_secs())?;
+            judge::budget(&with_body, crate::base::clock::now_secs())?;
         }
         judge::prompt_secrets(&with_body, bytes.clone())?
     };

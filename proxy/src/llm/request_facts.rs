@@ -3,7 +3,7 @@
 //! bounded metric labels derived from them.
 
 use super::scan::ObjectScan;
-use crate::gates::secret_url::redact_secrets;
+use crate::judge::gates::secret_url::redact_secrets;
 use crate::policy::llm::{EFFORT_LEVELS, LlmPolicy};
 
 /// Anthropic manual-thinking budgets Hermes sends per effort (`THINKING_BUDGET`).

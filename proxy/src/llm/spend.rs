@@ -307,7 +307,7 @@ impl SpendLedger {
             let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             serde_json::to_vec_pretty(&guard.file).map_err(std::io::Error::other)?
         };
-        crate::file_write::write_atomically(path, "spend", &body).inspect_err(|_| {
+        crate::base::file_write::write_atomically(path, "spend", &body).inspect_err(|_| {
             // Kept in memory; the next change tries again.
             self.dirty.store(true, Ordering::Relaxed);
         })

@@ -4,8 +4,8 @@ use serde_json::Value;
 use super::*;
 use http::StatusCode;
 
+use crate::judge::respond::ERROR_HEADER;
 use crate::policy::llm::ProviderKind;
-use crate::respond::ERROR_HEADER;
 
 #[test]
 fn role_paths_parse_into_a_role_key_and_the_provider_path() {

@@ -15,11 +15,11 @@ use rustls::pki_types::ServerName;
 use tokio::time::timeout;
 
 use super::error::LlmError;
-use crate::admit::{self, Listener};
-use crate::dialer::{OwnListeners, connect_pinned};
-use crate::metrics::ProxyMetrics;
-use crate::runtime::Runtime;
-use crate::target_url::TargetUrl;
+use crate::base::dialer::{OwnListeners, connect_pinned};
+use crate::base::target_url::TargetUrl;
+use crate::judge::admit::{self, Listener};
+use crate::judge::metrics::ProxyMetrics;
+use crate::live::runtime::Runtime;
 
 /// Idle connections kept per target.
 const POOL_PER_TARGET: usize = 32;

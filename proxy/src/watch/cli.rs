@@ -11,9 +11,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{WatchError, Watches};
-use crate::metrics::ProxyMetrics;
+use crate::judge::metrics::ProxyMetrics;
+use crate::live::runtime::Runtime;
 use crate::policy::Policy;
-use crate::runtime::Runtime;
 
 /// `watch` options.
 #[derive(Debug, Args)]
@@ -59,7 +59,7 @@ pub async fn run(args: &WatchArgs) -> ExitCode {
         .run(
             &rt,
             &metrics,
-            &crate::dialer::OwnListeners::default(),
+            &crate::base::dialer::OwnListeners::default(),
             &args.name,
             args.dry_run,
         )

@@ -17,21 +17,21 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::Value;
 
 use super::error::WatchError;
-use crate::admit::{self, Listener};
-use crate::metrics::ProxyMetrics;
+use crate::judge::admit::{self, Listener};
+use crate::judge::metrics::ProxyMetrics;
+use crate::live::runtime::Runtime;
 use crate::policy::watch::WatchSpec;
-use crate::runtime::Runtime;
 
 /// Call the watch's tool; returns the documents to search for items (each text block, then
 /// the structured content).
 pub async fn call(
     rt: &Runtime,
     metrics: &ProxyMetrics,
-    own: &crate::dialer::OwnListeners,
+    own: &crate::base::dialer::OwnListeners,
     spec: &WatchSpec,
 ) -> Result<Vec<Value>, WatchError> {
     let url = spec.server_url.as_str();
-    let target = crate::target_url::TargetUrl::new(url);
+    let target = crate::base::target_url::TargetUrl::new(url);
     let refused = |r: admit::GateRefusal| WatchError::Refused {
         code: r.reason.code(),
         message: r.reason.message(),

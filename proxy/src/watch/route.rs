@@ -5,8 +5,8 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use super::Watches;
-use crate::respond::{self, Body};
-use crate::state::GateState;
+use crate::judge::respond::{self, Body};
+use crate::live::state::GateState;
 
 /// The path prefix of the route.
 pub const PREFIX: &str = "/v1/watch/";

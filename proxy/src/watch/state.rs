@@ -98,7 +98,7 @@ pub fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), Sta
         updated_at: now,
     })
     .map_err(|e| err(std::io::Error::other(e)))?;
-    crate::file_write::write_atomically(path, name, &body).map_err(err)
+    crate::base::file_write::write_atomically(path, name, &body).map_err(err)
 }
 
 /// Merge the ids of this run into `seen`: returns the new ids (in result order) and the

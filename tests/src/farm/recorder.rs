@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use fleetgate_proxy::relay::h1::{ChunkedDecoder, Encode, Framing, Head};
+use fleetgate_proxy::egress::relay::h1::{ChunkedDecoder, Encode, Framing, Head};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

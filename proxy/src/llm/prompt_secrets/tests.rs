@@ -100,7 +100,7 @@ id = "corp-token"
 regex = '''corp_live_[a-f0-9]{8}'''
 keywords = ["corp_live_"]
 "#;
-    let set = crate::gates::secret_url::rules::RuleSet::parse(file, "corp.toml").unwrap();
+    let set = crate::judge::gates::secret_url::rules::RuleSet::parse(file, "corp.toml").unwrap();
     let mut report = policy();
     report.rules = vec![std::sync::Arc::new(set)];
     report.mode = crate::policy::EnforcementMode::Report;
