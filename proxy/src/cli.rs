@@ -55,7 +55,7 @@ pub enum Command {
     Report(crate::report::cli::ReportArgs),
     /// Install (or `--cleanup`, or `--dry-run` print) the nat-table rules that redirect the
     /// pod's outbound TCP to the transparent listener. Needs NET_ADMIN and NET_RAW.
-    InitIptables(crate::iptables::Args),
+    InitIptables(fleetgate_iptables::Args),
     /// Run one watch of the policy once and print its output (new item lines or
     /// `{"wakeAgent": false}`).
     Watch(crate::watch::cli::WatchArgs),
@@ -129,7 +129,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::InitIptables(args) => crate::iptables::run(&args),
+        Command::InitIptables(args) => fleetgate_iptables::run(&args),
         Command::Watch(args) => rt.block_on(crate::watch::cli::run(&args)),
         Command::CheckUrl { policy, urls } => rt.block_on(check_url(policy.as_deref(), &urls)),
         Command::Extract {

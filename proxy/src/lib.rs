@@ -10,7 +10,8 @@
 //!
 //! ```text
 //!  composition  app (wiring), cli (the commands), api (the local API's routes),
-//!               admin (/v1/status, /v1/report), report_gauges
+//!               admin (/v1/status, /v1/report), report_gauges; the init container's
+//!               capture rules are a crate of their own (`fleetgate-iptables`)
 //!      │
 //!  features     llm (the LLM route)        watch (watches over MCP and feeds)
 //!      │
@@ -38,6 +39,8 @@
 
 /// The accept loop every listener shares ([`fleetgate_accept`]).
 pub use fleetgate_accept as accept;
+/// The capture rules of the init container, `init-iptables` ([`fleetgate_iptables`]).
+pub use fleetgate_iptables as iptables;
 /// The policy file and the static facts shared with the controller ([`fleetgate_policy`]).
 pub use fleetgate_policy as policy;
 /// Fleet reports over a Hermes home ([`fleetgate_report`]).
@@ -57,5 +60,4 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod cli;
-pub mod iptables;
 pub mod report_gauges;

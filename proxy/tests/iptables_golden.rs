@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use fleetgate_iptables::render_dry_run;
 use fleetgate_proxy::cli::{Cli, Command};
-use fleetgate_proxy::iptables::render_dry_run;
 
 /// (golden file, arguments after `init-iptables --dry-run`).
 const CASES: &[(&str, &[&str])] = &[

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 type ModPath = Vec<String>;
 
 /// The crates whose `src/` is scanned.
-const CRATES: [&str; 4] = ["accept", "policy", "proxy", "controller"];
+const CRATES: [&str; 5] = ["accept", "iptables", "policy", "proxy", "controller"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -518,7 +518,7 @@ const PROXY_WINGS: [&str; 7] = ["base", "judge", "web", "live", "egress", "llm",
 
 /// The proxy's composition root: the modules beside the wings that wire them into the gate's
 /// commands and listeners (they may import any wing; no wing imports them).
-const PROXY_COMPOSITION: [&str; 6] = ["admin", "api", "app", "cli", "iptables", "report_gauges"];
+const PROXY_COMPOSITION: [&str; 5] = ["admin", "api", "app", "cli", "report_gauges"];
 
 /// Every arrow between the proxy's top-level modules that breaks the wings' order: a wing
 /// naming a wing above it or a module of the composition root.

@@ -10,7 +10,7 @@ use crate::policy::Policy;
 pub const LISTENER: &str = "transparent";
 
 /// The transparent port the init rules redirect to.
-pub const DEFAULT_PORT: u16 = 15182;
+pub const DEFAULT_PORT: u16 = fleetgate_iptables::DEFAULT_TO_PORT;
 
 /// Where the listener learns a connection's original destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

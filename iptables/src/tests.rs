@@ -297,17 +297,19 @@ fn port_ranges_parse_and_bad_ones_are_refused() {
 
 #[test]
 fn uid_zero_is_refused() {
-    let args = <crate::cli::Cli as clap::Parser>::try_parse_from([
-        "fleetgate-proxy",
+    #[derive(clap::Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: Args,
+    }
+    let args = <Command as clap::Parser>::try_parse_from([
         "init-iptables",
         "--proxy-uid",
         "0",
         "--dry-run",
     ])
-    .expect("the arguments must parse");
-    let crate::cli::Command::InitIptables(args) = args.command else {
-        panic!("init-iptables must parse to its command");
-    };
+    .expect("the arguments must parse")
+    .args;
     assert!(
         matches!(render_dry_run(&args), Err(IptablesError::Invalid(_))),
         "exempting root would exempt everything"

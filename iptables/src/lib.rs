@@ -1,4 +1,8 @@
-//! `fleetgate-proxy init-iptables`: the nat-table rules that send the pod's outbound TCP to
+//! fleetgate-iptables, run as `fleetgate-proxy init-iptables` (the sidecar's init container): a
+//! program of its own beside the gate, which shares nothing with it but the transparent
+//! listener's port ([`DEFAULT_TO_PORT`]).
+//!
+//! The nat-table rules that send the pod's outbound TCP to
 //! the transparent listener, generated as data ([`Rules`]) and rendered for
 //! `iptables-restore` / `ip6tables-restore` or as `iptables` argv lists.
 //!
@@ -47,7 +51,7 @@ mod tests;
 /// The uid the gate runs as; its traffic is never redirected.
 pub const DEFAULT_PROXY_UID: u32 = 15000;
 /// The transparent listener's port.
-pub const DEFAULT_TO_PORT: u16 = crate::egress::transparent::config::DEFAULT_PORT;
+pub const DEFAULT_TO_PORT: u16 = 15182;
 /// The chain jumped to from nat OUTPUT: the exemptions.
 pub const OUTPUT_CHAIN: &str = "FLEETGATE_OUTPUT";
 /// The chain that redirects to the transparent listener.
