@@ -17,8 +17,6 @@
 //! fails. Each request writes one `egress.decision` line with `proxy_type` `http` or `connect`.
 
 pub mod connect;
-#[cfg(test)]
-pub(crate) mod future_size;
 pub mod http;
 pub mod listener;
 pub mod proxy;

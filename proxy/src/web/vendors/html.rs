@@ -154,11 +154,10 @@ fn collapse_ws(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod nesting;
-
-#[cfg(test)]
 mod tests {
     use super::*;
+
+    mod nesting;
 
     fn far() -> Instant {
         Instant::now() + std::time::Duration::from_secs(60)

@@ -1,6 +1,21 @@
+use std::future::Future;
+
 use super::*;
 use crate::egress::forward::connect;
-use crate::egress::forward::future_size::{of3, of4};
+
+// The size of the future an `async fn` returns, read from the fn item alone (no arguments
+// built, nothing polled). A spawned connection's task is allocated at the size of its future's
+// largest state for as long as the connection lives, so tests pin that size with these.
+
+/// The size of the future `f(a, b, c)` returns.
+fn of3<A, B, C, F: Future>(_: impl FnOnce(A, B, C) -> F) -> usize {
+    size_of::<F>()
+}
+
+/// The size of the future `f(a, b, c, d)` returns.
+fn of4<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
+    size_of::<F>()
+}
 
 /// Most bytes the future of one forward-proxy connection may take. Every connection's task
 /// is allocated at this size for its whole life, idle keep-alive connections and tunnels

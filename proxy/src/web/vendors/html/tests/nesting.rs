@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::bounded::{self, MAX_DEPTH};
-use super::{html_to_markdown, pool};
+use crate::web::vendors::html::bounded::{self, MAX_DEPTH};
+use crate::web::vendors::html::{html_to_markdown, pool};
 
 /// One nesting level: its opening and closing markup.
 struct Level {
