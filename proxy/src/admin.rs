@@ -13,7 +13,7 @@ use crate::api::Shared;
 use crate::judge::respond::{self, ApiError, Body};
 
 /// The admin router.
-pub async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn admin(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     if req.method() != Method::GET {
         return respond::api_error(&ApiError::MethodNotAllowed);
     }

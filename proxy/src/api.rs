@@ -33,14 +33,14 @@ use crate::web::pipeline::{ExtractOutcome, Pipeline};
 use crate::web::vendors::html::Scope as ContentScope;
 
 /// Largest request body the api listener reads.
-pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// The most JSON values a request body may hold. A megabyte of `[0,0,…]` is half a million
 /// values and some 50 MB as a tree; the budget lets about a hundred such bodies in at once, so
 /// the values are counted ([`count_values`](crate::web::vendors::client::answer_json::count_values))
 /// before the tree is built. The largest real request (an extract of a few dozen URLs with
 /// its options) holds some hundreds.
-pub const MAX_REQUEST_VALUES: usize = 20_000;
+pub(crate) const MAX_REQUEST_VALUES: usize = 20_000;
 
 /// The api and admin listeners' state: the gate's, and each feature's own beside it.
 #[derive(Debug)]
@@ -48,15 +48,15 @@ pub struct Shared {
     /// The runtime, the gate metrics, the bound listeners: what every listener reads.
     pub gate: Arc<GateState>,
     /// Fleet report gauges (cost per day per cron job, flagged jobs).
-    pub report_gauges: crate::report_gauges::ReportGauges,
+    pub(crate) report_gauges: crate::report_gauges::ReportGauges,
     /// The cron cost figures kept between `/v1/report` calls.
-    pub report_cache: crate::report::CostCache,
+    pub(crate) report_cache: crate::report::CostCache,
     /// The registry `/metrics` renders.
-    pub registry: Registry,
+    pub(crate) registry: Registry,
     /// Watches: per-watch locks and metrics.
-    pub watches: crate::watch::Watches,
+    pub(crate) watches: crate::watch::Watches,
     /// The LLM route's observations, metrics and upstream pool.
-    pub llm: Arc<crate::llm::LlmState>,
+    pub(crate) llm: Arc<crate::llm::LlmState>,
 }
 
 // === impl Shared ===
@@ -87,7 +87,7 @@ impl Shared {
     }
 
     /// What the LLM route reads.
-    pub fn llm_context(&self) -> crate::llm::LlmContext {
+    pub(crate) fn llm_context(&self) -> crate::llm::LlmContext {
         crate::llm::LlmContext {
             gate: Arc::clone(&self.gate),
             llm: Arc::clone(&self.llm),
@@ -97,37 +97,37 @@ impl Shared {
 
 /// The address of the client that sent a request, set by [`serve_http`] on every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClientAddr(pub SocketAddr);
+pub(crate) struct ClientAddr(pub SocketAddr);
 
 /// The client of `req`, when it came through [`serve_http`].
-pub fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
+pub(crate) fn client_of<B>(req: &Request<B>) -> Option<SocketAddr> {
     req.extensions().get::<ClientAddr>().map(|c| c.0)
 }
 
 /// Default concurrent connections on the api listener.
-pub const DEFAULT_API_MAX_CONNECTIONS: usize = 1024;
+pub(crate) const DEFAULT_API_MAX_CONNECTIONS: usize = 1024;
 /// Default concurrent connections on the admin listener (probes and scrapes).
-pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 256;
+pub(crate) const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 256;
 
 /// The bounds of one HTTP listener (api, admin): the connection cap and its request bodies'
 /// deadlines and budget. The head is bounded as on the egress listeners: at most
 /// [`MAX_HEAD`] bytes, within the egress header timeout (`egress.timeouts.headerSeconds`,
 /// else `fetch.headerTimeoutMs`), read per connection so a reload applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ListenerLimits {
+pub(crate) struct ListenerLimits {
     /// The `listener` label of its metrics and decision lines.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Concurrent connections; past it a new one gets `503 too_many_connections` and is closed.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Request bodies' deadlines and the listener's budget for them.
-    pub bodies: BodyLimits,
+    pub(crate) bodies: BodyLimits,
 }
 
 // === impl ListenerLimits ===
 
 impl ListenerLimits {
     /// The api listener's defaults.
-    pub fn api() -> Self {
+    pub(crate) fn api() -> Self {
         Self {
             name: "api",
             max_connections: DEFAULT_API_MAX_CONNECTIONS,
@@ -136,7 +136,7 @@ impl ListenerLimits {
     }
 
     /// The admin listener's defaults.
-    pub fn admin() -> Self {
+    pub(crate) fn admin() -> Self {
         Self {
             name: "admin",
             max_connections: DEFAULT_ADMIN_MAX_CONNECTIONS,
@@ -151,7 +151,7 @@ impl ListenerLimits {
 /// with a decision line and closed), each request head at most [`MAX_HEAD`] bytes (`431`
 /// past it) within the header timeout, and every request body under the listener's
 /// [`BodyBudget`].
-pub async fn serve_http<H, F, B>(
+pub(crate) async fn serve_http<H, F, B>(
     listener: TcpListener,
     mut acceptor: Acceptor,
     handler: H,
@@ -249,7 +249,7 @@ async fn refuse_connection(mut stream: TcpStream, peer: SocketAddr, limits: List
 }
 
 /// The api listener: the LLM route (`/llm/...`, streamed) or the web routes of [`api`].
-pub async fn api_or_llm(
+pub(crate) async fn api_or_llm(
     shared: Arc<Shared>,
     req: Request<Incoming>,
 ) -> Response<crate::llm::LlmBody> {
@@ -315,7 +315,7 @@ impl ApiRoute {
             Self::FirecrawlScrape => "firecrawl_scrape",
             Self::TavilyExtract => "tavily_extract",
             Self::Search(SearchShape::Native) => "search",
-            Self::Search(SearchShape::FirecrawlV2 | SearchShape::FirecrawlV1) => "firecrawl_search",
+            Self::Search(SearchShape::FirecrawlV2) => "firecrawl_search",
             Self::Search(SearchShape::Tavily) => "tavily_search",
             Self::Search(SearchShape::Searxng) | Self::SearxngSearch => "searxng_search",
             Self::Watch => "watch",
@@ -326,7 +326,7 @@ impl ApiRoute {
 }
 
 /// The api listener's router.
-pub async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn api(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let started = Instant::now();
     let route = ApiRoute::of(req.method(), req.uri().path());
     let resp = match route {
@@ -465,7 +465,7 @@ async fn searxng_search(shared: &Shared, req: Request<Incoming>) -> Response<Bod
 /// Read a JSON body of at most [`MAX_REQUEST_BYTES`], under the listener's body deadlines and
 /// budget; the hold keeps the body's room taken until the caller drops it (when the request
 /// is answered).
-pub async fn read_json(req: Request<Incoming>) -> Result<(Value, BodyHold), ApiError> {
+pub(crate) async fn read_json(req: Request<Incoming>) -> Result<(Value, BodyHold), ApiError> {
     let (parts, body) = req.into_parts();
     let (bytes, hold) =
         crate::judge::request_body::read_for(&parts, body, MAX_REQUEST_BYTES, "api").await?;

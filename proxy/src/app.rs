@@ -37,46 +37,46 @@ use crate::{admin, live::reload};
 pub struct ServeArgs {
     /// Policy file, watched for changes (default: the embedded default).
     #[arg(long)]
-    pub policy: Option<PathBuf>,
+    pub(crate) policy: Option<PathBuf>,
     /// How often the policy file is checked for changes, in milliseconds.
     #[arg(long, default_value_t = 2000)]
-    pub reload_interval_ms: u64,
+    pub(crate) reload_interval_ms: u64,
     /// Concurrent CONNECT tunnels on the forward proxy; past it a CONNECT gets 429
     /// `too_many_tunnels` with `Retry-After: 1`.
     /// Overrides `egress.maxTunnels` (default 1024).
     #[arg(long)]
-    pub max_tunnels: Option<usize>,
+    pub(crate) max_tunnels: Option<usize>,
     /// Idle timeout of a forward-proxy tunnel or relayed body, in milliseconds.
     /// Overrides `egress.timeouts.idleSeconds` (default 300 s).
     #[arg(long)]
-    pub tunnel_idle_timeout_ms: Option<u64>,
+    pub(crate) tunnel_idle_timeout_ms: Option<u64>,
     /// How long SIGTERM waits for in-flight requests and tunnels, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
-    pub drain_timeout_ms: u64,
+    pub(crate) drain_timeout_ms: u64,
     /// Threads that serve the listeners' connections (default: the cores the pod may use, at
     /// most 2). Each runs its own single-threaded runtime; an accepted connection goes to the
     /// thread with the fewest open connections and stays there, with no work stealing or
     /// wake-ups between threads.
     #[arg(long, env = "FLEETGATE_WORKERS")]
-    pub workers: Option<std::num::NonZeroUsize>,
+    pub(crate) workers: Option<std::num::NonZeroUsize>,
     /// Concurrent connections on the api listener; past it a new connection gets
     /// `503 too_many_connections` and is closed.
     #[arg(long, default_value_t = api::DEFAULT_API_MAX_CONNECTIONS, value_parser = at_least_one)]
-    pub api_max_connections: usize,
+    pub(crate) api_max_connections: usize,
     /// Concurrent connections on the admin listener.
     #[arg(long, default_value_t = api::DEFAULT_ADMIN_MAX_CONNECTIONS, value_parser = at_least_one)]
-    pub admin_max_connections: usize,
+    pub(crate) admin_max_connections: usize,
     /// Longest pause between two pieces of a request body on the api listener, in
     /// milliseconds; past it the request gets `408 body_timeout`.
     #[arg(long, default_value_t = 10_000, value_parser = at_least_one_u64)]
-    pub body_idle_timeout_ms: u64,
+    pub(crate) body_idle_timeout_ms: u64,
     /// Longest time a request body on the api listener may take in all, in milliseconds.
     #[arg(long, default_value_t = 60_000, value_parser = at_least_one_u64)]
-    pub body_timeout_ms: u64,
+    pub(crate) body_timeout_ms: u64,
     /// Bytes all in-flight request bodies of the api listener may hold together; past it a
     /// new request with a body gets `503 body_budget_exhausted`.
     #[arg(long, default_value_t = crate::judge::request_body::DEFAULT_BODY_BUDGET, value_parser = at_least_one)]
-    pub body_budget_bytes: usize,
+    pub(crate) body_budget_bytes: usize,
 }
 
 /// A count of at least one.
@@ -97,7 +97,7 @@ fn at_least_one_u64(s: &str) -> Result<u64, String> {
 
 impl ServeArgs {
     /// The bounds of the api (`"api"`) or admin listener.
-    pub fn listener_limits(&self, name: &str) -> api::ListenerLimits {
+    pub(crate) fn listener_limits(&self, name: &str) -> api::ListenerLimits {
         let bodies = crate::judge::request_body::BodyLimits {
             idle: Duration::from_millis(self.body_idle_timeout_ms),
             total: Duration::from_millis(self.body_timeout_ms),
@@ -122,19 +122,20 @@ impl ServeArgs {
 /// Listener threads when `--workers` is not given: the cores this process may use (its CPU
 /// quota included), at most [`DEFAULT_WORKERS_MAX`]: a sidecar on a 64-core node does not
 /// start 64 workers for one agent.
-pub fn default_workers() -> std::num::NonZeroUsize {
+pub(crate) fn default_workers() -> std::num::NonZeroUsize {
     let cores = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
     cores.min(DEFAULT_WORKERS_MAX)
 }
 
 /// The most listener threads a gate starts without `--workers`.
-pub const DEFAULT_WORKERS_MAX: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(2) {
+pub(crate) const DEFAULT_WORKERS_MAX: std::num::NonZeroUsize = match std::num::NonZeroUsize::new(2)
+{
     Some(n) => n,
     None => std::num::NonZeroUsize::MIN,
 };
 
 /// The policy at `path`, or the embedded default without one.
-pub fn load_policy(path: Option<&Path>) -> Result<Policy, crate::policy::PolicyError> {
+pub(crate) fn load_policy(path: Option<&Path>) -> Result<Policy, crate::policy::PolicyError> {
     match path {
         Some(p) => Policy::load(p),
         None => Policy::embedded_default(),
@@ -142,7 +143,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, crate::policy::PolicyE
 }
 
 /// Every problem of a refused policy on stderr, one field a line.
-pub fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError) {
+pub(crate) fn print_policy_errors(path: Option<&Path>, err: &crate::policy::PolicyError) {
     let name = path
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "<embedded default>".into());

@@ -13,11 +13,11 @@
 //! May import: the policy crate ([`crate::policy`]) and other crates. Nothing of this crate
 //! above it (`tests/tests/module_layers.rs` holds the wings' order).
 
-pub mod clock;
+pub(crate) mod clock;
 pub mod dialer;
-pub mod file_write;
-pub mod json_escape;
-pub mod resolve;
+pub(crate) mod file_write;
+pub(crate) mod json_escape;
+pub(crate) mod resolve;
 pub mod shards;
 pub mod target_url;
 pub mod url_form;

@@ -91,7 +91,7 @@ pub enum Command {
     },
 }
 
-pub use crate::app::ServeArgs;
+pub(crate) use crate::app::ServeArgs;
 use crate::app::{load_policy, print_policy_errors};
 
 /// Run the parsed command line.

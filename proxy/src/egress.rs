@@ -15,7 +15,7 @@
 //! May import: [`crate::base`], [`crate::judge`], [`crate::web`], [`crate::live`]. Nothing of
 //! the wings above (llm, watch).
 
-pub mod capture_refusal;
+pub(crate) mod capture_refusal;
 pub mod forward;
 pub mod relay;
 pub mod transparent;

@@ -12,10 +12,10 @@
 //!
 //! May import: [`crate::base`]. Nothing of the wings above (web, live, egress, llm, watch).
 
-pub mod admit;
+pub(crate) mod admit;
 pub mod gates;
 pub mod metrics;
-pub mod request_body;
-pub mod respond;
-pub mod rules;
+pub(crate) mod request_body;
+pub(crate) mod respond;
+pub(crate) mod rules;
 pub mod telemetry;

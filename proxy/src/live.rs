@@ -5,6 +5,6 @@
 //! May import: [`crate::base`], [`crate::judge`], [`crate::web`]. Nothing of the wings above
 //! (egress, llm, watch).
 
-pub mod reload;
+pub(crate) mod reload;
 pub mod runtime;
 pub mod state;

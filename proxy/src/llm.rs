@@ -16,62 +16,62 @@ use crate::policy::llm::role_key;
 
 use std::sync::Arc;
 
-pub mod body;
-pub mod boxed_body;
-pub mod endpoint;
-pub mod enforce;
-pub mod error;
-pub mod judge;
-pub mod metrics;
-pub mod observation_store;
-pub mod path;
+pub(crate) mod body;
+pub(crate) mod boxed_body;
+pub(crate) mod endpoint;
+pub(crate) mod enforce;
+pub(crate) mod error;
+pub(crate) mod judge;
+pub(crate) mod metrics;
+pub(crate) mod observation_store;
+pub(crate) mod path;
 pub mod prompt_secrets;
-pub mod provider_tools;
-pub mod proxy;
-pub mod request_facts;
-pub mod scan;
-pub mod spend;
-pub mod tier;
-pub mod turns;
-pub mod upstream;
-pub mod usage;
+pub(crate) mod provider_tools;
+pub(crate) mod proxy;
+pub(crate) mod request_facts;
+pub(crate) mod scan;
+pub(crate) mod spend;
+pub(crate) mod tier;
+pub(crate) mod turns;
+pub(crate) mod upstream;
+pub(crate) mod usage;
 
-pub use boxed_body::{LlmBody, full};
-pub use error::LlmError;
-pub use proxy::handle;
+pub(crate) use boxed_body::LlmBody;
+pub(crate) use error::LlmError;
+pub(crate) use proxy::handle;
 
 /// Path prefix of the route.
-pub const PREFIX: &str = "/llm/";
+pub(crate) const PREFIX: &str = "/llm/";
 
 /// Live state of the route: the observations, the metrics and the upstream pool.
 #[derive(Debug)]
-pub struct LlmState {
+pub(crate) struct LlmState {
     /// Last observation per role.
-    pub observations: observation_store::ObservationStore,
+    pub(crate) observations: observation_store::ObservationStore,
     /// Metrics.
-    pub metrics: metrics::LlmMetrics,
+    pub(crate) metrics: metrics::LlmMetrics,
     /// TLS and kept connections.
-    pub upstreams: upstream::Upstreams,
+    pub(crate) upstreams: upstream::Upstreams,
     /// The refused turns of the last minute.
-    pub turns: turns::RefusedTurns,
+    pub(crate) turns: turns::RefusedTurns,
     /// This pod's spend today, against its budgets.
-    pub spend: Arc<spend::SpendLedger>,
+    pub(crate) spend: Arc<spend::SpendLedger>,
 }
 
 /// What one LLM request reads: the gate's state and the route's own.
 #[derive(Clone, Debug)]
-pub struct LlmContext {
+pub(crate) struct LlmContext {
     /// The runtime, the gate metrics, the bound listeners.
-    pub gate: Arc<GateState>,
+    pub(crate) gate: Arc<GateState>,
     /// Observations, route metrics, the upstream pool.
-    pub llm: Arc<LlmState>,
+    pub(crate) llm: Arc<LlmState>,
 }
 
 // === impl LlmState ===
 
 impl LlmState {
     /// Fresh state with metrics registered in `reg`, the spend kept in `spend`.
-    pub fn register(
+    pub(crate) fn register(
         reg: &prometheus::Registry,
         spend: spend::SpendLedger,
     ) -> prometheus::Result<Self> {
@@ -87,18 +87,18 @@ impl LlmState {
 
 /// A parsed `/llm/<role>/<rest>` path.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LlmRoute {
+pub(crate) struct LlmRoute {
     /// Role key (`main`, `auxiliary:vision`, ...).
-    pub role: String,
+    pub(crate) role: String,
     /// The provider path after the role, starting with `/`.
-    pub rest: String,
+    pub(crate) rest: String,
 }
 
 // === impl LlmRoute ===
 
 impl LlmRoute {
     /// Parse a request path; `None` when it names no role.
-    pub fn parse(path: &str) -> Option<Self> {
+    pub(crate) fn parse(path: &str) -> Option<Self> {
         let tail = path.strip_prefix(PREFIX)?;
         let (role, rest) = match tail.split_once('/') {
             Some(("auxiliary", after)) => {

@@ -8,7 +8,7 @@ use fleetgate_report::incremental::Counters;
 
 /// The report's gauges.
 #[derive(Clone, Debug)]
-pub struct ReportGauges {
+pub(crate) struct ReportGauges {
     cost_per_day: GaugeVec,
     flagged: IntGaugeVec,
     runs: IntGaugeVec,
@@ -19,7 +19,7 @@ pub struct ReportGauges {
 
 impl ReportGauges {
     /// Create the gauges and register them in `registry`.
-    pub fn register(registry: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(registry: &Registry) -> prometheus::Result<Self> {
         let cost_per_day = GaugeVec::new(
             Opts::new(
                 "fleetgate_report_cron_cost_per_day_usd",
@@ -77,7 +77,7 @@ impl ReportGauges {
     }
 
     /// Count what a report call computed, from the cache's counters before and after it.
-    pub fn observe_computation(&self, before: Counters, after: Counters) {
+    pub(crate) fn observe_computation(&self, before: Counters, after: Counters) {
         for (how, then, now) in [
             ("full", before.full, after.full),
             ("incremental", before.incremental, after.incremental),
@@ -94,7 +94,7 @@ impl ReportGauges {
     /// come from `cron/jobs.json`, which the agent can write: only the first
     /// [`MAX_JOB_SERIES`] ids shaped like Hermes' own ([`job_label`]) get series of their own;
     /// the others add up under `job="other"`.
-    pub fn observe(&self, cost: &CostSection) {
+    pub(crate) fn observe(&self, cost: &CostSection) {
         self.cost_per_day.reset();
         self.flagged.reset();
         self.runs.reset();
@@ -130,14 +130,14 @@ impl ReportGauges {
 }
 
 /// Jobs with series of their own; the rest count under `job="other"`.
-pub const MAX_JOB_SERIES: usize = 200;
+pub(crate) const MAX_JOB_SERIES: usize = 200;
 
 /// The label of jobs that get no series of their own.
 const OTHER_JOB: &str = "other";
 
 /// A job id fit for a label: 1 to 64 of `[A-Za-z0-9_-]` (Hermes' ids are 12 hex digits) and no
 /// secret rule matching it; `None` otherwise.
-pub fn job_label(id: &str) -> Option<&str> {
+pub(crate) fn job_label(id: &str) -> Option<&str> {
     let shaped = (1..=64).contains(&id.len())
         && id
             .bytes()

@@ -24,31 +24,29 @@ use vendors::registry::Backends;
 pub mod assemble;
 pub mod cache;
 pub mod pipeline;
-pub mod vendor_fronts;
+pub(crate) mod vendor_fronts;
 pub mod vendors;
 
-/// What the web tools build from one policy: the page store, the cache, the search memo, the
-/// `direct` fetcher and the backends. Built beside the gates' [`crate::judge::rules::Rules`]
+/// What the web tools build from one policy: the page store, the cache, the search memo and
+/// the backends (the `direct` fetcher among them). Built beside the gates' [`crate::judge::rules::Rules`]
 /// and swapped with them as one [`crate::live::runtime::Runtime`].
 #[derive(Debug)]
 pub struct Web {
     /// The full-text store on the shared volume.
-    pub store: Store,
+    pub(crate) store: Store,
     /// The shared extract cache on the same volume (`extract/`).
-    pub cache: DiskCache,
+    pub(crate) cache: DiskCache,
     /// The in-process search memo.
-    pub search_memo: SearchMemo<Searched>,
-    /// The `direct` backend.
-    pub direct: DirectFetcher,
+    pub(crate) search_memo: SearchMemo<Searched>,
     /// The extract, search and rescue backends.
-    pub backends: Backends,
+    pub(crate) backends: Backends,
 }
 
 // === impl Web ===
 
 impl Web {
     /// The web tools of `policy`. The backends' warnings are in [`Backends::warnings`].
-    pub fn build(policy: &Policy) -> Self {
+    pub(crate) fn build(policy: &Policy) -> Self {
         let store = Store::new(
             &policy.store.root,
             policy.store.agent_visible_root.as_deref(),
@@ -61,7 +59,6 @@ impl Web {
             store,
             cache,
             search_memo,
-            direct,
             backends,
         }
     }

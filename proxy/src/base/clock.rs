@@ -10,30 +10,27 @@ fn since_epoch(at: SystemTime) -> Duration {
 }
 
 /// Whole seconds since the epoch at `at`.
-pub fn unix_secs(at: SystemTime) -> u64 {
+pub(crate) fn unix_secs(at: SystemTime) -> u64 {
     since_epoch(at).as_secs()
 }
 
-/// Seconds since the epoch at `at`, with the fraction.
-pub use fleetgate_report::time::unix_secs_f64;
-
 /// Whole milliseconds since the epoch at `at`.
-pub fn unix_millis(at: SystemTime) -> u64 {
+pub(crate) fn unix_millis(at: SystemTime) -> u64 {
     u64::try_from(since_epoch(at).as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Whole seconds since the epoch now.
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     unix_secs(SystemTime::now())
 }
 
 /// Whole seconds since the epoch now, signed (gauges and state files keep `i64`).
-pub fn now_secs_i64() -> i64 {
+pub(crate) fn now_secs_i64() -> i64 {
     i64::try_from(now_secs()).unwrap_or(i64::MAX)
 }
 
 /// The sub-second nanoseconds of now: a cheap varying part of a temporary file's name.
-pub fn now_subsec_nanos() -> u32 {
+pub(crate) fn now_subsec_nanos() -> u32 {
     since_epoch(SystemTime::now()).subsec_nanos()
 }
 
@@ -48,6 +45,6 @@ mod tests {
         let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
         assert_eq!(unix_secs(at), 1_700_000_000);
         assert_eq!(unix_millis(at), 1_700_000_000_250);
-        assert!((unix_secs_f64(at) - 1_700_000_000.25).abs() < 1e-6);
+        assert!((fleetgate_report::time::unix_secs_f64(at) - 1_700_000_000.25).abs() < 1e-6);
     }
 }

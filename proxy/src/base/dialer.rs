@@ -9,11 +9,11 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 /// Addresses dialled per connect, like Hermes' `_MAX_SSRF_CONNECT_IPS`; all were checked.
-pub const MAX_DIAL_ADDRS: usize = 8;
+pub(crate) const MAX_DIAL_ADDRS: usize = 8;
 
 /// Why no checked address accepted a connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ConnectError {
+pub(crate) enum ConnectError {
     /// The gate handed over no address (a bug upstream of the connector).
     #[error("failed to connect: no checked address to dial")]
     NoAddress,
@@ -40,7 +40,7 @@ pub enum ConnectError {
 impl ConnectError {
     /// The stable code: `upstream_timeout` for a timeout, `upstream_connect_failed` otherwise
     /// (the same codes the `direct` backend reports).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::TimedOut { .. } => "upstream_timeout",
             _ => "upstream_connect_failed",
@@ -48,7 +48,7 @@ impl ConnectError {
     }
 
     /// `ip: what happened`, the short form used inside other error messages.
-    pub fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         match self {
             Self::NoAddress => "no checked address".to_string(),
             Self::TimedOut { addr, .. } => format!("{}: connect timed out", addr.ip()),
@@ -59,7 +59,7 @@ impl ConnectError {
 
 /// Dial `port` on the checked `addrs` in order (at most [`MAX_DIAL_ADDRS`]), each attempt
 /// bounded by `connect_timeout`; the first that accepts wins. `TCP_NODELAY` is set.
-pub async fn connect_pinned(
+pub(crate) async fn connect_pinned(
     addrs: &[IpAddr],
     port: u16,
     connect_timeout: Duration,
@@ -110,7 +110,7 @@ impl OwnListeners {
     }
 
     /// The listener `target` would reach, if any.
-    pub fn reached_by(&self, target: SocketAddr) -> Option<SocketAddr> {
+    pub(crate) fn reached_by(&self, target: SocketAddr) -> Option<SocketAddr> {
         let ip = target.ip().to_canonical();
         self.addrs.iter().copied().find(|listener| {
             if listener.port() != target.port() {
@@ -126,7 +126,7 @@ impl OwnListeners {
     }
 
     /// The first of `addrs` on `port` that reaches one of the gate's own listeners.
-    pub fn first_loop(&self, addrs: &[IpAddr], port: u16) -> Option<SocketAddr> {
+    pub(crate) fn first_loop(&self, addrs: &[IpAddr], port: u16) -> Option<SocketAddr> {
         addrs
             .iter()
             .map(|ip| SocketAddr::new(*ip, port))

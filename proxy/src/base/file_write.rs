@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// Write `body` to `path` atomically: a temp file beside the target (created, never
 /// reused), fsync, rename, then fsync the folder so the rename survives a crash. The
 /// folder is created when missing. `name` names the temp file.
-pub fn write_atomically(path: &Path, name: &str, body: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, name: &str, body: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile_in(dir, name)?;

@@ -13,7 +13,7 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Appends `s` as a JSON string literal (quotes included) to `out`.
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.reserve(s.len() + 2);
     out.push(b'"');
     escape_into(out, s);
@@ -21,7 +21,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends the contents of `s` JSON-escaped, without quotes, to `out`.
-pub fn escape_into(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn escape_into(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;

@@ -15,7 +15,7 @@ use crate::policy::ResolverPolicy;
 
 /// Why a lookup failed. Reported to the agent as a DNS failure, never as a private address.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum LookupError {
+pub(crate) enum LookupError {
     /// The name does not exist.
     #[error("NXDOMAIN (name does not exist)")]
     NxDomain,
@@ -37,7 +37,7 @@ pub struct BuildError(String);
 
 /// The gate's resolver.
 #[derive(Clone)]
-pub struct GateResolver {
+pub(crate) struct GateResolver {
     inner: TokioResolver,
     /// The most one lookup may take: `timeout × attempts`, whatever the resolver does inside.
     deadline: std::time::Duration,
@@ -53,7 +53,7 @@ impl std::fmt::Debug for GateResolver {
 
 impl GateResolver {
     /// Build from `egress.resolver`; no name servers means the system configuration.
-    pub fn new(policy: &ResolverPolicy) -> Result<Self, BuildError> {
+    pub(crate) fn new(policy: &ResolverPolicy) -> Result<Self, BuildError> {
         let mut builder = if policy.nameservers.is_empty() {
             TokioResolver::builder_tokio().map_err(|e| BuildError(e.to_string()))?
         } else {
@@ -90,7 +90,7 @@ impl GateResolver {
     }
 
     /// Resolve `host` (a canonical name, not an IP literal) to every A and AAAA answer.
-    pub async fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, LookupError> {
+    pub(crate) async fn lookup(&self, host: &str) -> Result<Vec<IpAddr>, LookupError> {
         let absolute = format!("{}.", host.trim_end_matches('.'));
         let answered = tokio::time::timeout(self.deadline, self.inner.lookup_ip(absolute.as_str()))
             .await

@@ -35,7 +35,8 @@ pub struct Shards {
 
 impl Shards {
     /// The calling runtime as the only shard.
-    pub fn single() -> Self {
+    #[cfg(test)]
+    pub(crate) fn single() -> Self {
         Self::counted_by(&unregistered())
     }
 
@@ -54,7 +55,7 @@ impl Shards {
     }
 
     /// [`Shards::start`], counting each shard's open connections in `gauge`'s `shard` label.
-    pub fn start_counted(more: usize, gauge: &IntGaugeVec) -> std::io::Result<Self> {
+    pub(crate) fn start_counted(more: usize, gauge: &IntGaugeVec) -> std::io::Result<Self> {
         let mut shards = Self::counted_by(gauge);
         for i in 0..more {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -80,7 +81,8 @@ impl Shards {
     }
 
     /// Open connections on each shard.
-    pub fn open(&self) -> Vec<i64> {
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> Vec<i64> {
         self.open.iter().map(IntGauge::get).collect()
     }
 

@@ -24,7 +24,7 @@ mod shape;
 #[cfg(test)]
 mod tests;
 
-pub use shape::HostKind;
+pub(crate) use shape::HostKind;
 use shape::{Shape, shape_of};
 
 /// One URL under decision.
@@ -72,14 +72,14 @@ impl TargetUrl {
     }
 
     /// The WHATWG parse of [`TargetUrl::normalized`]; `None` when it does not parse.
-    pub fn parsed(&self) -> Option<&Url> {
+    pub(crate) fn parsed(&self) -> Option<&Url> {
         self.parsed
             .get_or_init(|| Url::parse(&self.normalized).ok())
             .as_ref()
     }
 
     /// The canonical WHATWG serialisation, when the URL parses.
-    pub fn canonical(&self) -> Option<&str> {
+    pub(crate) fn canonical(&self) -> Option<&str> {
         let shape = self.shape.as_ref()?;
         if shape.own_form {
             return Some(&self.normalized);
@@ -88,18 +88,18 @@ impl TargetUrl {
     }
 
     /// The lowercase scheme, when the URL parses.
-    pub fn scheme(&self) -> Option<&str> {
+    pub(crate) fn scheme(&self) -> Option<&str> {
         let end = self.shape.as_ref()?.scheme_end;
         self.canonical().map(|c| &c[..end])
     }
 
     /// The port the URL targets (explicit or the scheme's default).
-    pub fn port(&self) -> Option<u16> {
+    pub(crate) fn port(&self) -> Option<u16> {
         self.shape.as_ref()?.port
     }
 
     /// The kind of host the URL names; `None` when it does not parse or has no host.
-    pub fn host_kind(&self) -> Option<HostKind> {
+    pub(crate) fn host_kind(&self) -> Option<HostKind> {
         self.shape.as_ref()?.host
     }
 
@@ -110,13 +110,13 @@ impl TargetUrl {
 
     /// `host[:port]` as the URL spells it in canonical form (IPv6 in brackets, no default
     /// port): the upstream's `Host` field.
-    pub fn authority(&self) -> Option<&str> {
+    pub(crate) fn authority(&self) -> Option<&str> {
         let range = self.shape.as_ref()?.authority.clone();
         self.canonical().map(|c| &c[range])
     }
 
     /// The origin-form request target: path and query, without the fragment.
-    pub fn request_target(&self) -> Option<&str> {
+    pub(crate) fn request_target(&self) -> Option<&str> {
         let shape = self.shape.as_ref()?;
         let range = shape.path_start..shape.query_end;
         self.canonical().map(|c| &c[range])
@@ -126,7 +126,7 @@ impl TargetUrl {
     /// raises. A URL read without the parser is split from that reading: on such a URL
     /// (no tab, newline, userinfo or non-ASCII; a valid host) both splitters cut at the same
     /// `/`, `?` and `#`, which a test holds them to.
-    pub fn split(&self) -> Option<SplitUrl<'_>> {
+    pub(crate) fn split(&self) -> Option<SplitUrl<'_>> {
         match &self.shape {
             Some(shape) if shape.own_form => {
                 let s = &self.normalized;
@@ -157,7 +157,7 @@ impl TargetUrl {
 
     /// `scheme://host[:port]/path` (no userinfo, query or fragment) as one slice of the
     /// serialisation, when the URL has a host and no userinfo.
-    pub fn scheme_host_path(&self) -> Option<&str> {
+    pub(crate) fn scheme_host_path(&self) -> Option<&str> {
         let shape = self.shape.as_ref()?;
         if shape.userinfo || shape.host.is_none() {
             return None;
@@ -169,7 +169,7 @@ impl TargetUrl {
 
 /// The canonical host of `url` as [`canonical_host`] gives it from the WHATWG parse; a URL that
 /// is its own serialisation is read without the parser ([`quick`]).
-pub fn canonical_host_of(url: &str) -> Option<String> {
+pub(crate) fn canonical_host_of(url: &str) -> Option<String> {
     match quick::read(url) {
         Some(read) => Some(read.host),
         None => Url::parse(url).ok().as_ref().and_then(canonical_host),
@@ -177,7 +177,7 @@ pub fn canonical_host_of(url: &str) -> Option<String> {
 }
 
 /// The canonical host of a parsed URL: lowercase, trailing dots stripped, IPv6 unbracketed.
-pub fn canonical_host(url: &Url) -> Option<String> {
+pub(crate) fn canonical_host(url: &Url) -> Option<String> {
     let host = match url.host()? {
         url::Host::Domain(d) => d.trim_end_matches('.').to_ascii_lowercase(),
         // The parser serialised the address in dotted decimal, as `Ipv4Addr`'s Display does:

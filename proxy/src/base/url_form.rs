@@ -7,12 +7,12 @@
 
 use std::borrow::Cow;
 
-pub mod idna2003;
+pub(crate) mod idna2003;
 mod quote;
-pub mod split;
+pub(crate) mod split;
 
 pub use idna2003::encode_host as idna_encode_host;
-pub use split::{SplitUrl, UrlSplitError, urlsplit, urlunsplit};
+pub(crate) use split::{SplitUrl, urlsplit, urlunsplit};
 
 #[cfg(test)]
 mod tests;
@@ -140,7 +140,7 @@ pub fn unquote(s: &str) -> Cow<'_, str> {
 }
 
 /// Python `unquote_plus`: `+` becomes a space, then [`unquote`]. Borrows when neither occurs.
-pub fn unquote_plus(s: &str) -> Cow<'_, str> {
+pub(crate) fn unquote_plus(s: &str) -> Cow<'_, str> {
     if !s.contains('+') {
         return unquote(s);
     }
@@ -148,13 +148,13 @@ pub fn unquote_plus(s: &str) -> Cow<'_, str> {
 }
 
 /// Python `str.strip()` with no argument: removes Python whitespace (`str.isspace`) at both ends.
-pub fn py_strip(s: &str) -> &str {
+pub(crate) fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }
 
 /// Python `str.isspace` for one character (Unicode 14 as in CPython 3.11): Rust's White_Space
 /// set plus the information separators U+001C..U+001F, which Python counts as whitespace.
-pub fn is_py_space(c: char) -> bool {
+pub(crate) fn is_py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 

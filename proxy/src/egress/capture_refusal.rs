@@ -11,7 +11,7 @@ use crate::judge::respond::{self, Shape};
 
 /// A refused transparent connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CaptureRefusal {
+pub(crate) enum CaptureRefusal {
     /// A gate refused the name (secret in host, port, SSRF, blocklist).
     #[error("{}", .0.message())]
     Gate(DenyReason),
@@ -69,7 +69,8 @@ impl CaptureRefusal {
     /// the connection cap and a failed dial reuse the forward proxy's and the connector's codes
     /// (`proxy_loop`, `too_many_tunnels`, `upstream_connect_failed`, `upstream_timeout`): the
     /// same outcome has the same label on every listener.
-    pub const OWN_CODES: &'static [&'static str] = &[
+    #[cfg(test)]
+    pub(crate) const OWN_CODES: &'static [&'static str] = &[
         "no_target_name",
         "unrecognised_protocol",
         "sniff_malformed",
@@ -79,7 +80,7 @@ impl CaptureRefusal {
     ];
 
     /// The stable snake_case code (a gate refusal keeps the gate's code).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Gate(reason) => reason.code(),
             Self::NoTargetName => "no_target_name",
@@ -96,7 +97,7 @@ impl CaptureRefusal {
 
     /// The gate (or stage) that decided, for the `gate` log field; gate refusals use the
     /// forward proxy's names.
-    pub fn gate(&self) -> &'static str {
+    pub(crate) fn gate(&self) -> &'static str {
         match self {
             Self::Gate(reason) => reason.gate(),
             Self::NoTargetName | Self::Sniff(_) | Self::SniffTimeout => "sniff",
@@ -108,7 +109,7 @@ impl CaptureRefusal {
     }
 
     /// `deny` for a policy decision, `error` for a failure to reach an allowed target.
-    pub fn verdict(&self) -> &'static str {
+    pub(crate) fn verdict(&self) -> &'static str {
         match self {
             Self::UpstreamConnect(_) => "error",
             _ => "deny",
@@ -116,7 +117,7 @@ impl CaptureRefusal {
     }
 
     /// The status a plain-HTTP client sees.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::Sniff(_) => StatusCode::BAD_REQUEST,
             Self::SniffTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -129,7 +130,7 @@ impl CaptureRefusal {
 
     /// Whether the client is told in-band: only plain HTTP gets a response; TLS (and bytes
     /// that are neither) get a clean close, since the gate cannot speak their protocol.
-    pub fn answers(&self, protocol: Option<Protocol>) -> bool {
+    pub(crate) fn answers(&self, protocol: Option<Protocol>) -> bool {
         match self {
             Self::Sniff(
                 SniffError::Malformed { protocol, .. } | SniffError::TooLarge(protocol),
@@ -140,14 +141,14 @@ impl CaptureRefusal {
 
     /// The answer to a plain-HTTP client as HTTP/1.1 bytes: `{"error": {"code", "message"}}`,
     /// `x-fleetgate-error`, `content-length`, `connection: close` (the connection ends after it).
-    pub async fn response_bytes(&self) -> Vec<u8> {
+    pub(crate) async fn response_bytes(&self) -> Vec<u8> {
         crate::egress::relay::h1::encode_refusal(respond::refuse(self, Shape::Error), true).await
     }
 }
 
 /// FIN, then read (and drop) what the client still sends for a moment, so unread bytes in
 /// the receive queue do not turn the close into a reset that could overtake an answer.
-pub async fn close_cleanly(stream: &mut tokio::net::TcpStream) {
+pub(crate) async fn close_cleanly(stream: &mut tokio::net::TcpStream) {
     use tokio::io::AsyncWriteExt;
     let _ = stream.shutdown().await;
     // Readiness first, then a read into an array that lives only between two awaits: the
@@ -190,19 +191,7 @@ mod tests {
                 refusal.code()
             );
         }
-        let mut seen = std::collections::HashSet::new();
-        let all = CaptureRefusal::OWN_CODES
-            .iter()
-            .chain(crate::egress::forward::refusal::ProxyRefusal::OWN_CODES)
-            .chain(DenyReason::ALL_CODES)
-            .chain(respond::ApiError::ALL_CODES)
-            .chain(crate::web::vendors::VendorFailure::ALL_CODES);
-        for code in all {
-            assert!(
-                seen.insert(*code),
-                "code {code} must be unique across families"
-            );
-        }
+        respond::assert_listed_once(CaptureRefusal::OWN_CODES);
         let shared = [
             (CaptureRefusal::Loop.code(), "proxy_loop"),
             (CaptureRefusal::Overloaded(1).code(), "too_many_tunnels"),

@@ -16,11 +16,11 @@
 //! past the tunnel cap, `400` for origin-form requests, `502`/`504` when an allowed upstream
 //! fails. Each request writes one `egress.decision` line with `proxy_type` `http` or `connect`.
 
-pub mod connect;
-pub mod http;
-pub mod listener;
-pub mod proxy;
-pub mod refusal;
+pub(crate) mod connect;
+pub(crate) mod http;
+pub(crate) mod listener;
+pub(crate) mod proxy;
+pub(crate) mod refusal;
 
 pub use crate::egress::relay::limits::Limits;
 pub use listener::serve;

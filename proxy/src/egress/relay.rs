@@ -18,8 +18,8 @@
 //! gate, no refusal, no metric (`tests/tests/module_layers.rs` checks it).
 
 pub mod h1;
-pub mod limits;
-pub mod meter;
-pub mod own_dial;
-pub mod sniff;
-pub mod zero_copy;
+pub(crate) mod limits;
+pub(crate) mod meter;
+pub(crate) mod own_dial;
+pub(crate) mod sniff;
+pub(crate) mod zero_copy;

@@ -21,14 +21,13 @@
 //!
 //! Not captured: UDP (QUIC/HTTP-3, DNS). The rules from `init-iptables` only redirect TCP.
 
-pub mod config;
+pub(crate) mod config;
 mod connection;
-pub mod decide;
-pub mod dial;
-pub mod listener;
-pub mod original_dst;
-pub mod splice;
+pub(crate) mod decide;
+pub(crate) mod dial;
+pub(crate) mod listener;
+pub(crate) mod original_dst;
+pub(crate) mod splice;
 
-pub use crate::egress::capture_refusal::CaptureRefusal;
 pub use config::{DEFAULT_PORT, LISTENER, OriginalDstSource, TransparentConfig};
 pub use listener::{bind, serve, spawn};

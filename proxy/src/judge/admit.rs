@@ -28,7 +28,7 @@ use crate::policy::EnforcementMode;
 
 /// Who asks: each listener has one row of gates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Listener {
+pub(crate) enum Listener {
     /// An item of an extract call, after E1 ran over the whole call.
     ExtractItem,
     /// The gate's own fetch (the `direct` backend): the item's dial and every redirect hop.
@@ -52,7 +52,8 @@ pub enum Listener {
 
 impl Listener {
     /// Every listener, for tests and docs.
-    pub const ALL: [Self; 8] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [Self; 8] = [
         Self::ExtractItem,
         Self::Fetch,
         Self::Recheck,
@@ -66,7 +67,7 @@ impl Listener {
 
 /// When `egress.ports` applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ports {
+pub(crate) enum Ports {
     /// Always: the list (default 80, 443) binds every connection of this listener.
     Always,
     /// Only when the policy sets `egress.ports` itself.
@@ -77,15 +78,15 @@ pub enum Ports {
 
 /// The gates of one listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GateRow {
+pub(crate) struct GateRow {
     /// E1 over the whole URL (secret-shaped tokens, sensitive query names, userinfo).
-    pub secret_url: bool,
+    pub(crate) secret_url: bool,
     /// A token in a host label, on the name as the client sent it and on its canonical form.
-    pub secret_in_host: bool,
+    pub(crate) secret_in_host: bool,
     /// The port allow-list.
-    pub ports: Ports,
+    pub(crate) ports: Ports,
     /// E4, the website blocklist.
-    pub blocklist: bool,
+    pub(crate) blocklist: bool,
 }
 
 // === impl GateRow ===
@@ -93,7 +94,7 @@ pub struct GateRow {
 impl GateRow {
     /// The gates of `listener`. E2 (the address check) applies everywhere: it is what
     /// returns the addresses a listener may dial.
-    pub const fn of(listener: Listener) -> Self {
+    pub(crate) const fn of(listener: Listener) -> Self {
         match listener {
             // E1 already refused the whole call before any item's DNS query (Hermes refuses
             // the call, not the item); the port is the dialler's business: a vendor dials its
@@ -158,25 +159,25 @@ impl GateRow {
 
 /// A target the gates let through.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GateAdmission {
+pub(crate) struct GateAdmission {
     /// The checked addresses, in resolver order: the only ones the listener may dial.
-    pub addrs: Vec<IpAddr>,
+    pub(crate) addrs: Vec<IpAddr>,
     /// Gates in report mode that would have refused: `(gate, reason)`, for the decision line.
-    pub reported: Vec<(&'static str, DenyReason)>,
+    pub(crate) reported: Vec<(&'static str, DenyReason)>,
 }
 
 /// A target a gate refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
-pub struct GateRefusal {
+pub(crate) struct GateRefusal {
     /// The gate that refused (`secret_url`, `port`, `ssrf`, `website_blocklist`).
-    pub gate: &'static str,
+    pub(crate) gate: &'static str,
     /// Why; its `code()` is the stable code every listener reports.
-    pub reason: DenyReason,
+    pub(crate) reason: DenyReason,
 }
 
 /// The gates of `listener` on a URL.
-pub async fn url(
+pub(crate) async fn url(
     rt: &Rules,
     metrics: &ProxyMetrics,
     listener: Listener,
@@ -200,7 +201,7 @@ pub async fn url(
 
 /// The gates of `listener` on a host and port; `raw` is the name as the client sent it,
 /// `host` its canonical form.
-pub async fn host(
+pub(crate) async fn host(
     rt: &Rules,
     metrics: &ProxyMetrics,
     listener: Listener,
@@ -232,7 +233,7 @@ pub async fn host(
 /// literals, the name rules). The addresses are not looked up again: a page whose chain
 /// crossed any address outside public unicast space is never stored, and public addresses
 /// pass E2 under every policy.
-pub fn stored_hop(
+pub(crate) fn stored_hop(
     rt: &Rules,
     metrics: &ProxyMetrics,
     target: &TargetUrl,
@@ -255,7 +256,7 @@ pub fn stored_hop(
 
 /// E1 alone on one URL: the extract call runs it over every item before any item's DNS query
 /// (a hit refuses the whole call), and a sniffed HTTP head is checked with it before its host.
-pub fn secrets(
+pub(crate) fn secrets(
     rt: &Rules,
     metrics: &ProxyMetrics,
     target: &TargetUrl,
@@ -269,7 +270,7 @@ pub fn secrets(
 }
 
 /// The port allow-list as `listener`'s row applies it; counted only where it applies.
-pub fn port(
+pub(crate) fn port(
     rt: &Rules,
     metrics: &ProxyMetrics,
     listener: Listener,
@@ -295,7 +296,7 @@ pub fn port(
 /// The loop check: whether a checked address on `port` reaches one of the gate's own
 /// listeners (`own`). Every listener that dials runs it after [`url`] or [`host`], counted as
 /// the `proxy_loop` gate.
-pub fn no_loop(
+pub(crate) fn no_loop(
     metrics: &ProxyMetrics,
     own: &OwnListeners,
     addrs: &[IpAddr],
@@ -316,11 +317,11 @@ pub fn no_loop(
 /// A host as a client named it: `raw` as sent (case kept), `host` canonical (lowercase, IDNA,
 /// IPv4 forms decoded, IPv6 without brackets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Named<'a> {
+pub(crate) struct Named<'a> {
     /// As the client sent it.
-    pub raw: &'a str,
+    pub(crate) raw: &'a str,
     /// Its canonical form.
-    pub host: &'a str,
+    pub(crate) host: &'a str,
 }
 
 /// The server name of a TLS ClientHello inside a CONNECT tunnel to `target`, which [`host`]
@@ -334,7 +335,7 @@ pub struct Named<'a> {
 ///    resolver) include the dialled address, or that address itself.
 ///
 /// A server name identical to the CONNECT host was judged with it and costs nothing here.
-pub async fn sni(
+pub(crate) async fn sni(
     rt: &Rules,
     metrics: &ProxyMetrics,
     name: Named<'_>,

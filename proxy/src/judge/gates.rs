@@ -10,7 +10,7 @@ use std::fmt;
 
 /// Gate E2's address and name table, shared with the controller through the policy crate.
 pub use fleetgate_policy::addr as ip_guard;
-pub mod parse_items;
+pub(crate) mod parse_items;
 pub mod secret_url;
 pub mod ssrf;
 pub mod website_blocklist;
@@ -40,7 +40,7 @@ pub enum Verdict {
 
 /// Which part of an extract call a refusal ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The whole call is refused; no URL of it is fetched.
     Call,
     /// Only this item is refused; the other items proceed.
@@ -135,16 +135,16 @@ pub enum DenyReason {
 // === impl DenyReason ===
 
 /// The Hermes E1 message for a credential-shaped token in a URL.
-pub const SECRET_IN_URL_MESSAGE: &str = "Blocked: URL contains what appears to be an API key or token. Secrets must not be sent in URLs.";
+pub(crate) const SECRET_IN_URL_MESSAGE: &str = "Blocked: URL contains what appears to be an API key or token. Secrets must not be sent in URLs.";
 
 /// The Hermes E2 message for a refused address.
-pub const PRIVATE_ADDRESS_MESSAGE: &str =
+pub(crate) const PRIVATE_ADDRESS_MESSAGE: &str =
     "Blocked: URL targets a private or internal network address";
 
 impl DenyReason {
     /// The gate that decided, by its code family: the `gate` field of a listener's decision
     /// line.
-    pub fn gate(&self) -> &'static str {
+    pub(crate) fn gate(&self) -> &'static str {
         match self {
             Self::SecretInUrl { .. }
             | Self::SensitiveQueryParam { .. }
@@ -159,7 +159,8 @@ impl DenyReason {
     }
 
     /// Every code, for the uniqueness test and documentation tables.
-    pub const ALL_CODES: &'static [&'static str] = &[
+    #[cfg(test)]
+    pub(crate) const ALL_CODES: &'static [&'static str] = &[
         "invalid_item",
         "invalid_url",
         "unsupported_scheme",
@@ -201,7 +202,7 @@ impl DenyReason {
     }
 
     /// Whether this refusal ends the whole extract call (Hermes' E1 semantics) or one item.
-    pub fn scope(&self) -> Scope {
+    pub(crate) fn scope(&self) -> Scope {
         match self {
             Self::SecretInUrl { .. }
             | Self::SensitiveQueryParam { .. }
@@ -212,7 +213,7 @@ impl DenyReason {
     }
 
     /// The id of the secret rule behind an E1 refusal (`rule` in answers and decision lines).
-    pub fn rule(&self) -> Option<&str> {
+    pub(crate) fn rule(&self) -> Option<&str> {
         match self {
             Self::SecretInUrl { rule } | Self::SecretInHost { rule } => Some(rule),
             _ => None,

@@ -11,30 +11,30 @@ use crate::judge::gates::Verdict;
 #[derive(Clone, Debug)]
 pub struct ProxyMetrics {
     /// `fleetgate_gate_decisions_total{gate,verdict,reason}`: one per gate per URL.
-    pub gate_decisions: IntCounterVec,
+    pub(crate) gate_decisions: IntCounterVec,
     /// `fleetgate_extract_items_total{outcome}`: extract items by final outcome code
     /// (`ok`, a deny code, or a vendor failure code).
-    pub extract_items: IntCounterVec,
+    pub(crate) extract_items: IntCounterVec,
     /// `fleetgate_http_request_duration_seconds{route}`: api and admin request latency.
-    pub request_duration: HistogramVec,
+    pub(crate) request_duration: HistogramVec,
     /// `fleetgate_vendor_request_duration_seconds{vendor,status_class}`.
-    pub vendor_duration: HistogramVec,
+    pub(crate) vendor_duration: HistogramVec,
     /// `fleetgate_policy_reloads_total{result}`: `ok`, `invalid`, `timeout`; `unchanged` is not
     /// counted.
-    pub policy_reloads: IntCounterVec,
+    pub(crate) policy_reloads: IntCounterVec,
     /// `fleetgate_policy_last_reload_success_timestamp_seconds`.
-    pub policy_loaded_at: IntGauge,
+    pub(crate) policy_loaded_at: IntGauge,
     /// `fleetgate_store_writes_total{outcome}`: full-text store writes (`ok`, `failed`).
-    pub store_writes: IntCounterVec,
+    pub(crate) store_writes: IntCounterVec,
     /// `fleetgate_blocklist_rules`: rules in the active website blocklist.
-    pub blocklist_rules: IntGauge,
+    pub(crate) blocklist_rules: IntGauge,
     /// `fleetgate_listener_connections_total{listener}`: client connections accepted by an
     /// egress listener (`forward_proxy`, ...).
-    pub listener_connections: IntCounterVec,
+    pub(crate) listener_connections: IntCounterVec,
     /// `fleetgate_listener_accept_errors_total{listener,kind}`: failed accepts by listener
     /// (`api`, `admin`, `forward_proxy`, `transparent`, ...) and kind (`resource`: out of
     /// descriptors or memory, the listener backs off; `connection`: one connection failed).
-    pub accept_errors: IntCounterVec,
+    pub(crate) accept_errors: IntCounterVec,
     /// `fleetgate_listener_requests_total{listener,proxy_type,verdict}`: egress requests by
     /// kind (`http`, `connect`) and verdict (`allow`, `deny`, `report`, `error`).
     pub listener_requests: IntCounterVec,
@@ -45,26 +45,26 @@ pub struct ProxyMetrics {
     /// the client towards the upstream, `out` from the upstream back to the client.
     pub listener_bytes: IntCounterVec,
     /// `fleetgate_listener_active_tunnels{listener}`: open CONNECT tunnels.
-    pub active_tunnels: IntGaugeVec,
+    pub(crate) active_tunnels: IntGaugeVec,
     /// `fleetgate_shard_connections{shard}`: client connections open on each listener thread
     /// (`0` is the thread that accepts; see `crate::base::shards`).
-    pub shard_connections: IntGaugeVec,
+    pub(crate) shard_connections: IntGaugeVec,
     /// `fleetgate_cache_lookups_total{outcome}`: `hit`, `miss`, `stale` or a no-cache reason.
-    pub cache_lookups: IntCounterVec,
+    pub(crate) cache_lookups: IntCounterVec,
     /// `fleetgate_cache_writes_total{outcome}`: `stored` or a no-cache reason.
-    pub cache_writes: IntCounterVec,
+    pub(crate) cache_writes: IntCounterVec,
     /// `fleetgate_search_requests_total{outcome}`: `ok`, `memo_hit`, `rescued` or a failure
     /// code.
-    pub searches: IntCounterVec,
+    pub(crate) searches: IntCounterVec,
     /// `fleetgate_extract_rescues_total{from,to,outcome}`: rescue passes by backend
     /// (`served`, `failed`).
-    pub rescues: IntCounterVec,
+    pub(crate) rescues: IntCounterVec,
     /// `fleetgate_search_rescues_total{from,to,outcome}`: rescues of a failed search by
     /// backend (`to` is `keyless` for the ring) and outcome (`served`, `failed`).
-    pub search_rescues: IntCounterVec,
+    pub(crate) search_rescues: IntCounterVec,
     /// `fleetgate_log_lines_dropped_total`: log lines dropped because the log queue was full
     /// (brought up to date on every scrape by [`ProxyMetrics::sync_log_drops`]).
-    pub log_lines_dropped: IntCounter,
+    pub(crate) log_lines_dropped: IntCounter,
     /// The `allow` series of the gates every relayed URL passes, resolved once.
     allows: GateAllows,
 }
@@ -111,7 +111,7 @@ impl GateAllows {
 
 impl ProxyMetrics {
     /// Create and register every metric in `reg`.
-    pub fn register(reg: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(reg: &Registry) -> prometheus::Result<Self> {
         let gate_decisions = counter_vec(
             "fleetgate_gate_decisions_total",
             "Gate decisions by gate, verdict and reason code.",
@@ -284,7 +284,7 @@ impl ProxyMetrics {
     }
 
     /// Count one decision of `gate` (`verdict` `allow`, `deny` or `report`; `reason` its code).
-    pub fn count_gate(&self, gate: &str, verdict: &str, reason: &str) {
+    pub(crate) fn count_gate(&self, gate: &str, verdict: &str, reason: &str) {
         if verdict == "allow"
             && let Some(allowed) = self.allows.get(gate)
         {
@@ -297,7 +297,7 @@ impl ProxyMetrics {
     }
 
     /// Count one gate's [`Verdict`] (see [`Self::count_gate`]).
-    pub fn count_verdict(&self, gate: &str, verdict: &Verdict) {
+    pub(crate) fn count_verdict(&self, gate: &str, verdict: &Verdict) {
         let (v, reason) = match verdict {
             Verdict::Allow => ("allow", "ok"),
             Verdict::Deny(r) => ("deny", r.code()),
@@ -313,7 +313,7 @@ impl ProxyMetrics {
 
     /// Bring `fleetgate_log_lines_dropped_total` up to the log queue's own count. The lock
     /// keeps two concurrent scrapes from adding the same drops twice.
-    pub fn sync_log_drops(&self) {
+    pub(crate) fn sync_log_drops(&self) {
         static SYNC: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _guard = SYNC.lock();
         let (seen, now) = (
@@ -327,7 +327,7 @@ impl ProxyMetrics {
 }
 
 /// `2xx`, `3xx`, ... or `error` when there was no status.
-pub fn status_class(status: Option<u16>) -> &'static str {
+pub(crate) fn status_class(status: Option<u16>) -> &'static str {
     match status {
         Some(200..=299) => "2xx",
         Some(300..=399) => "3xx",

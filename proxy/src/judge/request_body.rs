@@ -22,22 +22,22 @@ use tokio::time::{Instant, timeout_at};
 use crate::judge::telemetry::decision::DecisionLine;
 
 /// Default longest pause between two pieces of a request body.
-pub const DEFAULT_BODY_IDLE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_BODY_IDLE: Duration = Duration::from_secs(10);
 /// Default longest time a request body may take in all.
-pub const DEFAULT_BODY_TOTAL: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_BODY_TOTAL: Duration = Duration::from_secs(60);
 /// Default bytes all in-flight request bodies of one listener may hold together: three LLM
 /// bodies at `llm.maxRequestBytes`' default of 32 MiB.
-pub const DEFAULT_BODY_BUDGET: usize = 96 * 1024 * 1024;
+pub(crate) const DEFAULT_BODY_BUDGET: usize = 96 * 1024 * 1024;
 
 /// The deadlines of one body and the budget of all of a listener's bodies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BodyLimits {
+pub(crate) struct BodyLimits {
     /// Longest pause between two pieces of a body.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// Longest time a body may take, from when the route starts reading it.
-    pub total: Duration,
+    pub(crate) total: Duration,
     /// Bytes all in-flight bodies of the listener may hold together.
-    pub budget: usize,
+    pub(crate) budget: usize,
 }
 
 impl Default for BodyLimits {
@@ -53,7 +53,7 @@ impl Default for BodyLimits {
 /// The bytes a listener's in-flight request bodies hold, under [`BodyLimits::budget`]. Cloned
 /// into every request of the listener (as a request extension, with the request's client).
 #[derive(Clone, Debug)]
-pub struct BodyBudget {
+pub(crate) struct BodyBudget {
     held: Arc<AtomicUsize>,
     limits: BodyLimits,
     /// The listener's name, for the decision line of a refused body.
@@ -66,7 +66,7 @@ pub struct BodyBudget {
 
 impl BodyBudget {
     /// An empty budget of `limits.budget` bytes for listener `listener`.
-    pub fn new(listener: &'static str, limits: BodyLimits) -> Self {
+    pub(crate) fn new(listener: &'static str, limits: BodyLimits) -> Self {
         Self {
             held: Arc::new(AtomicUsize::new(0)),
             limits,
@@ -76,7 +76,7 @@ impl BodyBudget {
     }
 
     /// This budget, for a request from `client`.
-    pub fn for_client(&self, client: SocketAddr) -> Self {
+    pub(crate) fn for_client(&self, client: SocketAddr) -> Self {
         Self {
             client: Some(client),
             ..self.clone()
@@ -84,17 +84,17 @@ impl BodyBudget {
     }
 
     /// Bytes held now by the listener's bodies.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
     }
 
     /// The deadlines and the budget.
-    pub fn limits(&self) -> BodyLimits {
+    pub(crate) fn limits(&self) -> BodyLimits {
         self.limits
     }
 
     /// A hold of nothing yet, growing under this budget.
-    pub fn hold(&self) -> BodyHold {
+    pub(crate) fn hold(&self) -> BodyHold {
         BodyHold {
             budget: self.clone(),
             bytes: 0,
@@ -115,7 +115,7 @@ impl BodyBudget {
 /// The bytes one body holds under its listener's budget; given back when dropped, so the
 /// caller keeps it for as long as the body's bytes (or what was built from them) live.
 #[derive(Debug)]
-pub struct BodyHold {
+pub(crate) struct BodyHold {
     budget: BodyBudget,
     bytes: usize,
 }
@@ -124,7 +124,7 @@ pub struct BodyHold {
 
 impl BodyHold {
     /// Bytes held.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
@@ -152,7 +152,7 @@ impl Drop for BodyHold {
 
 /// Why a request body was not read whole.
 #[derive(Debug, thiserror::Error)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     /// The body is over the route's cap.
     #[error("request body larger than {0} bytes")]
     TooLarge(usize),
@@ -179,7 +179,7 @@ pub enum BodyError {
 
 impl BodyError {
     /// Stable code (the answer's `code`, the decision line's `reason`).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::TooLarge(_) => "payload_too_large",
             Self::OverBudget { .. } => "body_budget_exhausted",
@@ -189,7 +189,7 @@ impl BodyError {
     }
 
     /// The decision line's `gate`: which bound refused the body.
-    pub fn gate(&self) -> &'static str {
+    pub(crate) fn gate(&self) -> &'static str {
         match self {
             Self::TooLarge(_) => "body_size",
             Self::OverBudget { .. } => "body_budget",
@@ -203,7 +203,7 @@ impl BodyError {
 /// listener, set by `api::serve_http`; a request that did not come through it gets a budget
 /// of its own with the default limits). A body refused for its size, the budget or a deadline
 /// writes one decision line (`proxy_type` as given, the path as the URL, secrets redacted).
-pub async fn read_for<B>(
+pub(crate) async fn read_for<B>(
     parts: &http::request::Parts,
     body: B,
     cap: usize,
@@ -251,7 +251,7 @@ where
 /// [`BodyHold`] of `budget` (returned with them). A body that declares its length takes that
 /// room at once, so one that can never fit is refused before a byte is read; one that does
 /// not grows its hold with its buffer (doubling, up to `cap`).
-pub async fn read_body<B>(
+pub(crate) async fn read_body<B>(
     mut body: B,
     cap: usize,
     budget: &BodyBudget,

@@ -18,13 +18,13 @@ use serde_json::{Value, json};
 use crate::judge::gates::DenyReason;
 
 /// The response body type of every listener.
-pub type Body = Full<Bytes>;
+pub(crate) type Body = Full<Bytes>;
 
 /// Header naming the refusal code on every refused response.
-pub const ERROR_HEADER: &str = "x-fleetgate-error";
+pub(crate) const ERROR_HEADER: &str = "x-fleetgate-error";
 
 /// What every refusal tells the renderer.
-pub trait Refusal {
+pub(crate) trait Refusal {
     /// Stable snake_case code: the body's `code`, `x-fleetgate-error`, metric labels.
     fn code(&self) -> &'static str;
     /// The HTTP status.
@@ -47,7 +47,7 @@ pub trait Refusal {
 
 /// The wire shape of a refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// `{"error": {"code", "message"[, "rule"]}}`: the api's own routes and every egress
     /// listener.
     Error,
@@ -72,13 +72,13 @@ pub enum Shape {
 
 /// A refusal known only by its code, status and message: a front's row-level failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Coded {
+pub(crate) struct Coded {
     /// The code.
-    pub code: &'static str,
+    pub(crate) code: &'static str,
     /// The status.
-    pub status: StatusCode,
+    pub(crate) status: StatusCode,
     /// The message.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl Refusal for Coded {
@@ -95,7 +95,7 @@ impl Refusal for Coded {
 
 /// Render `refusal` in `shape`: the body, the status, `x-fleetgate-error`, and `Retry-After`
 /// where the refusal asks for it.
-pub fn refuse(refusal: &dyn Refusal, shape: Shape) -> Response<Body> {
+pub(crate) fn refuse(refusal: &dyn Refusal, shape: Shape) -> Response<Body> {
     let (code, status, message) = (refusal.code(), refusal.status(), refusal.message());
     let mut resp = match shape {
         Shape::Error => {
@@ -170,7 +170,7 @@ fn anthropic_type(status: StatusCode) -> &'static str {
 
 /// A request-level failure (not a gate decision).
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     /// The body is not what the route expects.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
@@ -216,7 +216,8 @@ impl From<crate::judge::request_body::BodyError> for ApiError {
 
 impl ApiError {
     /// Every code, for the uniqueness test and the table in docs/decision-codes.md.
-    pub const ALL_CODES: &'static [&'static str] = &[
+    #[cfg(test)]
+    pub(crate) const ALL_CODES: &'static [&'static str] = &[
         "invalid_request",
         "not_found",
         "method_not_allowed",
@@ -229,7 +230,7 @@ impl ApiError {
     ];
 
     /// Stable snake_case code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::InvalidRequest(_) => "invalid_request",
             Self::NotFound(_) => "not_found",
@@ -273,7 +274,7 @@ impl Refusal for ApiError {
 }
 
 /// `{"error": {"code", "message"}}` with the matching status and header, logged.
-pub fn api_error(err: &ApiError) -> Response<Body> {
+pub(crate) fn api_error(err: &ApiError) -> Response<Body> {
     if matches!(err, ApiError::Internal(_)) {
         tracing::error!(error = %err, code = err.code(), "request failed");
     } else {
@@ -283,13 +284,8 @@ pub fn api_error(err: &ApiError) -> Response<Body> {
 }
 
 /// A gate refusal of a whole extract call, in Hermes' shape plus the code: 403.
-pub fn extract_refusal(reason: &DenyReason) -> Response<Body> {
+pub(crate) fn extract_refusal(reason: &DenyReason) -> Response<Body> {
     refuse(reason, Shape::HermesExtract)
-}
-
-/// A gate refusal on an egress listener: 403 `{"error": {"code", "message"}}`.
-pub fn egress_refusal(reason: &DenyReason) -> Response<Body> {
-    refuse(reason, Shape::Error)
 }
 
 impl Refusal for DenyReason {
@@ -308,7 +304,7 @@ impl Refusal for DenyReason {
 }
 
 /// A JSON response.
-pub fn json(status: StatusCode, value: &Value) -> Response<Body> {
+pub(crate) fn json(status: StatusCode, value: &Value) -> Response<Body> {
     let bytes = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
     *resp.status_mut() = status;
@@ -320,7 +316,7 @@ pub fn json(status: StatusCode, value: &Value) -> Response<Body> {
 }
 
 /// [`json`] for a body already serialized.
-pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+pub(crate) fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
@@ -331,7 +327,7 @@ pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
 }
 
 /// A plain-text response.
-pub fn text(
+pub(crate) fn text(
     status: StatusCode,
     content_type: &'static str,
     body: impl Into<Bytes>,
@@ -341,6 +337,55 @@ pub fn text(
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
+}
+
+/// Every stable code of every refusal family, for the one uniqueness check
+/// ([`assert_listed_once`]).
+#[cfg(test)]
+pub(crate) fn every_code() -> Vec<&'static str> {
+    DenyReason::ALL_CODES
+        .iter()
+        .chain(ApiError::ALL_CODES)
+        .chain(crate::web::vendors::VendorFailure::ALL_CODES)
+        .chain(crate::egress::forward::refusal::ProxyRefusal::OWN_CODES)
+        .chain(crate::egress::capture_refusal::CaptureRefusal::OWN_CODES)
+        .chain(crate::llm::LlmError::OWN_CODES)
+        .chain(crate::watch::WatchError::ALL_CODES)
+        .chain(&["binary_content"])
+        .copied()
+        .collect()
+}
+
+/// Every code in `codes` is snake_case and listed exactly once.
+#[cfg(test)]
+fn assert_codes_unique(codes: &[&str]) {
+    let mut seen = std::collections::HashSet::new();
+    for code in codes {
+        assert!(
+            seen.insert(*code),
+            "code {code} must be unique across all families"
+        );
+        assert!(
+            code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+            "{code} must be snake_case"
+        );
+    }
+}
+
+/// The one uniqueness check of refusal codes: every family's codes together are unique and
+/// snake_case, and each of `family` (a family's own list) is among them exactly once. Each
+/// family's tests call it with its own list, so a family not wired into [`every_code`] fails.
+#[cfg(test)]
+pub(crate) fn assert_listed_once(family: &[&str]) {
+    let all = every_code();
+    assert_codes_unique(&all);
+    for code in family {
+        let n = all.iter().filter(|c| *c == code).count();
+        assert_eq!(
+            n, 1,
+            "{code} must be listed once across all families, found {n}"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -405,33 +450,20 @@ mod tests {
     }
 
     /// Every code any listener answers with, each family's list once.
-    fn every_code() -> Vec<&'static str> {
-        DenyReason::ALL_CODES
-            .iter()
-            .chain(ApiError::ALL_CODES)
-            .chain(crate::web::vendors::VendorFailure::ALL_CODES)
-            .chain(crate::egress::forward::refusal::ProxyRefusal::OWN_CODES)
-            .chain(crate::egress::capture_refusal::CaptureRefusal::OWN_CODES)
-            .chain(crate::llm::LlmError::OWN_CODES)
-            .chain(crate::watch::WatchError::ALL_CODES)
-            .chain(&["binary_content"])
-            .copied()
-            .collect()
+    #[test]
+    fn every_code_is_listed_once_across_all_families() {
+        assert_listed_once(&every_code());
+        assert_listed_once(&["binary_content"]);
     }
 
     #[test]
-    fn every_code_is_listed_once_across_all_families() {
-        let mut seen = std::collections::HashSet::new();
-        for code in every_code() {
-            assert!(
-                seen.insert(code),
-                "code {code} must be unique across all families"
-            );
-            assert!(
-                code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
-                "{code} must be snake_case"
-            );
-        }
+    #[should_panic(expected = "must be unique across all families")]
+    fn a_code_two_families_share_is_found() {
+        assert_listed_once(&["too_many_tunnels"]);
+        // A family that reuses another's code: the list then holds it twice.
+        let mut codes = every_code();
+        codes.push(DenyReason::ALL_CODES[0]);
+        assert_codes_unique(&codes);
     }
 
     #[test]

@@ -11,11 +11,11 @@ use crate::policy::Policy;
 #[derive(Debug)]
 pub struct Rules {
     /// The policy this was built from.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// The gate's own resolver.
-    pub resolver: GateResolver,
+    pub(crate) resolver: GateResolver,
     /// The compiled website blocklist.
-    pub blocklist: Blocklist,
+    pub(crate) blocklist: Blocklist,
 }
 
 // === impl Rules ===
@@ -23,7 +23,7 @@ pub struct Rules {
 impl Rules {
     /// The rules of `policy`, and the blocklist's load warnings (a shared file missing or
     /// unreadable: the rest of the list still applies).
-    pub fn build(policy: Policy) -> Result<(Self, Vec<LoadWarning>), resolve::BuildError> {
+    pub(crate) fn build(policy: Policy) -> Result<(Self, Vec<LoadWarning>), resolve::BuildError> {
         let resolver = GateResolver::new(&policy.egress.resolver)?;
         let (blocklist, warnings) = Blocklist::load(
             policy.blocklist.enabled,

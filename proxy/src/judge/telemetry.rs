@@ -23,35 +23,20 @@ use std::time::Duration;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
-/// Field: the gate that decided (`secret_url`, `ssrf`, `website_blocklist`, `vendor`, ...).
-pub const GATE: &str = "gate";
-/// Field: `allow`, `deny` or `report`.
-pub const VERDICT: &str = "verdict";
-/// Field: the stable reason code.
-pub const REASON: &str = "reason";
-/// Field: the cache outcome code.
-pub const CACHE: &str = "cache";
-/// Field: the backend that served (or would have served) the item.
-pub const VENDOR: &str = "vendor";
-/// Field: the upstream HTTP status, when there was one.
-pub const UPSTREAM_STATUS: &str = "upstream_status";
-/// Field: time spent on the item, in milliseconds.
-pub const DURATION_MS: &str = "duration_ms";
-
 /// Log lines that may wait for the writer thread; past this, new lines are dropped.
-pub const LOG_QUEUE_LINES: usize = 16_384;
+pub(crate) const LOG_QUEUE_LINES: usize = 16_384;
 
 /// Lines dropped because the queue was full, since the process started.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
-pub mod decision;
-pub mod line;
+pub(crate) mod decision;
+pub(crate) mod line;
 
 /// Queue one finished line (see [`line::JsonLine`]) for the writer thread, dropping and
 /// counting it when the queue is full. `false` when there is no queue (no [`init`] ran): the
 /// caller then logs through `tracing`. The line's buffer is kept for the next line this thread
 /// builds ([`line_buffer`]).
-pub fn queue_line(bytes: Vec<u8>) -> bool {
+pub(crate) fn queue_line(bytes: Vec<u8>) -> bool {
     let queued = match QUEUE.get() {
         Some(queue) => {
             queue.push(&bytes);
@@ -75,7 +60,7 @@ thread_local! {
 
 /// An empty buffer to build a line in: the one this thread's last queued line used, so a worker
 /// that logs a line per request allocates none.
-pub fn line_buffer() -> Vec<u8> {
+pub(crate) fn line_buffer() -> Vec<u8> {
     let mut buf = SPARE_LINE.try_with(Cell::take).unwrap_or_default();
     if buf.capacity() == 0 {
         buf.reserve_exact(LINE_BUFFER);
@@ -92,13 +77,13 @@ fn recycle_line_buffer(mut bytes: Vec<u8>) {
 }
 
 /// Lines dropped so far because the log queue was full.
-pub fn dropped_lines() -> u64 {
+pub(crate) fn dropped_lines() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
 /// Keeps the writer thread alive; dropping it writes out every queued line and stops it.
 #[derive(Debug)]
-pub struct LogGuard {
+pub(crate) struct LogGuard {
     handle: Option<JoinHandle<()>>,
 }
 
@@ -248,7 +233,7 @@ fn log_filter(rust_log: Option<&str>, default_level: &str) -> EnvFilter {
 
 /// Install the JSON subscriber on stderr, written by a background thread. `RUST_LOG`
 /// overrides `default_level`. Keep the guard until the process ends.
-pub fn init(default_level: &str) -> LogGuard {
+pub(crate) fn init(default_level: &str) -> LogGuard {
     let rust_log = std::env::var(EnvFilter::DEFAULT_ENV).ok();
     let filter = log_filter(rust_log.as_deref(), default_level);
     let builder = tracing_subscriber::fmt()

@@ -24,11 +24,11 @@ use crate::policy::file::read_regular;
 
 /// How long one check or reload may take before it counts as failed
 /// (`fleetgate_policy_reloads_total{result="timeout"}`).
-pub const RELOAD_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const RELOAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Fingerprint of everything a policy load reads: the policy bytes (by their sha256) and the
 /// gate blocklist files. Blocking: call it off the runtime threads.
-pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
+pub(crate) fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
     let mut h = Sha256::new();
     h.update(policy_sha256.as_bytes());
     for path in shared_files {
@@ -48,12 +48,12 @@ pub fn fingerprint(policy_sha256: &str, shared_files: &[PathBuf]) -> String {
 ///
 /// The starting fingerprint is that of the running policy's own bytes, so an edit made between
 /// the first load and the first poll is still seen.
-pub async fn poll_policy_file(gate: Arc<GateState>, path: PathBuf, interval: Duration) {
+pub(crate) async fn poll_policy_file(gate: Arc<GateState>, path: PathBuf, interval: Duration) {
     poll_with_timeout(gate, path, interval, RELOAD_TIMEOUT).await;
 }
 
 /// [`poll_policy_file`] with a chosen limit on each check and reload.
-pub async fn poll_with_timeout(
+pub(crate) async fn poll_with_timeout(
     gate: Arc<GateState>,
     path: PathBuf,
     interval: Duration,
@@ -127,7 +127,7 @@ fn current_fingerprint(gate: &GateState, path: &Path) -> String {
 
 /// Try one reload; keep the running policy on any failure. Blocking (it reads the policy and
 /// the files it names): call it off the runtime threads.
-pub fn reload_once(gate: &GateState, path: &Path) -> bool {
+pub(crate) fn reload_once(gate: &GateState, path: &Path) -> bool {
     let result = Policy::load(path)
         .map_err(|e| e.to_string())
         .and_then(|p| Runtime::build(p).map_err(|e| e.to_string()));

@@ -23,9 +23,9 @@ pub struct Runtime {
     /// The web tools: store, cache, search memo, `direct`, backends.
     pub web: Web,
     /// When this runtime was built.
-    pub loaded_at: SystemTime,
+    pub(crate) loaded_at: SystemTime,
     /// Problems that did not stop the load (missing shared blocklist files, ...).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 // === impl Runtime ===

@@ -18,7 +18,7 @@ use crate::live::runtime::Runtime;
 #[derive(Debug)]
 pub struct GateState {
     /// The current runtime; a reload swaps it whole.
-    pub runtime: ArcSwap<Runtime>,
+    pub(crate) runtime: ArcSwap<Runtime>,
     /// The gate metrics.
     pub metrics: ProxyMetrics,
     /// Where each listener is bound, by name.
@@ -29,7 +29,7 @@ pub struct GateState {
 
 impl GateState {
     /// State around a first runtime, its gauges set.
-    pub fn new(runtime: Arc<Runtime>, metrics: ProxyMetrics) -> Self {
+    pub(crate) fn new(runtime: Arc<Runtime>, metrics: ProxyMetrics) -> Self {
         metrics.blocklist_rules.set(runtime.blocklist.len() as i64);
         metrics
             .policy_loaded_at
@@ -42,18 +42,18 @@ impl GateState {
     }
 
     /// Record that listener `name` is bound at `addr`.
-    pub fn bound(&self, name: &str, addr: SocketAddr) {
+    pub(crate) fn bound(&self, name: &str, addr: SocketAddr) {
         self.bound_listeners().push((name.to_string(), addr));
     }
 
     /// Every listener of this gate as bound now, for the loop check.
-    pub fn own_listeners(&self) -> OwnListeners {
+    pub(crate) fn own_listeners(&self) -> OwnListeners {
         OwnListeners::new(self.bound_listeners().iter().map(|(_, a)| *a))
     }
 
     /// The bound listeners; a panic elsewhere while holding the lock does not hide them from
     /// the loop check (the list is only ever appended to, so it stays whole).
-    pub fn bound_listeners(&self) -> MutexGuard<'_, Vec<(String, SocketAddr)>> {
+    pub(crate) fn bound_listeners(&self) -> MutexGuard<'_, Vec<(String, SocketAddr)>> {
         self.listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

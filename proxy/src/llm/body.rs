@@ -18,32 +18,32 @@ use crate::policy::llm::{ProviderKind, Usage};
 
 /// What to record when the body ends.
 #[derive(Debug)]
-pub struct Finish {
+pub(crate) struct Finish {
     /// The gate and the route state the record goes to.
-    pub cx: LlmContext,
+    pub(crate) cx: LlmContext,
     /// Role the request was observed under.
-    pub role: String,
+    pub(crate) role: String,
     /// Bounded role label.
-    pub role_label: String,
+    pub(crate) role_label: String,
     /// Bounded model label.
-    pub model_label: String,
+    pub(crate) model_label: String,
     /// The model the request named (priced).
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// The tier the request asked for (priced when the answer names none).
-    pub requested_tier: Option<String>,
+    pub(crate) requested_tier: Option<String>,
     /// How the provider reports usage.
-    pub kind: ProviderKind,
+    pub(crate) kind: ProviderKind,
     /// Sequence number of the request in the store.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// `2xx`, `4xx`, ...
-    pub status_class: &'static str,
+    pub(crate) status_class: &'static str,
     /// The service tier pinned for the role, if any: a served tier that differs is counted.
-    pub pinned_tier: Option<String>,
+    pub(crate) pinned_tier: Option<String>,
 }
 
 /// An upstream body that observes the served tier while streaming.
 #[derive(Debug)]
-pub struct ObservingBody {
+pub(crate) struct ObservingBody {
     inner: Incoming,
     scanner: TierScanner,
     usage: UsageScanner,
@@ -54,7 +54,7 @@ pub struct ObservingBody {
 
 impl ObservingBody {
     /// Wrap `inner`; `finish` runs once at the end.
-    pub fn new(inner: Incoming, finish: Finish) -> Self {
+    pub(crate) fn new(inner: Incoming, finish: Finish) -> Self {
         Self {
             inner,
             scanner: TierScanner::new(),
@@ -161,7 +161,7 @@ fn charge(f: &Finish, usage: Option<Usage>, tier: Option<&str>) {
 }
 
 /// Set the spend and budget gauges from the ledger and the policy.
-pub fn publish_spend(cx: &LlmContext, policy: &crate::policy::llm::LlmPolicy, now: u64) {
+pub(crate) fn publish_spend(cx: &LlmContext, policy: &crate::policy::llm::LlmPolicy, now: u64) {
     let m = &cx.llm.metrics;
     // A new UTC day starts without yesterday's roles.
     m.spend.reset();

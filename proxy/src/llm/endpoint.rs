@@ -9,7 +9,7 @@ use crate::policy::llm::LlmPolicy;
 
 /// What the route does with an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LlmEndpoint {
+pub(crate) enum LlmEndpoint {
     /// `chat/completions`, `completions`, `responses`, `messages`: the model judged, the call
     /// observed and pinned.
     Completion,
@@ -48,7 +48,7 @@ const MODELS_DEPTH: usize = 3;
 
 impl LlmEndpoint {
     /// The endpoint `method` on the normalised provider path `path` is, under `policy`.
-    pub fn classify(method: &Method, path: &str, policy: &LlmPolicy) -> Self {
+    pub(crate) fn classify(method: &Method, path: &str, policy: &LlmPolicy) -> Self {
         let segments: Vec<&str> = path
             .trim_matches('/')
             .split('/')
@@ -77,7 +77,7 @@ impl LlmEndpoint {
     }
 
     /// Whether the body is judged (and so read as JSON).
-    pub fn is_judged(self) -> bool {
+    pub(crate) fn is_judged(self) -> bool {
         matches!(
             self,
             Self::Completion | Self::ModelOnly | Self::MessageBatch

@@ -9,20 +9,20 @@ use crate::policy::llm::{LlmPin, LlmPolicy, ProviderKind};
 
 /// One field written onto a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rewrite {
+pub(crate) struct Rewrite {
     /// `reasoning_effort` or `service_tier`.
-    pub field: &'static str,
+    pub(crate) field: &'static str,
     /// The value the agent sent, as shown ([`shown`]); `None` when absent.
-    pub from: Option<String>,
+    pub(crate) from: Option<String>,
     /// The pinned value written.
-    pub to: String,
+    pub(crate) to: String,
 }
 
 // === impl Rewrite ===
 
 impl Rewrite {
     /// `field: from -> to`, for logs and the report.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{}: {} -> {}",
             self.field,
@@ -33,7 +33,7 @@ impl Rewrite {
 }
 
 /// Whether the request's model is refused, and the message a provider-shaped error carries.
-pub fn model_refusal(policy: &LlmPolicy, model: Option<&str>) -> Option<String> {
+pub(crate) fn model_refusal(policy: &LlmPolicy, model: Option<&str>) -> Option<String> {
     let model = model?;
     if policy.model_allowed(model) {
         return None;
@@ -52,7 +52,7 @@ pub fn model_refusal(policy: &LlmPolicy, model: Option<&str>) -> Option<String> 
 
 /// Edits of one object of the body: members set to a JSON text, removed, or edited inside.
 #[derive(Debug, Default)]
-pub struct Edits {
+pub(crate) struct Edits {
     entries: Vec<Entry>,
 }
 
@@ -74,7 +74,7 @@ enum Whole {
 
 impl Edits {
     /// Whether nothing is edited.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
@@ -113,7 +113,7 @@ impl Edits {
     }
 
     /// The splices that make these edits on the object `scan` of `body`.
-    pub fn splices(&self, body: &str, scan: &ObjectScan<'_>, out: &mut Vec<Splice>) {
+    pub(crate) fn splices(&self, body: &str, scan: &ObjectScan<'_>, out: &mut Vec<Splice>) {
         let mut remaining = scan.count;
         let mut added = Vec::new();
         for entry in &self.entries {
@@ -170,7 +170,7 @@ fn removal_end(body: &str, m: &Member<'_>) -> usize {
 
 /// The rewrites `pin` asks for on the completion request `body`; with `edits`, the edits that
 /// make them are recorded there.
-pub fn pin_rewrites(
+pub(crate) fn pin_rewrites(
     pin: &LlmPin,
     kind: ProviderKind,
     path: &str,
@@ -210,7 +210,7 @@ pub fn pin_rewrites(
 /// The rewrites `pin` asks for on the completion request `text` (scanned as `scan`), and the
 /// rewritten body when there is any: the members the pin writes change, every other byte
 /// stays as sent.
-pub fn rewrite(
+pub(crate) fn rewrite(
     pin: &LlmPin,
     kind: ProviderKind,
     path: &str,

@@ -12,7 +12,7 @@ use crate::policy::llm::ProviderKind;
 
 /// Why the route answered itself instead of relaying the provider's answer.
 #[derive(Debug, thiserror::Error)]
-pub enum LlmError {
+pub(crate) enum LlmError {
     /// The path names no role.
     #[error("failed to route: {0} is not /llm/<main|delegation|cron|auxiliary/<task>>/...")]
     NotFound(String),
@@ -91,7 +91,8 @@ impl LlmError {
     /// Codes only the LLM route gives; its other codes are the api's, the gates' and the
     /// connector's (`not_found`, `invalid_request`, `payload_too_large`, a gate code,
     /// `proxy_loop`, `upstream_*`).
-    pub const OWN_CODES: &'static [&'static str] = &[
+    #[cfg(test)]
+    pub(crate) const OWN_CODES: &'static [&'static str] = &[
         "llm_role_not_configured",
         "llm_model_not_allowed",
         "llm_model_missing",
@@ -105,7 +106,7 @@ impl LlmError {
     ];
 
     /// Stable code (body `code`, `x-fleetgate-error`, metric label).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::NotFound(_) => "not_found",
             Self::RoleNotConfigured(_) => "llm_role_not_configured",
@@ -131,7 +132,7 @@ impl LlmError {
     }
 
     /// HTTP status of the answer.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::NotFound(_) | Self::RoleNotConfigured(_) => StatusCode::NOT_FOUND,
             Self::ModelNotAllowed(_)
@@ -155,7 +156,7 @@ impl LlmError {
     }
 
     /// The answer in the provider's own error shape, so the agent's SDK shows the message.
-    pub fn response(&self, kind: Option<ProviderKind>) -> Response<LlmBody> {
+    pub(crate) fn response(&self, kind: Option<ProviderKind>) -> Response<LlmBody> {
         let shape = match kind {
             Some(ProviderKind::Anthropic) => Shape::Anthropic,
             _ => Shape::OpenAi {

@@ -26,13 +26,13 @@ use crate::policy::llm::{LlmMode, LlmPolicy, LlmProvider, ProviderToolsMode};
 
 /// One request under judgement: the route's state, the policy of the moment, and — once it
 /// is read — the body, which ties a refusal to its turn. Its `Debug` never shows the body.
-pub struct Judge<'a> {
+pub(crate) struct Judge<'a> {
     /// The route's state.
-    pub cx: &'a LlmContext,
+    pub(crate) cx: &'a LlmContext,
     /// The policy of the moment.
-    pub rt: &'a Runtime,
+    pub(crate) rt: &'a Runtime,
     /// The role and provider path.
-    pub route: &'a LlmRoute,
+    pub(crate) route: &'a LlmRoute,
     body: Option<&'a [u8]>,
     /// Whether this request is a further attempt of a refused turn, decided (and the turn
     /// recorded) at its first refusal.
@@ -53,7 +53,7 @@ impl std::fmt::Debug for Judge<'_> {
 
 impl<'a> Judge<'a> {
     /// A request whose body is not read (yet): its refusals are never further attempts.
-    pub fn new(cx: &'a LlmContext, rt: &'a Runtime, route: &'a LlmRoute) -> Self {
+    pub(crate) fn new(cx: &'a LlmContext, rt: &'a Runtime, route: &'a LlmRoute) -> Self {
         Self {
             cx,
             rt,
@@ -64,7 +64,7 @@ impl<'a> Judge<'a> {
     }
 
     /// The same request with its body read.
-    pub fn with_body(&self, body: &'a [u8]) -> Self {
+    pub(crate) fn with_body(&self, body: &'a [u8]) -> Self {
         Self {
             body: Some(body),
             ..Self::new(self.cx, self.rt, self.route)
@@ -85,7 +85,7 @@ impl<'a> Judge<'a> {
     /// A request outside the fleet policy: counted and logged; in enforce mode refused (the
     /// error comes back), in observe mode counted as `would_refuse` and let through. `model`
     /// and `tool` name what was judged, for the log line.
-    pub fn judge(
+    pub(crate) fn judge(
         &self,
         refusal: LlmError,
         model: Option<&str>,
@@ -114,20 +114,20 @@ impl<'a> Judge<'a> {
 
 /// The request after observation and enforcement, ready to go upstream.
 #[derive(Debug)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The body sent upstream.
-    pub body: Bytes,
+    pub(crate) body: Bytes,
     /// What a completion call said about itself; `None` for every other call (judged
     /// endpoints that are not completions, model lists, named endpoints), which leaves the
     /// role's observation as it was.
-    pub facts: Option<RequestFacts>,
+    pub(crate) facts: Option<RequestFacts>,
     /// Pinned fields written (or, in observe mode, that would be).
-    pub rewrites: Vec<Rewrite>,
+    pub(crate) rewrites: Vec<Rewrite>,
 }
 
 /// The endpoint of a request, judged by its decoded path: in enforce mode a path that is not
 /// its own normal form, or an endpoint outside the closed list, is refused.
-pub fn endpoint(j: &Judge<'_>, method: &http::Method) -> Result<LlmEndpoint, LlmError> {
+pub(crate) fn endpoint(j: &Judge<'_>, method: &http::Method) -> Result<LlmEndpoint, LlmError> {
     let (route, rt) = (j.route, j.rt);
     // Judged as a decoding provider routes it; in enforce mode only a path that is already
     // its own normal form goes out, so the path judged is the path sent.
@@ -148,7 +148,7 @@ pub fn endpoint(j: &Judge<'_>, method: &http::Method) -> Result<LlmEndpoint, Llm
 
 /// Judge the body of a judged endpoint and write the role's pins (enforce mode); every other
 /// body is relayed untouched.
-pub fn prepare(
+pub(crate) fn prepare(
     j: &Judge<'_>,
     provider: &LlmProvider,
     endpoint: LlmEndpoint,
@@ -399,7 +399,13 @@ fn judge_model(j: &Judge<'_>, model: Option<&str>, what: &str) -> Result<(), Llm
 
 /// Count a refusal (`refused`) or a would-be one (`would_refuse`) of `code` for the role,
 /// decided before the body is read (so never a further attempt of a refused turn).
-pub fn count_refusal(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, code: &str, action: &str) {
+pub(crate) fn count_refusal(
+    cx: &LlmContext,
+    rt: &Runtime,
+    route: &LlmRoute,
+    code: &str,
+    action: &str,
+) {
     count(cx, rt, route, code, action, false);
 }
 
@@ -450,7 +456,7 @@ fn log_rewrites(cx: &LlmContext, rt: &Runtime, route: &LlmRoute, rewrites: &[Rew
 /// with `llm_budget_exceeded` (429; `Retry-After` when a tokens-per-minute window frees up
 /// within the minute, none for a daily dollar budget) in enforce mode and
 /// counted as `would_refuse` in observe mode.
-pub fn budget(j: &Judge<'_>, now: u64) -> Result<(), LlmError> {
+pub(crate) fn budget(j: &Judge<'_>, now: u64) -> Result<(), LlmError> {
     let policy = &j.rt.policy.llm;
     let Err(over) = j.cx.llm.spend.check(&j.route.role, &policy.budgets, now) else {
         return Ok(());
@@ -486,7 +492,7 @@ pub fn budget(j: &Judge<'_>, now: u64) -> Result<(), LlmError> {
 /// `redact` sends the body with each secret replaced (refused when one cannot be),
 /// `observe` counts and logs. Rules of rule files in report mode only count. Returns the
 /// body to judge and send.
-pub fn prompt_secrets(j: &Judge<'_>, bytes: Bytes) -> Result<Bytes, LlmError> {
+pub(crate) fn prompt_secrets(j: &Judge<'_>, bytes: Bytes) -> Result<Bytes, LlmError> {
     use super::prompt_secrets::{Finding, scan};
     use crate::policy::llm::SecretsMode;
     let Ok(text) = std::str::from_utf8(&bytes) else {

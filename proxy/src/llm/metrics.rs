@@ -8,61 +8,61 @@ use prometheus::{
 
 /// Metrics of the LLM route.
 #[derive(Clone, Debug)]
-pub struct LlmMetrics {
+pub(crate) struct LlmMetrics {
     /// `fleetgate_llm_requests_total{role,model,effort,tier}`: requests sent upstream, with
     /// the effort and requested tier on the wire.
-    pub requests: IntCounterVec,
+    pub(crate) requests: IntCounterVec,
     /// `fleetgate_llm_responses_total{role,status_class,served_tier}`: responses by the tier
     /// the provider says it served.
-    pub responses: IntCounterVec,
+    pub(crate) responses: IntCounterVec,
     /// `fleetgate_llm_rewrites_total{role,field,action}`: pinned fields written (`rewritten`)
     /// or, in observe mode, that would have been (`would_rewrite`).
-    pub rewrites: IntCounterVec,
+    pub(crate) rewrites: IntCounterVec,
     /// `fleetgate_llm_refusals_total{role,code,action}`: refused turns (`refused`) or, in
     /// observe mode, turns enforce mode would refuse (`would_refuse`): a further attempt of a
     /// turn refused within the last minute is not counted again ([`super::turns`]).
-    pub refusals: IntCounterVec,
+    pub(crate) refusals: IntCounterVec,
     /// `fleetgate_llm_refusal_attempts_total{role,code,action}`: every refused (or would-be
     /// refused) request, further attempts of a turn included.
-    pub refusal_attempts: IntCounterVec,
+    pub(crate) refusal_attempts: IntCounterVec,
     /// `fleetgate_llm_provider_tools_total{role,tool,action}`: requests naming a provider-side
     /// tool, per tool label ([`super::provider_tools::LABELS`]), `observed`, `refused` or
     /// `would_refuse`.
-    pub provider_tools: IntCounterVec,
+    pub(crate) provider_tools: IntCounterVec,
     /// `fleetgate_llm_time_to_first_byte_seconds{role}`: request start to the response head.
-    pub first_byte: HistogramVec,
+    pub(crate) first_byte: HistogramVec,
     /// `fleetgate_llm_tier_mismatches_total{role,served_tier}`: responses whose served tier
     /// differs from the tier pinned for the role (the provider downgraded, or the pin was not
     /// applied in observe mode).
-    pub tier_mismatches: IntCounterVec,
+    pub(crate) tier_mismatches: IntCounterVec,
     /// `gen_ai_client_token_usage{gen_ai_token_type,gen_ai_request_model,role}`: the
     /// OpenTelemetry GenAI histogram `gen_ai.client.token.usage` of each answered call, with
     /// `gen_ai_token_type` `input` (uncached input, cache reads and cache writes, as the
     /// provider bills them) or `output`.
-    pub token_usage: HistogramVec,
+    pub(crate) token_usage: HistogramVec,
     /// `fleetgate_llm_tokens_total{role,model,type}`: tokens by `input` (uncached),
     /// `cache_read`, `cache_write`, `output` and `reasoning` (part of `output`).
-    pub tokens: IntCounterVec,
+    pub(crate) tokens: IntCounterVec,
     /// `fleetgate_llm_cost_usd_total{role,model}`: dollars of the answered calls (usage ×
     /// `llm.prices`).
-    pub cost: CounterVec,
+    pub(crate) cost: CounterVec,
     /// `fleetgate_llm_usage_unknown_total{role,reason}`: answered calls whose cost is not
     /// counted: `no_usage` (the answer carried none) or `unpriced` (no price for the model).
-    pub usage_unknown: IntCounterVec,
+    pub(crate) usage_unknown: IntCounterVec,
     /// `fleetgate_llm_spend_usd{role}`: this pod's spend today (UTC), per budget role.
-    pub spend: GaugeVec,
+    pub(crate) spend: GaugeVec,
     /// `fleetgate_llm_budget_usd{role,scope}`: the daily dollar budgets (`pod`, `namespace`).
-    pub budget: GaugeVec,
+    pub(crate) budget: GaugeVec,
     /// `fleetgate_llm_prompt_secrets_total{role,rule,action}`: requests whose prompt held a
     /// secret, per rule: `refused`, `would_refuse`, `redacted`, `would_redact`, `observed`.
-    pub prompt_secrets: IntCounterVec,
+    pub(crate) prompt_secrets: IntCounterVec,
 }
 
 // === impl LlmMetrics ===
 
 impl LlmMetrics {
     /// Create and register the metrics in `reg`.
-    pub fn register(reg: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(reg: &Registry) -> prometheus::Result<Self> {
         let counter = |name: &str, help: &str, labels: &[&str]| {
             IntCounterVec::new(Opts::new(name, help), labels)
         };

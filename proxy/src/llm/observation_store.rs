@@ -14,7 +14,7 @@ const MAX_ROLES: usize = 64;
 
 /// Observations per role, in first-seen order.
 #[derive(Debug, Default)]
-pub struct ObservationStore {
+pub(crate) struct ObservationStore {
     roles: Mutex<Vec<(String, Slot)>>,
     next_seq: AtomicU64,
 }
@@ -30,12 +30,12 @@ struct Slot {
 
 impl ObservationStore {
     /// An empty store.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Record a request sent upstream; returns its sequence number for [`Self::record_served`].
-    pub fn record_sent(
+    pub(crate) fn record_sent(
         &self,
         role: &str,
         facts: &RequestFacts,
@@ -65,7 +65,7 @@ impl ObservationStore {
 
     /// Count a refused request (it never reached the provider, so the observation stays):
     /// an attempt, and a refused turn unless `retry` says it is a further attempt of one.
-    pub fn record_refused(&self, role: &str, retry: bool) {
+    pub(crate) fn record_refused(&self, role: &str, retry: bool) {
         self.with_slot(role, |slot| {
             slot.counters.refused_attempts += 1;
             if !retry {
@@ -76,7 +76,7 @@ impl ObservationStore {
 
     /// The served tier of request `seq`, once its response ended; ignored when a newer
     /// request of the role was recorded meanwhile.
-    pub fn record_served(&self, role: &str, seq: u64, tier: Option<&str>) {
+    pub(crate) fn record_served(&self, role: &str, seq: u64, tier: Option<&str>) {
         self.with_slot(role, |slot| {
             if slot.seq == seq {
                 slot.observation.response_service_tier = tier.map(str::to_string);
@@ -85,7 +85,7 @@ impl ObservationStore {
     }
 
     /// A snapshot in the report's shape.
-    pub fn observed(&self) -> Observed {
+    pub(crate) fn observed(&self) -> Observed {
         let mut out = Observed::default();
         if let Ok(roles) = self.roles.lock() {
             for (role, slot) in roles.iter() {

@@ -17,7 +17,7 @@ use crate::judge::gates::secret_url::{Found, find_in_text};
 use crate::policy::SecretsPolicy;
 
 /// Most secrets redacted in one body; past it the body is refused.
-pub const MAX_REDACTIONS: usize = 256;
+pub(crate) const MAX_REDACTIONS: usize = 256;
 
 /// What the scan found.
 #[derive(Debug, PartialEq, Eq)]
@@ -173,7 +173,7 @@ fn escaped_at(bytes: &[u8], at: usize) -> bool {
 /// `text` with the JSON escapes that could hide a secret decoded: `\uXXXX` (surrogate
 /// pairs joined; a lone surrogate becomes U+FFFD) and `\/`. Other escapes stay as written
 /// (`\n` in a PEM block is what the rules expect). Borrowed when there is nothing to decode.
-pub fn unescape(text: &str) -> Cow<'_, str> {
+pub(crate) fn unescape(text: &str) -> Cow<'_, str> {
     if !text.contains("\\u") && !text.contains("\\/") {
         return Cow::Borrowed(text);
     }

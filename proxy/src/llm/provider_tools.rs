@@ -23,16 +23,16 @@ use super::scan::{self, ObjectScan, Schema};
 
 /// One provider-side tool of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProviderTool {
+pub(crate) struct ProviderTool {
     /// The tool as the request names it (`tools[].type`, or the member that asks for it),
     /// fit for a log line ([`shown`]).
-    pub name: String,
+    pub(crate) name: String,
     /// Its metric label: one of [`LABELS`].
-    pub label: &'static str,
+    pub(crate) label: &'static str,
 }
 
 /// Metric labels of provider-side tools; any other tool counts as `other`.
-pub const LABELS: &[&str] = &[
+pub(crate) const LABELS: &[&str] = &[
     "web_search",
     "web_search_preview",
     "web_fetch",
@@ -65,7 +65,7 @@ const CLIENT_TYPES: &[&str] = &[
 ];
 
 /// One `tools[]` entry, as far as it is judged.
-pub static TOOL: Schema = Schema {
+pub(crate) static TOOL: Schema = Schema {
     keys: &[("type", None)],
 };
 
@@ -77,7 +77,7 @@ static PLUGIN: Schema = Schema {
 /// The provider-side tools of the completion request `scan` (of `body`), in the order they
 /// appear, each once; `Err` names a `tools[]` entry with its `type` twice (providers differ on
 /// which copy counts).
-pub fn of(body: &str, scan: &ObjectScan<'_>) -> Result<Vec<ProviderTool>, String> {
+pub(crate) fn of(body: &str, scan: &ObjectScan<'_>) -> Result<Vec<ProviderTool>, String> {
     let mut found: Vec<ProviderTool> = Vec::new();
     let mut add = |name: &str, label: &'static str| {
         let name = shown(name);
@@ -159,7 +159,7 @@ fn label(base: &str) -> &'static str {
 }
 
 /// `kind` without a trailing version date: `_20250305`, `_2025_03_11` or `-2025-03-11`.
-pub fn undated(kind: &str) -> &str {
+pub(crate) fn undated(kind: &str) -> &str {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if let Some((head, tail)) = kind.rsplit_once('_')
         && tail.len() == 8

@@ -23,7 +23,7 @@ use crate::policy::llm::{LlmMode, LlmProvider, ProviderKind};
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "api-key", "x-goog-api-key"];
 
 /// Serve one `/llm/...` request.
-pub async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody> {
+pub(crate) async fn handle(cx: LlmContext, req: Request<Incoming>) -> Response<LlmBody> {
     let started = Instant::now();
     let rt = cx.gate.runtime.load_full();
     let Some(route) = LlmRoute::parse(req.uri().path()) else {
@@ -136,7 +136,7 @@ fn read_key(provider: &LlmProvider) -> Result<String, LlmError> {
 }
 
 /// `baseUrl` + the path after the role + the query.
-pub fn upstream_url(provider: &LlmProvider, rest: &str, query: Option<&str>) -> url::Url {
+pub(crate) fn upstream_url(provider: &LlmProvider, rest: &str, query: Option<&str>) -> url::Url {
     let mut url = provider.base_url.clone();
     let path = format!("{}{rest}", provider.base_url.path().trim_end_matches('/'));
     url.set_path(&path);

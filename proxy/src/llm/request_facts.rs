@@ -7,7 +7,7 @@ use crate::judge::gates::secret_url::redact_secrets;
 use crate::policy::llm::{EFFORT_LEVELS, LlmPolicy};
 
 /// Anthropic manual-thinking budgets Hermes sends per effort (`THINKING_BUDGET`).
-pub const THINKING_BUDGETS: &[(&str, u64)] = &[
+pub(crate) const THINKING_BUDGETS: &[(&str, u64)] = &[
     ("xhigh", 32_000),
     ("high", 16_000),
     ("medium", 8_000),
@@ -26,20 +26,20 @@ const KNOWN_TIERS: &[&str] = &[
 
 /// The observed facts of one request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RequestFacts {
+pub(crate) struct RequestFacts {
     /// `model`.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Effort: a level, `budget:<n>`, or `none` when reasoning is disabled.
-    pub effort: Option<String>,
+    pub(crate) effort: Option<String>,
     /// Requested `service_tier`.
-    pub service_tier: Option<String>,
+    pub(crate) service_tier: Option<String>,
 }
 
 // === impl RequestFacts ===
 
 impl RequestFacts {
     /// Read the facts from a scanned request body ([`super::scan::COMPLETION`]).
-    pub fn of(body: &ObjectScan<'_>) -> Self {
+    pub(crate) fn of(body: &ObjectScan<'_>) -> Self {
         Self {
             model: body.str_at(&["model"]),
             effort: effort_of(body),
@@ -51,7 +51,7 @@ impl RequestFacts {
 
     /// The facts as `/v1/report` and the logs show them: each agent-chosen string passed
     /// through [`shown`].
-    pub fn shown(&self) -> Self {
+    pub(crate) fn shown(&self) -> Self {
         Self {
             model: self.model.as_deref().map(shown),
             effort: self.effort.as_deref().map(shown),
@@ -63,7 +63,7 @@ impl RequestFacts {
 /// The effort on the wire, in the observer's order: `reasoning.effort`, `reasoning_effort`,
 /// `output_config.effort`, `extra_body.reasoning.effort`, then an Anthropic thinking budget
 /// (`budget:<n>`), then `none` when reasoning is explicitly disabled.
-pub fn effort_of(body: &ObjectScan<'_>) -> Option<String> {
+pub(crate) fn effort_of(body: &ObjectScan<'_>) -> Option<String> {
     let found = body
         .str_at(&["reasoning", "effort"])
         .or_else(|| body.str_at(&["reasoning_effort"]))
@@ -93,7 +93,7 @@ pub fn effort_of(body: &ObjectScan<'_>) -> Option<String> {
 /// The model label: the `allowedModels` entry that admits it, as written (`gpt-5`, or the
 /// pattern `claude-*` for any model it matches), `unset` when the request has none, `other`
 /// otherwise. Agents choose the model string; only the policy chooses the label set.
-pub fn model_label(policy: &LlmPolicy, model: Option<&str>) -> String {
+pub(crate) fn model_label(policy: &LlmPolicy, model: Option<&str>) -> String {
     match model {
         None => "unset".into(),
         Some(m) => policy.allowed_entry(m).unwrap_or("other").to_string(),
@@ -102,11 +102,11 @@ pub fn model_label(policy: &LlmPolicy, model: Option<&str>) -> String {
 
 /// Longest agent-chosen string (model, effort, tier) shown in a log line, the report or a
 /// refusal message; the rest is cut.
-pub const SHOWN_MAX: usize = 128;
+pub(crate) const SHOWN_MAX: usize = 128;
 
 /// An agent-chosen string fit for a log line, `/v1/report` or a refusal message: every span a
 /// secret rule matches replaced by `[redacted:<rule>]`, cut to [`SHOWN_MAX`] characters.
-pub fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     let redacted = redact_secrets(text);
     match redacted.char_indices().nth(SHOWN_MAX) {
         Some((cut, _)) => format!("{}… ({} bytes)", &redacted[..cut], text.len()),
@@ -115,7 +115,7 @@ pub fn shown(text: &str) -> String {
 }
 
 /// The effort label: a ladder level, `budget` for any thinking budget, `unset`, or `other`.
-pub fn effort_label(effort: Option<&str>) -> &str {
+pub(crate) fn effort_label(effort: Option<&str>) -> &str {
     match effort {
         None => "unset",
         Some(e) if e.starts_with("budget:") => "budget",
@@ -129,7 +129,7 @@ pub fn effort_label(effort: Option<&str>) -> &str {
 }
 
 /// The tier label: a known tier, `unset`, or `other`.
-pub fn tier_label(tier: Option<&str>) -> &str {
+pub(crate) fn tier_label(tier: Option<&str>) -> &str {
     match tier {
         None => "unset",
         Some(t) => KNOWN_TIERS
@@ -142,7 +142,7 @@ pub fn tier_label(tier: Option<&str>) -> &str {
 
 /// The role label: the three fixed roles, an auxiliary task the policy names, the tasks
 /// Hermes ships, or `auxiliary:other`.
-pub fn role_label(policy: &LlmPolicy, role: &str) -> String {
+pub(crate) fn role_label(policy: &LlmPolicy, role: &str) -> String {
     const HERMES_TASKS: &[&str] = &[
         "approval",
         "compression",

@@ -18,34 +18,34 @@ use serde_json::value::RawValue;
 
 /// The members of an object that are judged, and the schema of those read as objects too.
 #[derive(Debug)]
-pub struct Schema {
+pub(crate) struct Schema {
     /// Judged keys, with the schema of the object each one holds (when it is read inside).
-    pub keys: &'static [(&'static str, Option<&'static Schema>)],
+    pub(crate) keys: &'static [(&'static str, Option<&'static Schema>)],
 }
 
 /// `reasoning` (OpenAI responses, OpenRouter).
-pub static REASONING: Schema = Schema {
+pub(crate) static REASONING: Schema = Schema {
     keys: &[("effort", None), ("enabled", None)],
 };
 /// `extra_body`.
-pub static EXTRA_BODY: Schema = Schema {
+pub(crate) static EXTRA_BODY: Schema = Schema {
     keys: &[("reasoning", Some(&REASONING)), ("service_tier", None)],
 };
 /// `output_config` (Anthropic).
-pub static OUTPUT_CONFIG: Schema = Schema {
+pub(crate) static OUTPUT_CONFIG: Schema = Schema {
     keys: &[("effort", None)],
 };
 /// `thinking` (Anthropic).
-pub static THINKING: Schema = Schema {
+pub(crate) static THINKING: Schema = Schema {
     keys: &[("type", None), ("budget_tokens", None)],
 };
 /// `search_parameters` (xAI Live Search).
-pub static SEARCH_PARAMETERS: Schema = Schema {
+pub(crate) static SEARCH_PARAMETERS: Schema = Schema {
     keys: &[("mode", None)],
 };
 /// A completion request: the model, every field the observation reads or a pin writes, and
 /// the members that ask the provider to run a tool itself ([`super::provider_tools`]).
-pub static COMPLETION: Schema = Schema {
+pub(crate) static COMPLETION: Schema = Schema {
     keys: &[
         ("model", None),
         ("reasoning", Some(&REASONING)),
@@ -61,59 +61,57 @@ pub static COMPLETION: Schema = Schema {
     ],
 };
 /// One entry of an Anthropic message batch: the completion request sits in `params`.
-pub static BATCH_ITEM: Schema = Schema {
+pub(crate) static BATCH_ITEM: Schema = Schema {
     keys: &[("params", Some(&COMPLETION))],
 };
 /// An Anthropic message batch: `requests` is read entry by entry ([`for_each_item`]).
-pub static BATCH: Schema = Schema {
+pub(crate) static BATCH: Schema = Schema {
     keys: &[("requests", None)],
 };
 
 /// One object of the body, as far as it is judged.
 #[derive(Debug)]
-pub struct ObjectScan<'a> {
+pub(crate) struct ObjectScan<'a> {
     /// Judged members, the last of each key.
-    pub members: Vec<Member<'a>>,
+    pub(crate) members: Vec<Member<'a>>,
     /// Members of any key.
-    pub count: usize,
-    /// Offset of the opening `{` in the body.
-    pub open: usize,
+    pub(crate) count: usize,
     /// Offset of the closing `}` in the body.
-    pub close: usize,
+    pub(crate) close: usize,
     /// The first judged key seen more than once in this object.
-    pub duplicate: Option<&'static str>,
+    pub(crate) duplicate: Option<&'static str>,
 }
 
 /// One judged member.
 #[derive(Debug)]
-pub struct Member<'a> {
+pub(crate) struct Member<'a> {
     /// The key (decoded).
-    pub key: &'static str,
+    pub(crate) key: &'static str,
     /// The value's JSON text.
-    pub raw: &'a str,
+    pub(crate) raw: &'a str,
     /// Offset of the value in the body.
-    pub start: usize,
+    pub(crate) start: usize,
     /// Where removing the member starts: the end of the previous value (so its comma goes
     /// with it), or just after `{` for the first member.
-    pub lead: usize,
+    pub(crate) lead: usize,
     /// Whether it is the object's first member.
-    pub first: bool,
+    pub(crate) first: bool,
     /// The value read as an object, when the schema reads inside it and it is one.
-    pub object: Option<ObjectScan<'a>>,
+    pub(crate) object: Option<ObjectScan<'a>>,
 }
 
 /// A replacement of a byte range of the body (an insertion when the range is empty).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Splice {
+pub(crate) struct Splice {
     /// The range replaced.
-    pub range: Range<usize>,
+    pub(crate) range: Range<usize>,
     /// What replaces it.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// A body rebuilt from splices applied in order of their place.
 #[derive(Debug)]
-pub struct Rewriter<'a> {
+pub(crate) struct Rewriter<'a> {
     src: &'a str,
     out: String,
     cursor: usize,
@@ -123,22 +121,22 @@ pub struct Rewriter<'a> {
 
 impl<'a> ObjectScan<'a> {
     /// The member `key`.
-    pub fn get(&self, key: &str) -> Option<&Member<'a>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Member<'a>> {
         self.members.iter().find(|m| m.key == key)
     }
 
     /// Whether the object has a member `key` (of any type).
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
     /// The object held by member `key`.
-    pub fn object(&self, key: &str) -> Option<&ObjectScan<'a>> {
+    pub(crate) fn object(&self, key: &str) -> Option<&ObjectScan<'a>> {
         self.get(key).and_then(|m| m.object.as_ref())
     }
 
     /// The string at `path` (objects all the way), decoded.
-    pub fn str_at(&self, path: &[&str]) -> Option<String> {
+    pub(crate) fn str_at(&self, path: &[&str]) -> Option<String> {
         let (last, objects) = path.split_last()?;
         let mut at = self;
         for key in objects {
@@ -151,7 +149,7 @@ impl<'a> ObjectScan<'a> {
     }
 
     /// The boolean member `key`.
-    pub fn bool_of(&self, key: &str) -> Option<bool> {
+    pub(crate) fn bool_of(&self, key: &str) -> Option<bool> {
         match self.get(key)?.raw {
             "true" => Some(true),
             "false" => Some(false),
@@ -160,7 +158,7 @@ impl<'a> ObjectScan<'a> {
     }
 
     /// The unsigned integer member `key` (a JSON integer that fits `u64`).
-    pub fn u64_of(&self, key: &str) -> Option<u64> {
+    pub(crate) fn u64_of(&self, key: &str) -> Option<u64> {
         let raw = self.get(key)?.raw;
         raw.bytes()
             .all(|b| b.is_ascii_digit())
@@ -169,7 +167,7 @@ impl<'a> ObjectScan<'a> {
     }
 
     /// The dotted path of the first judged key seen twice, here or in a judged object inside.
-    pub fn first_duplicate(&self) -> Option<String> {
+    pub(crate) fn first_duplicate(&self) -> Option<String> {
         if let Some(key) = self.duplicate {
             return Some(key.to_string());
         }
@@ -184,7 +182,7 @@ impl<'a> ObjectScan<'a> {
 
 impl<'a> Rewriter<'a> {
     /// A rewrite of `src` with nothing applied yet.
-    pub fn new(src: &'a str) -> Self {
+    pub(crate) fn new(src: &'a str) -> Self {
         Self {
             src,
             out: String::with_capacity(src.len() + 64),
@@ -194,7 +192,7 @@ impl<'a> Rewriter<'a> {
 
     /// Apply `splices`, all at or after the splices applied before. Insertions at one place
     /// keep their order; a removal overlapping an earlier one only removes what is left.
-    pub fn apply(&mut self, mut splices: Vec<Splice>) {
+    pub(crate) fn apply(&mut self, mut splices: Vec<Splice>) {
         splices.sort_by_key(|s| s.range.start);
         for s in splices {
             let start = s.range.start.max(self.cursor);
@@ -207,7 +205,7 @@ impl<'a> Rewriter<'a> {
     }
 
     /// The rewritten body.
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         if let Some(rest) = self.src.get(self.cursor..) {
             self.out.push_str(rest);
         }
@@ -217,7 +215,7 @@ impl<'a> Rewriter<'a> {
 
 /// Scan the object `text` (a slice of `body`) for the members `schema` judges; fails when
 /// `text` is not exactly one JSON object.
-pub fn scan_object<'a>(
+pub(crate) fn scan_object<'a>(
     body: &'a str,
     text: &'a str,
     schema: &'static Schema,
@@ -239,7 +237,7 @@ pub fn scan_object<'a>(
 /// Call `f` with the index and the JSON text of each entry of the array `text` (a slice of
 /// `body`), in order, stopping at the first error `f` returns. The outer error is a
 /// malformed array, the inner one `f`'s.
-pub fn for_each_item<'a, E>(
+pub(crate) fn for_each_item<'a, E>(
     text: &'a str,
     mut f: impl FnMut(usize, &'a str) -> Result<(), E>,
 ) -> Result<Result<(), E>, serde_json::Error> {
@@ -258,7 +256,7 @@ pub fn for_each_item<'a, E>(
 }
 
 /// A JSON string literal of `s`.
-pub fn json_string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
@@ -289,7 +287,6 @@ impl<'de> Visitor<'de> for ObjectVisitor<'de> {
         let mut scan = ObjectScan {
             members: Vec::new(),
             count: 0,
-            open: self.open,
             close: self.close,
             duplicate: None,
         };

@@ -33,17 +33,17 @@ const WRITE_EVERY: Duration = Duration::from_millis(500);
 
 /// One role's spend today.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RoleSpend {
+pub(crate) struct RoleSpend {
     /// Dollars of the calls whose usage and price were known.
-    pub usd: f64,
+    pub(crate) usd: f64,
     /// Tokens of the calls whose usage was known.
-    pub tokens: u64,
+    pub(crate) tokens: u64,
     /// Answered calls.
-    pub calls: u64,
+    pub(crate) calls: u64,
     /// Calls answered without usage (nothing counted for them).
-    pub unknown_usage: u64,
+    pub(crate) unknown_usage: u64,
     /// Calls with usage but no price for their model (tokens counted, no dollars).
-    pub unpriced: u64,
+    pub(crate) unpriced: u64,
 }
 
 /// The spend file.
@@ -60,28 +60,28 @@ struct SpendFile {
 
 /// Why a call is over budget.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Exceeded {
+pub(crate) struct Exceeded {
     /// `pod` or `namespace`.
-    pub scope: &'static str,
+    pub(crate) scope: &'static str,
     /// The budget role.
-    pub role: String,
+    pub(crate) role: String,
     /// `daily_usd`, `tokens_per_minute` or `spend_file_unreadable`.
-    pub limit: &'static str,
+    pub(crate) limit: &'static str,
     /// What was used against the limit.
-    pub used: f64,
+    pub(crate) used: f64,
     /// The limit.
-    pub cap: f64,
+    pub(crate) cap: f64,
     /// Seconds until the limit frees up (the next UTC day, or the minute window).
-    pub retry_after: u64,
+    pub(crate) retry_after: u64,
 }
 
 /// What one answered call adds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Charge {
+pub(crate) struct Charge {
     /// Its cost, when its usage and price are known.
-    pub usd: Option<f64>,
+    pub(crate) usd: Option<f64>,
     /// Its tokens, when its usage is known.
-    pub tokens: Option<u64>,
+    pub(crate) tokens: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -93,7 +93,7 @@ struct Ledger {
 
 /// The pod's spend, shared by every call of the route.
 #[derive(Debug)]
-pub struct SpendLedger {
+pub(crate) struct SpendLedger {
     inner: Mutex<Ledger>,
     path: Option<PathBuf>,
     dirty: AtomicBool,
@@ -102,19 +102,19 @@ pub struct SpendLedger {
 
 /// A snapshot of the day for reports and metrics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SpendSnapshot {
+pub(crate) struct SpendSnapshot {
     /// UTC day.
-    pub day: String,
+    pub(crate) day: String,
     /// Whether the spend file was unreadable this day.
-    pub corrupt: bool,
+    pub(crate) corrupt: bool,
     /// Role → spend today.
-    pub roles: BTreeMap<String, RoleSpend>,
+    pub(crate) roles: BTreeMap<String, RoleSpend>,
     /// Role → tokens in the last minute.
-    pub tokens_last_minute: BTreeMap<String, u64>,
+    pub(crate) tokens_last_minute: BTreeMap<String, u64>,
 }
 
 /// The UTC day of Unix second `secs`.
-pub fn utc_day(secs: u64) -> String {
+pub(crate) fn utc_day(secs: u64) -> String {
     let iso = format_iso_z(secs as f64);
     iso.get(..10).unwrap_or(&iso).to_string()
 }
@@ -128,7 +128,8 @@ fn to_next_day(secs: u64) -> u64 {
 
 impl SpendLedger {
     /// A ledger kept in memory only (tests, or a gate without a store).
-    pub fn in_memory() -> Self {
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Self {
         Self {
             inner: Mutex::new(Ledger::default()),
             path: None,
@@ -140,7 +141,7 @@ impl SpendLedger {
     /// The ledger of `path` as of Unix second `now`: today's spend when the file holds
     /// today, a fresh day when it holds another day or does not exist, and a day counted as
     /// spent when it exists but cannot be read (the error is logged, and returned).
-    pub fn open(path: &Path, now: u64) -> (Self, Option<String>) {
+    pub(crate) fn open(path: &Path, now: u64) -> (Self, Option<String>) {
         let today = utc_day(now);
         let (file, problem) = match std::fs::read(path) {
             Ok(bytes) => match serde_json::from_slice::<SpendFile>(&bytes) {
@@ -192,7 +193,7 @@ impl SpendLedger {
 
     /// Whether a call of `role` may go out now: the first budget it is over, if any. The
     /// namespace budget is over when the controller says so for today.
-    pub fn check(&self, role: &str, budgets: &Budgets, now: u64) -> Result<(), Exceeded> {
+    pub(crate) fn check(&self, role: &str, budgets: &Budgets, now: u64) -> Result<(), Exceeded> {
         let key = budget_role(role);
         if budgets.pod_for(key).is_none() && budgets.exhausted.is_none() {
             return Ok(());
@@ -260,7 +261,7 @@ impl SpendLedger {
     }
 
     /// Add one answered call of `role`.
-    pub fn record(&self, role: &str, charge: Charge, now: u64) {
+    pub(crate) fn record(&self, role: &str, charge: Charge, now: u64) {
         let key = budget_role(role).to_string();
         self.with(now, |l| {
             let spent = l.file.roles.entry(key.clone()).or_default();
@@ -282,7 +283,7 @@ impl SpendLedger {
     }
 
     /// Today's spend per role, as of `now`.
-    pub fn snapshot(&self, now: u64) -> SpendSnapshot {
+    pub(crate) fn snapshot(&self, now: u64) -> SpendSnapshot {
         self.with(now, |l| SpendSnapshot {
             day: l.file.day.clone(),
             corrupt: l.file.corrupt,
@@ -296,7 +297,7 @@ impl SpendLedger {
     }
 
     /// Write the file now if anything changed since the last write.
-    pub fn flush(&self) -> std::io::Result<()> {
+    pub(crate) fn flush(&self) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
@@ -316,7 +317,7 @@ impl SpendLedger {
     /// Write the file after each change, at most every [`WRITE_EVERY`], until the runtime
     /// ends. A failed write (a full disk) is logged and retried at the next change; the
     /// spend stays in memory and budgets keep being enforced from it.
-    pub async fn keep_written(self: std::sync::Arc<Self>) {
+    pub(crate) async fn keep_written(self: std::sync::Arc<Self>) {
         if self.path.is_none() {
             return;
         }

@@ -13,7 +13,7 @@ const MAX_VALUE: usize = 64;
 /// Incremental scanner; the last non-null value wins (the final chunk carries the tier the
 /// request was served with).
 #[derive(Clone, Debug, Default)]
-pub struct TierScanner {
+pub(crate) struct TierScanner {
     carry: Vec<u8>,
     last: Option<String>,
 }
@@ -30,12 +30,12 @@ enum Match {
 
 impl TierScanner {
     /// A scanner with nothing seen.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Feed the next chunk of the body.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         if chunk.is_empty() {
             return;
         }
@@ -59,7 +59,7 @@ impl TierScanner {
     }
 
     /// The last tier seen.
-    pub fn served(&self) -> Option<&str> {
+    pub(crate) fn served(&self) -> Option<&str> {
         self.last.as_deref()
     }
 

@@ -27,22 +27,22 @@ use tokio::time::Instant;
 use super::scan::{self, ObjectScan, Schema};
 
 /// How long a refused turn is remembered after its last refused attempt.
-pub const TURN_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const TURN_WINDOW: Duration = Duration::from_secs(60);
 
 /// Most refused turns remembered at once.
-pub const MAX_TURNS: usize = 1024;
+pub(crate) const MAX_TURNS: usize = 1024;
 
 /// Bytes of the anchor's JSON text that key a turn: the start of the user message, which
 /// Hermes' title call repeats (cut to 1000 characters there).
-pub const ANCHOR_BYTES: usize = 256;
+pub(crate) const ANCHOR_BYTES: usize = 256;
 
 /// The key of a refused request's turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TurnKey([u8; 32]);
+pub(crate) struct TurnKey([u8; 32]);
 
 /// The refused turns of the last [`TURN_WINDOW`], oldest first.
 #[derive(Debug, Default)]
-pub struct RefusedTurns {
+pub(crate) struct RefusedTurns {
     seen: Mutex<VecDeque<(Instant, TurnKey)>>,
 }
 
@@ -50,13 +50,13 @@ pub struct RefusedTurns {
 
 impl RefusedTurns {
     /// An empty memory.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Record a refused request of turn `key` at `now`; `true` when that turn was refused
     /// within [`TURN_WINDOW`] (the request is a further attempt of it).
-    pub fn refused(&self, key: TurnKey, now: Instant) -> bool {
+    pub(crate) fn refused(&self, key: TurnKey, now: Instant) -> bool {
         let Ok(mut seen) = self.seen.lock() else {
             return false;
         };
@@ -78,13 +78,9 @@ impl RefusedTurns {
     }
 
     /// Turns remembered now.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.seen.lock().map(|s| s.len()).unwrap_or(0)
-    }
-
-    /// Whether no turn is remembered.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -102,7 +98,7 @@ static PART: Schema = Schema {
 };
 
 /// The turn key of a request of `role` on the provider path `path` with `body`.
-pub fn turn_key(role: &str, path: &str, body: &[u8]) -> TurnKey {
+pub(crate) fn turn_key(role: &str, path: &str, body: &[u8]) -> TurnKey {
     let mut hash = Sha256::new();
     for part in [role.as_bytes(), b"\n", path.as_bytes(), b"\n"] {
         hash.update(part);
@@ -121,7 +117,7 @@ pub fn turn_key(role: &str, path: &str, body: &[u8]) -> TurnKey {
 }
 
 /// The JSON text of the latest user message's text, when the body has one.
-pub fn anchor(body: &[u8]) -> Option<&str> {
+pub(crate) fn anchor(body: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(body).ok()?;
     let scan = scan::scan_object(text, text, &TURN).ok()?;
     let list = scan

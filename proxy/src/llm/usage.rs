@@ -55,7 +55,7 @@ enum State {
 
 /// Incremental usage reader.
 #[derive(Debug)]
-pub struct UsageScanner {
+pub(crate) struct UsageScanner {
     state: State,
     /// The byte before the current position (a key after `\` is text, not a field).
     last: u8,
@@ -73,7 +73,7 @@ impl Default for UsageScanner {
 
 impl UsageScanner {
     /// A scanner with nothing seen.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             state: State::Key { matched: 0 },
             last: 0,
@@ -83,7 +83,7 @@ impl UsageScanner {
     }
 
     /// Feed the next chunk of the body.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         let mut i = 0;
         while i < chunk.len() {
             i = match &mut self.state {
@@ -242,7 +242,7 @@ impl UsageScanner {
 
     /// The usage read, normalised for `kind` ([`Usage`]: input without the cached part);
     /// `None` when the body carried no usage object with a count.
-    pub fn usage(&self, kind: ProviderKind) -> Option<Usage> {
+    pub(crate) fn usage(&self, kind: ProviderKind) -> Option<Usage> {
         if !self.seen {
             return None;
         }

@@ -10,14 +10,13 @@ use serde_json::Value;
 
 pub mod binary;
 pub mod images;
-pub mod store;
-pub mod thousands;
+pub(crate) mod store;
+pub(crate) mod thousands;
 pub mod truncate;
 
 pub use store::{Store, StoreError};
-pub use truncate::{TruncationStats, truncate_and_store};
 
-pub use fleetgate_policy::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
+pub(crate) use fleetgate_policy::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 
 /// The effective per-page budget for a `char_limit` argument, as Hermes computes it.
 ///
@@ -27,7 +26,7 @@ pub use fleetgate_policy::{DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 /// `int()` refuses (`"abc"`, `"2.5"`, arrays, objects) falls back to [`DEFAULT_CHAR_LIMIT`]. The
 /// result is clamped to [[`MIN_CHAR_LIMIT`], [`MAX_CHAR_LIMIT`]]. Strings of non-ASCII digits,
 /// which Python would also accept, count as non-numeric here.
-pub fn clamp_char_limit(value: Option<&Value>, default: usize) -> usize {
+pub(crate) fn clamp_char_limit(value: Option<&Value>, default: usize) -> usize {
     let as_int = match value {
         None | Some(Value::Null) => Some(i128::try_from(default).unwrap_or(i128::MAX)),
         Some(v) => python_int(v),
@@ -40,16 +39,16 @@ pub fn clamp_char_limit(value: Option<&Value>, default: usize) -> usize {
 
 /// One assembled page: the model text and, when it was truncated, its sizes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Assembled {
+pub(crate) struct Assembled {
     /// The base64-cleaned, budgeted model text.
-    pub content: String,
+    pub(crate) content: String,
     /// Set when the page was truncated (and a store write was attempted when a store was given).
-    pub truncation: Option<truncate::TruncationStats>,
+    pub(crate) truncation: Option<truncate::TruncationStats>,
 }
 
 /// E7 for one successful row: `Err(message)` for a binary payload (the content is dropped and the
 /// message becomes the row's error), else the base64-cleaned, budgeted model text.
-pub fn assemble_page(
+pub(crate) fn assemble_page(
     content: &str,
     limit: usize,
     url: &str,

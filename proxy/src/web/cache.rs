@@ -36,16 +36,15 @@ use std::time::Duration;
 
 use crate::policy::CachePolicy;
 
-pub mod cacheable;
-pub mod disk;
-pub mod eviction;
-pub mod key;
-pub mod memo;
+pub(crate) mod cacheable;
+pub(crate) mod disk;
+pub(crate) mod eviction;
+pub(crate) mod key;
+pub(crate) mod memo;
 
 pub use disk::{CacheStatus, CachedPage, DiskCache, Lookup, NewEntry};
 pub use eviction::{SweepPolicy, SweepStats};
 pub use key::CacheKey;
-pub use memo::{Memoizable, SearchMemo};
 
 /// What a cache lookup found. [`code`](CacheOutcome::code) is the metric label value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -144,7 +143,7 @@ pub struct CacheSettings {
 
 impl CacheOutcome {
     /// Stable snake_case code: `hit`, `miss`, `stale`, or the bypass reason's code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Hit => "hit",
             Self::Miss => "miss",
@@ -163,7 +162,7 @@ impl CacheOutcome {
 
 impl NoCacheReason {
     /// Every reason, for code listings and the uniqueness test.
-    pub const ALL: [Self; 18] = [
+    pub(crate) const ALL: [Self; 18] = [
         Self::Disabled,
         Self::InvalidUrl,
         Self::LocalHost,
@@ -185,7 +184,7 @@ impl NoCacheReason {
     ];
 
     /// Stable snake_case code, the same in metric labels and log lines.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Disabled => "disabled",
             Self::InvalidUrl => "invalid_url",
@@ -209,7 +208,7 @@ impl NoCacheReason {
     }
 
     /// Whether this reason is a volume problem (logged and counted as degraded, not a policy).
-    pub fn is_volume_fault(&self) -> bool {
+    pub(crate) fn is_volume_fault(&self) -> bool {
         matches!(
             self,
             Self::VolumeUnwritable | Self::VolumeFull | Self::VolumeUnreadable | Self::VolumeError

@@ -28,13 +28,13 @@ use crate::web::vendors::{Admitted, Backend, Page, VendorFailure};
 
 mod fetch;
 mod rows;
-pub mod search;
+pub(crate) mod search;
 
-pub use rows::{PolicyBlock, Results, Row};
+pub(crate) use rows::{Results, Row};
 
 /// What an extract call produced.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ExtractOutcome {
+pub(crate) enum ExtractOutcome {
     /// A whole-call refusal (E1): nothing was resolved or fetched.
     Refused(DenyReason),
     /// One row per input item (after the five-item cap), in input order.
@@ -45,11 +45,11 @@ pub enum ExtractOutcome {
 #[derive(Clone, Debug, PartialEq)]
 pub struct UrlCheck {
     /// The checked URL as given.
-    pub url: String,
+    pub(crate) url: String,
     /// The refusal, if any.
     pub refusal: Option<DenyReason>,
     /// Addresses E2 checked.
-    pub addresses: Vec<IpAddr>,
+    pub(crate) addresses: Vec<IpAddr>,
 }
 
 /// An item that passed E2 and E4 and waits for E5/E6.
@@ -94,7 +94,7 @@ impl<'a> Pipeline<'a> {
 
     /// The same pipeline converting pages with `scope` (a call's own choice); `None` keeps
     /// the policy's `web.onlyMainContent`.
-    pub fn with_scope(mut self, scope: Option<ContentScope>) -> Self {
+    pub(crate) fn with_scope(mut self, scope: Option<ContentScope>) -> Self {
         if let Some(scope) = scope {
             self.scope = scope;
         }
@@ -102,19 +102,19 @@ impl<'a> Pipeline<'a> {
     }
 
     /// The same pipeline refusing fetches that reach one of `own` (a loop into the gate).
-    pub fn with_own(mut self, own: &'a OwnListeners) -> Self {
+    pub(crate) fn with_own(mut self, own: &'a OwnListeners) -> Self {
         self.own = Some(own);
         self
     }
 
     /// The same pipeline serving the api client at `client`.
-    pub fn for_client(mut self, client: Option<SocketAddr>) -> Self {
+    pub(crate) fn for_client(mut self, client: Option<SocketAddr>) -> Self {
         self.client = client;
         self
     }
 
     /// Run an extract call: `urls` as the caller sent it, optional `char_limit`.
-    pub async fn extract(&self, urls: &Value, char_limit: Option<&Value>) -> ExtractOutcome {
+    pub(crate) async fn extract(&self, urls: &Value, char_limit: Option<&Value>) -> ExtractOutcome {
         let limit = assemble::clamp_char_limit(char_limit, self.rules.policy.web.char_limit);
         // E0: parse items; invalid ones keep their index as error rows.
         let items: Vec<Result<TargetUrl, DenyReason>> = parse_items::parse_items(urls)
@@ -374,7 +374,7 @@ fn non_text_message(content_type: Option<&str>) -> String {
 
 impl DenyReason {
     /// Whether this refusal ends a whole extract call.
-    pub fn ends_call(&self) -> bool {
+    pub(crate) fn ends_call(&self) -> bool {
         self.scope() == Scope::Call
     }
 }

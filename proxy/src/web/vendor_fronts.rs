@@ -5,6 +5,6 @@
 //! pipeline items and the outcome into that vendor's response shape. A refusal keeps the
 //! vendor's error shape and carries fleetgate's message and code, so the agent sees why.
 
-pub mod firecrawl;
-pub mod search;
-pub mod tavily;
+pub(crate) mod firecrawl;
+pub(crate) mod search;
+pub(crate) mod tavily;

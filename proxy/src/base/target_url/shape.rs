@@ -7,7 +7,7 @@ use url::{Position, Url};
 
 /// The kind of host a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostKind {
+pub(crate) enum HostKind {
     /// A domain name (the canonical text is `TargetUrl::host`).
     Domain,
     /// An IPv4 or IPv6 literal.

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 /// Why Python's `urlsplit` raises `ValueError`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum UrlSplitError {
+pub(crate) enum UrlSplitError {
     /// A netloc holding `[` without `]` or the reverse.
     #[error("failed to split url: unbalanced brackets in the netloc")]
     UnbalancedBrackets,
@@ -24,7 +24,7 @@ pub enum UrlSplitError {
 
 /// The five components of a split URL, borrowed from the (tab/newline-cleaned) input.
 #[derive(Clone, Debug)]
-pub struct SplitUrl<'a> {
+pub(crate) struct SplitUrl<'a> {
     src: Cow<'a, str>,
     scheme: Range<usize>,
     netloc: Range<usize>,
@@ -53,39 +53,39 @@ impl<'a> SplitUrl<'a> {
 
 impl SplitUrl<'_> {
     /// The scheme as written (ASCII); Python lowercases it, see [`Self::is_http_or_https`].
-    pub fn scheme(&self) -> &str {
+    pub(crate) fn scheme(&self) -> &str {
         &self.src[self.scheme.clone()]
     }
 
     /// Whether the scheme is `http` or `https`, case-insensitively.
-    pub fn is_http_or_https(&self) -> bool {
+    pub(crate) fn is_http_or_https(&self) -> bool {
         let s = self.scheme();
         s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https")
     }
 
     /// The netloc (authority), empty when absent.
-    pub fn netloc(&self) -> &str {
+    pub(crate) fn netloc(&self) -> &str {
         &self.src[self.netloc.clone()]
     }
 
     /// The path, possibly empty.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.src[self.path.clone()]
     }
 
     /// The query without `?`, empty when absent.
-    pub fn query(&self) -> &str {
+    pub(crate) fn query(&self) -> &str {
         &self.src[self.query.clone()]
     }
 
     /// The fragment without `#`, empty when absent.
-    pub fn fragment(&self) -> &str {
+    pub(crate) fn fragment(&self) -> &str {
         &self.src[self.fragment.clone()]
     }
 
     /// Python's `SplitResult.hostname`: the host of the last userinfo-free part, lowercased
     /// (Unicode full lowercase) except for an IPv6 zone after `%`; `None` when empty.
-    pub fn hostname(&self) -> Option<String> {
+    pub(crate) fn hostname(&self) -> Option<String> {
         let netloc = self.netloc();
         let hostinfo = netloc.rsplit_once('@').map_or(netloc, |(_, h)| h);
         let host = match hostinfo.split_once('[') {
@@ -114,7 +114,7 @@ fn py_lower(s: &str) -> Cow<'_, str> {
 }
 
 /// Python `urlsplit(url)` with the default arguments.
-pub fn urlsplit(url: &str) -> Result<SplitUrl<'_>, UrlSplitError> {
+pub(crate) fn urlsplit(url: &str) -> Result<SplitUrl<'_>, UrlSplitError> {
     let url = url.trim_start_matches(|c: char| c <= ' ');
     let src: Cow<'_, str> = if url.contains(['\t', '\r', '\n']) {
         Cow::Owned(url.replace(['\t', '\r', '\n'], ""))
@@ -155,7 +155,13 @@ pub fn urlsplit(url: &str) -> Result<SplitUrl<'_>, UrlSplitError> {
 
 /// Python `urlunsplit((scheme, netloc, path, query, fragment))` for an empty, `http` or `https`
 /// scheme (the only ones fleetgate reassembles); the scheme must already be lowercase.
-pub fn urlunsplit(scheme: &str, netloc: &str, path: &str, query: &str, fragment: &str) -> String {
+pub(crate) fn urlunsplit(
+    scheme: &str,
+    netloc: &str,
+    path: &str,
+    query: &str,
+    fragment: &str,
+) -> String {
     let mut out = String::with_capacity(
         scheme.len() + netloc.len() + path.len() + query.len() + fragment.len() + 6,
     );

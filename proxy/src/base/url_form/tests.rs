@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use proptest::prelude::*;
 
+use super::split::UrlSplitError;
 use super::*;
 
 // Expected values below were produced by Hermes 0.19.0's `normalize_url_for_request`,

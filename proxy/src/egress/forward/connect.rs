@@ -39,12 +39,12 @@ mod first_bytes;
 
 /// A CONNECT target after canonicalisation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostTarget {
+pub(crate) struct HostTarget {
     /// Canonical host: lowercase, IDNA, trailing dots removed, IPv4 forms decoded, IPv6
     /// without brackets.
-    pub host: String,
+    pub(crate) host: String,
     /// The port, which CONNECT must name.
-    pub port: u16,
+    pub(crate) port: u16,
 }
 
 impl std::fmt::Display for HostTarget {
@@ -59,7 +59,7 @@ impl std::fmt::Display for HostTarget {
 
 /// Canonicalise a CONNECT authority (`host:port`) with the WHATWG host parser, so the gates,
 /// the resolver and the log all see one form (no bracket, case, dot or encoding tricks).
-pub fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
+pub(crate) fn canonical_authority(raw: &str) -> Result<HostTarget, DenyReason> {
     let invalid = |detail: &str| DenyReason::InvalidUrl {
         detail: format!("CONNECT needs host:port; {detail}"),
     };
@@ -357,7 +357,7 @@ async fn open(proxy: &ForwardProxy, raw: &str, label: &mut String) -> Result<Ope
 /// `admit`'s CONNECT row on an authority (secret in host labels on the raw and the canonical
 /// name, the port list, E2, E4); the checked addresses to dial. A secret rule in report mode
 /// is logged here, since the tunnel's own line comes later.
-pub async fn check_host_target(
+pub(crate) async fn check_host_target(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     raw: &str,

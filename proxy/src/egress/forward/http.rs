@@ -29,8 +29,6 @@ use crate::judge::telemetry;
 use crate::live::runtime::Runtime;
 use crate::web::vendors::Admitted;
 
-pub use crate::egress::relay::h1::HOP_BY_HOP;
-
 /// An exchange whose response head arrived: what the client is sent next.
 struct Exchange {
     upstream: Upstream,

@@ -112,7 +112,7 @@ async fn refuse_connection(
 /// every request, the first included, is gated on its own `Host` header and dialled on
 /// `original`'s port. A refused request closes the connection: the client believes it talks
 /// to the origin and has no reason to expect a gate's answer to be followed by more.
-pub async fn serve_captured(
+pub(crate) async fn serve_captured(
     proxy: &ForwardProxy,
     stream: TcpStream,
     peer: SocketAddr,

@@ -43,9 +43,9 @@ pub struct ForwardProxy {
 #[derive(Debug)]
 pub(super) struct Counters {
     /// `fleetgate_listener_bytes_total{direction="in"}`.
-    pub bytes_in: IntCounter,
+    pub(crate) bytes_in: IntCounter,
     /// `fleetgate_listener_bytes_total{direction="out"}`.
-    pub bytes_out: IntCounter,
+    pub(crate) bytes_out: IntCounter,
     allowed_http: IntCounter,
     allowed_connect: IntCounter,
 }
@@ -54,16 +54,16 @@ pub(super) struct Counters {
 /// connection kept for its next request, and, for a captured connection, where it was going.
 #[derive(Debug)]
 pub(super) struct ClientConn {
-    pub stream: TcpStream,
-    pub buf: BytesMut,
-    pub peer: SocketAddr,
-    pub upstream: Option<Upstream>,
+    pub(crate) stream: TcpStream,
+    pub(crate) buf: BytesMut,
+    pub(crate) peer: SocketAddr,
+    pub(crate) upstream: Option<Upstream>,
     /// The original destination of a connection the transparent listener captured (or of a
     /// CONNECT tunnel that carries plain HTTP): its requests are origin-form and go to this
     /// port. `None` on the forward proxy.
-    pub original: Option<SocketAddr>,
+    pub(crate) original: Option<SocketAddr>,
     /// The tunnel a CONNECT opened when it carries plain HTTP through the relay.
-    pub tunnel: Option<TunnelHold>,
+    pub(crate) tunnel: Option<TunnelHold>,
 }
 
 /// What a connection does after answering a request.
@@ -78,46 +78,46 @@ pub(super) enum Flow {
 /// One request's decision, for the canonical log line and the listener metrics.
 pub(super) struct Decision<'a> {
     /// `http` or `connect`.
-    pub proxy_type: &'static str,
+    pub(crate) proxy_type: &'static str,
     /// The redacted URL (`http`) or the canonical `host:port` (`connect`); formatted only
     /// when the line is written.
-    pub target: &'a (dyn std::fmt::Display + Sync),
+    pub(crate) target: &'a (dyn std::fmt::Display + Sync),
     /// The client's address.
-    pub client: SocketAddr,
+    pub(crate) client: SocketAddr,
     /// When the request arrived.
-    pub started: Instant,
+    pub(crate) started: Instant,
     /// The refusal, or `None` when the request was relayed.
-    pub refusal: Option<&'a ProxyRefusal>,
+    pub(crate) refusal: Option<&'a ProxyRefusal>,
     /// The checked address the gate dialled.
-    pub upstream: Option<SocketAddr>,
+    pub(crate) upstream: Option<SocketAddr>,
     /// The upstream status (`http` only).
-    pub upstream_status: Option<u16>,
+    pub(crate) upstream_status: Option<u16>,
     /// A captured connection's original destination.
-    pub original: Option<SocketAddr>,
+    pub(crate) original: Option<SocketAddr>,
     /// The request method (`http`; `None` when the head could not be read).
-    pub method: Option<&'a str>,
+    pub(crate) method: Option<&'a str>,
     /// Request body bytes relayed to the upstream (`http`, once relayed).
-    pub request_bytes: Option<u64>,
+    pub(crate) request_bytes: Option<u64>,
     /// The server name of the TLS ClientHello a tunnel carried, as logged
     /// (`telemetry::decision::shown_sni`).
-    pub sni: Option<&'a str>,
+    pub(crate) sni: Option<&'a str>,
 }
 
 /// The upstream connection a client connection keeps between its requests.
 #[derive(Debug)]
 pub(super) struct Upstream {
-    pub stream: TcpStream,
-    pub addr: SocketAddr,
-    pub buf: BytesMut,
+    pub(crate) stream: TcpStream,
+    pub(crate) addr: SocketAddr,
+    pub(crate) buf: BytesMut,
     /// Known as the gate's own while it lives: if capture rules send it back into the gate
     /// (the gate's uid not exempt), the transparent listener refuses it as a loop.
-    pub own: OwnDial,
+    pub(crate) own: OwnDial,
 }
 
 impl Upstream {
     /// Whether the upstream closed (or sent unasked bytes) while the connection sat idle;
     /// costs a syscall only when the socket reported readiness.
-    pub fn looks_closed(&self) -> bool {
+    pub(crate) fn looks_closed(&self) -> bool {
         let mut probe = [0u8; 1];
         !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
@@ -127,8 +127,8 @@ impl Upstream {
 /// carries plain HTTP through the relay.
 #[derive(Debug)]
 pub(super) struct TunnelHold {
-    pub _permit: TunnelPermit,
-    pub _active: ActiveTunnel,
+    pub(crate) _permit: TunnelPermit,
+    pub(crate) _active: ActiveTunnel,
 }
 
 // === impl Decision ===
@@ -152,7 +152,7 @@ impl<'a> Decision<'a> {
     }
 
     /// A decision about one request of `conn`, to be filled in as the request goes.
-    pub fn new(
+    pub(crate) fn new(
         proxy_type: &'static str,
         target: &'a (dyn std::fmt::Display + Sync),
         conn: &ClientConn,
@@ -183,7 +183,7 @@ impl ForwardProxy {
 
     /// The same request loop counted and logged under another listener's label (the
     /// transparent listener's captured plain HTTP).
-    pub fn for_listener(
+    pub(crate) fn for_listener(
         listener: &'static str,
         gate: Arc<GateState>,
         limits: Limits,
@@ -215,7 +215,7 @@ impl ForwardProxy {
     }
 
     /// Requests and tunnels in flight now.
-    pub fn inflight(&self) -> usize {
+    pub(crate) fn inflight(&self) -> usize {
         self.inflight.count()
     }
 

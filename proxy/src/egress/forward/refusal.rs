@@ -12,11 +12,11 @@ use crate::judge::gates::DenyReason;
 use crate::judge::respond::{self, ApiError, Refusal, Shape};
 
 /// The body type of every forward-proxy response: relayed bodies stream through it.
-pub type ProxyBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
+pub(crate) type ProxyBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
 
 /// Why the forward proxy did not relay a request.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ProxyRefusal {
+pub(crate) enum ProxyRefusal {
     /// A gate refused the target.
     #[error("{0}")]
     Gate(DenyReason),
@@ -63,10 +63,12 @@ pub enum ProxyRefusal {
 
 impl ProxyRefusal {
     /// Codes this module adds to the families in `gates`, `respond` and `vendors`.
-    pub const OWN_CODES: &'static [&'static str] = &["too_many_tunnels", "too_many_connections"];
+    #[cfg(test)]
+    pub(crate) const OWN_CODES: &'static [&'static str] =
+        &["too_many_tunnels", "too_many_connections"];
 
     /// The stable code: the same in the header, the body, the log line and metric labels.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Gate(reason) => reason.code(),
             Self::CameBack { .. } => "proxy_loop",
@@ -81,7 +83,7 @@ impl ProxyRefusal {
     }
 
     /// The gate (or stage) that decided, for the `gate` log field.
-    pub fn gate(&self) -> &'static str {
+    pub(crate) fn gate(&self) -> &'static str {
         match self {
             Self::Gate(reason) => reason.gate(),
             Self::CameBack { .. } => "proxy_loop",
@@ -94,7 +96,7 @@ impl ProxyRefusal {
     }
 
     /// `deny` for a policy decision, `error` for a failure to relay an allowed request.
-    pub fn verdict(&self) -> &'static str {
+    pub(crate) fn verdict(&self) -> &'static str {
         match self {
             Self::Connect(_) | Self::HeaderTimeout(_) | Self::Protocol(_) => "error",
             Self::Capture(r) => r.verdict(),
@@ -103,7 +105,7 @@ impl ProxyRefusal {
     }
 
     /// The HTTP status.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::Gate(_) | Self::CameBack { .. } => StatusCode::FORBIDDEN,
             Self::TooManyTunnels { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -119,7 +121,7 @@ impl ProxyRefusal {
 
     /// The HTTP answer, `{"error": {"code", "message"}}`: a gate refusal exactly as every
     /// egress listener renders it, a malformed request as the api's `invalid_request`.
-    pub fn response(&self) -> Response<ProxyBody> {
+    pub(crate) fn response(&self) -> Response<ProxyBody> {
         let resp = match self {
             Self::Gate(reason) => respond::refuse(reason, Shape::Error),
             Self::BadRequest(message) => {
@@ -160,7 +162,7 @@ impl Refusal for ProxyRefusal {
 impl ProxyRefusal {
     /// Write the answer to a client connection the relay owns, `connection: close` when the
     /// connection ends after it.
-    pub async fn write_to<W>(&self, w: &mut W, close: bool) -> std::io::Result<()>
+    pub(crate) async fn write_to<W>(&self, w: &mut W, close: bool) -> std::io::Result<()>
     where
         W: tokio::io::AsyncWrite + Unpin,
     {
@@ -228,14 +230,6 @@ mod tests {
 
     #[test]
     fn own_codes_do_not_collide_with_any_other_family() {
-        let others: Vec<&str> = DenyReason::ALL_CODES
-            .iter()
-            .chain(ApiError::ALL_CODES)
-            .chain(crate::web::vendors::VendorFailure::ALL_CODES)
-            .copied()
-            .collect();
-        for code in ProxyRefusal::OWN_CODES {
-            assert!(!others.contains(code), "{code} must be a new code");
-        }
+        crate::judge::respond::assert_listed_once(ProxyRefusal::OWN_CODES);
     }
 }

@@ -17,14 +17,14 @@ use prometheus::IntCounter;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, timeout_at};
 
-pub mod chunked;
+pub(crate) mod chunked;
 
 pub use chunked::{ChunkedDecoder, Encode};
 
 /// The largest request or response head read before the message is refused.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields one head may carry.
-pub const MAX_HEADERS: usize = 128;
+pub(crate) const MAX_HEADERS: usize = 128;
 /// How much a read asks for at once.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -32,10 +32,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// are refused: servers disagree on extension and lower-case methods (one reads `get` as
 /// `GET`, others refuse it), and an agent's web traffic needs none of them. `CONNECT` is the
 /// forward proxy's tunnel, handled before the relay.
-pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
+pub(crate) const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
 
 /// Hop-by-hop headers that never cross the proxy, besides those `Connection` lists.
-pub const HOP_BY_HOP: &[&str] = &[
+pub(crate) const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -85,9 +85,9 @@ pub struct Head {
     /// Request: target; response: empty.
     target: Range<usize>,
     /// Response status code (0 for requests).
-    pub status: u16,
+    pub(crate) status: u16,
     /// The minor version: `HTTP/1.0` or `HTTP/1.1`.
-    pub minor: u8,
+    pub(crate) minor: u8,
     fields: Vec<(Range<usize>, Range<usize>)>,
 }
 
@@ -117,11 +117,11 @@ enum TransferCoding {
 
 /// The idle and lifetime clock of one relayed exchange.
 #[derive(Clone, Copy, Debug)]
-pub struct Clock {
+pub(crate) struct Clock {
     /// Longest quiet spell between reads.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// When the exchange must be over.
-    pub deadline: Instant,
+    pub(crate) deadline: Instant,
 }
 
 // === impl Head ===
@@ -139,7 +139,7 @@ impl Head {
     }
 
     /// Parse a response head off the front of `buf`; `None` while it is incomplete.
-    pub fn parse_response(buf: &mut BytesMut) -> Result<Option<Self>, FramingError> {
+    pub(crate) fn parse_response(buf: &mut BytesMut) -> Result<Option<Self>, FramingError> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut fields);
         let parsed = resp.parse(buf);
@@ -205,42 +205,42 @@ impl Head {
     }
 
     /// The whole head as received, start line to the blank line.
-    pub fn raw(&self) -> &[u8] {
+    pub(crate) fn raw(&self) -> &[u8] {
         &self.bytes
     }
 
     /// The request method.
-    pub fn method(&self) -> &str {
+    pub(crate) fn method(&self) -> &str {
         self.text(&self.first)
     }
 
     /// The request target as sent.
-    pub fn target(&self) -> &str {
+    pub(crate) fn target(&self) -> &str {
         self.text(&self.target)
     }
 
     /// The response reason phrase.
-    pub fn reason(&self) -> &[u8] {
+    pub(crate) fn reason(&self) -> &[u8] {
         &self.bytes[self.first.clone()]
     }
 
     /// Every header field in order, names as sent (as bytes: httparse checked they are
     /// tokens, and the relay compares and copies them without a UTF-8 check each).
-    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.fields
             .iter()
             .map(|(n, v)| (&self.bytes[n.clone()], &self.bytes[v.clone()]))
     }
 
     /// Every value of the header `name` (ASCII case-insensitive).
-    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+    pub(crate) fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.fields()
             .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| v)
     }
 
     /// The comma-separated tokens of every `Connection` header, lowercased.
-    pub fn connection_tokens(&self) -> Vec<String> {
+    pub(crate) fn connection_tokens(&self) -> Vec<String> {
         self.values("connection")
             .flat_map(|v| v.split(|b| *b == b','))
             .map(|t| String::from_utf8_lossy(t.trim_ascii()).to_ascii_lowercase())
@@ -249,7 +249,7 @@ impl Head {
     }
 
     /// Whether the sender asked to keep the connection open after this message.
-    pub fn keep_alive(&self, tokens: &[String]) -> bool {
+    pub(crate) fn keep_alive(&self, tokens: &[String]) -> bool {
         if tokens.iter().any(|t| t == "close") {
             return false;
         }
@@ -277,7 +277,7 @@ impl Head {
     /// The rules a request must meet beyond its framing before it is relayed: a method of
     /// [`METHODS`]; no body on `GET` or `HEAD` (servers disagree on whether one is there, the
     /// root of "0.CL" desyncs); no expectation but `100-continue`.
-    pub fn check_request(&self, framing: Framing) -> Result<(), FramingError> {
+    pub(crate) fn check_request(&self, framing: Framing) -> Result<(), FramingError> {
         let method = self.method();
         if !METHODS.contains(&method) {
             return Err(FramingError::Framing(
@@ -301,7 +301,7 @@ impl Head {
     }
 
     /// The body framing of a response to a request with `method`.
-    pub fn response_framing(&self, method: &str) -> Result<Framing, FramingError> {
+    pub(crate) fn response_framing(&self, method: &str) -> Result<Framing, FramingError> {
         if method.eq_ignore_ascii_case("HEAD")
             || (100..200).contains(&self.status)
             || self.status == 204
@@ -386,7 +386,7 @@ fn incomplete<T>(buf: &BytesMut) -> Result<Option<T>, FramingError> {
 }
 
 /// Whether the header `name` is hop-by-hop here: the fixed set or one `Connection` lists.
-pub fn is_hop_by_hop(name: &[u8], listed: &[String]) -> bool {
+pub(crate) fn is_hop_by_hop(name: &[u8], listed: &[String]) -> bool {
     HOP_BY_HOP
         .iter()
         .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
@@ -396,7 +396,7 @@ pub fn is_hop_by_hop(name: &[u8], listed: &[String]) -> bool {
 }
 
 /// Append `name: value\r\n`.
-pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+pub(crate) fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(name);
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
@@ -406,7 +406,7 @@ pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 /// A refusal the gate answers itself (any listener's `{"error": {"code", "message"}}`
 /// response), its body read whole, as the HTTP/1.1 bytes of [`encode_response`]: the one
 /// wire form of the forward proxy's and the capture's refusals.
-pub async fn encode_refusal<B>(response: http::Response<B>, close: bool) -> Vec<u8>
+pub(crate) async fn encode_refusal<B>(response: http::Response<B>, close: bool) -> Vec<u8>
 where
     B: hyper::body::Body<Data = Bytes>,
 {
@@ -423,7 +423,7 @@ where
 /// A whole response the gate answers itself, as HTTP/1.1 bytes: the status line, the fields
 /// of `parts` except framing and `connection`, the `content-length` of `body`, and
 /// `connection: close` when `close`, then `body`.
-pub fn encode_response(parts: &http::response::Parts, body: &[u8], close: bool) -> Vec<u8> {
+pub(crate) fn encode_response(parts: &http::response::Parts, body: &[u8], close: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + body.len());
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(parts.status.as_str().as_bytes());
@@ -454,7 +454,7 @@ pub fn encode_response(parts: &http::response::Parts, body: &[u8], close: bool) 
 }
 
 /// Append the framing field of `framing` (nothing for `Empty` and `UntilClose`).
-pub fn put_framing(out: &mut Vec<u8>, framing: Framing) {
+pub(crate) fn put_framing(out: &mut Vec<u8>, framing: Framing) {
     match framing {
         Framing::Length(n) => {
             out.extend_from_slice(b"content-length: ");
@@ -468,30 +468,30 @@ pub fn put_framing(out: &mut Vec<u8>, framing: Framing) {
 
 /// Where a relayed body's bytes are counted.
 #[derive(Debug)]
-pub struct BodyMeter<'a> {
+pub(crate) struct BodyMeter<'a> {
     /// The listener byte counter of this direction.
-    pub counter: &'a IntCounter,
+    pub(crate) counter: &'a IntCounter,
     /// Body bytes relayed so far.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// What goes out ahead of and around a relayed body: the head already built, how the sender
 /// framed the body, and how a chunked one is re-encoded.
 #[derive(Debug)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// The rebuilt head (possibly empty); sent with the first body bytes.
-    pub head: Vec<u8>,
+    pub(crate) head: Vec<u8>,
     /// The body framing the sender used.
-    pub framing: Framing,
+    pub(crate) framing: Framing,
     /// How a chunked body is written out (canonical chunks, or the data alone).
-    pub encode: Encode,
+    pub(crate) encode: Encode,
 }
 
 /// Write `out.head` followed by the body framed by `out.framing`, read from `src` after what
 /// `buf` already holds, re-framed: a length body is copied for exactly its length, a chunked
 /// one decoded and re-encoded. Returns `true` when the body ended at a message boundary
 /// (bytes past it stay in `buf`), `false` when it ended with the sender's close.
-pub async fn relay_body<R, W>(
+pub(crate) async fn relay_body<R, W>(
     src: &mut R,
     buf: &mut BytesMut,
     dst: &mut W,
@@ -574,7 +574,7 @@ where
 
 /// Remove the headers `Connection` names, then the fixed hop-by-hop set (for relays that hold
 /// a parsed [`HeaderMap`]).
-pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let listed: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()

@@ -13,25 +13,25 @@ use crate::policy::egress::{DEFAULT_IDLE, DEFAULT_TUNNEL_MAX};
 /// Default cap on concurrent CONNECT tunnels per listener when neither `egress.maxTunnels`
 /// nor `--max-tunnels` sets one; past it a CONNECT gets `429` + `Retry-After: 1`,
 /// `too_many_tunnels`.
-pub const DEFAULT_MAX_TUNNELS: usize = 1024;
+pub(crate) const DEFAULT_MAX_TUNNELS: usize = 1024;
 /// Default cap on concurrent client connections per listener when `egress.maxConnections`
 /// sets none; past it a new connection is answered `503 too_many_connections` and closed.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default time a SIGTERM drain waits for in-flight requests and tunnels.
-pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The listener-level limits set on the command line. Each `Some` overrides the policy's
 /// `egress.*` field; `None` follows the live policy, read per request (so reloads apply).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// `--max-tunnels`: concurrent CONNECT tunnels; `0` refuses every CONNECT.
-    pub max_tunnels: Option<usize>,
+    pub(crate) max_tunnels: Option<usize>,
     /// `--tunnel-idle-timeout-ms`: idle timeout of a tunnel or relayed body.
-    pub idle_timeout: Option<Duration>,
+    pub(crate) idle_timeout: Option<Duration>,
     /// Longest life of a tunnel or relayed exchange.
-    pub max_lifetime: Option<Duration>,
+    pub(crate) max_lifetime: Option<Duration>,
     /// How long a drain waits before cutting what is still open.
-    pub drain_timeout: Duration,
+    pub(crate) drain_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -48,28 +48,28 @@ impl Default for Limits {
 /// The limits in force for one request: command-line overrides, else the policy's
 /// `egress.*`, else `fetch.*` (connect and header) or the defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Effective {
+pub(crate) struct Effective {
     /// Concurrent tunnels.
-    pub max_tunnels: usize,
+    pub(crate) max_tunnels: usize,
     /// Concurrent client connections.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Per-address connect timeout.
-    pub connect: Duration,
+    pub(crate) connect: Duration,
     /// Request and response head timeout.
-    pub header: Duration,
+    pub(crate) header: Duration,
     /// Idle timeout of a tunnel or relayed body.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// Longest life of a tunnel or relayed exchange.
-    pub lifetime: Duration,
+    pub(crate) lifetime: Duration,
     /// Drain deadline.
-    pub drain: Duration,
+    pub(crate) drain: Duration,
 }
 
 // === impl Limits ===
 
 impl Limits {
     /// The limits in force under `policy`.
-    pub fn effective(&self, policy: &Policy) -> Effective {
+    pub(crate) fn effective(&self, policy: &Policy) -> Effective {
         let egress = &policy.egress.limits;
         let t = egress.timeouts;
         Effective {
@@ -94,13 +94,13 @@ impl Limits {
 /// cap is passed per acquisition, so a policy reload changes it for new ones without cutting
 /// open ones.
 #[derive(Clone, Debug, Default)]
-pub struct TunnelCap {
+pub(crate) struct TunnelCap {
     open: Arc<AtomicUsize>,
 }
 
 /// One open tunnel's place under the cap; dropping it frees the place.
 #[derive(Debug)]
-pub struct TunnelPermit {
+pub(crate) struct TunnelPermit {
     open: Arc<AtomicUsize>,
 }
 
@@ -108,7 +108,7 @@ pub struct TunnelPermit {
 
 impl TunnelCap {
     /// A permit when fewer than `max` tunnels are open, else `None` (never waits).
-    pub fn try_acquire(&self, max: usize) -> Option<TunnelPermit> {
+    pub(crate) fn try_acquire(&self, max: usize) -> Option<TunnelPermit> {
         self.open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
@@ -120,7 +120,8 @@ impl TunnelCap {
     }
 
     /// Tunnels open now.
-    pub fn open(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> usize {
         self.open.load(Ordering::Acquire)
     }
 }
@@ -133,7 +134,7 @@ impl Drop for TunnelPermit {
 
 /// Counts in-flight work (connections, tunnels) so a drain can wait for it to finish.
 #[derive(Clone, Debug, Default)]
-pub struct Inflight {
+pub(crate) struct Inflight {
     inner: Arc<InflightInner>,
 }
 
@@ -145,7 +146,7 @@ struct InflightInner {
 
 /// Held while one unit of work is in flight; dropping it ends the unit.
 #[derive(Debug)]
-pub struct InflightGuard {
+pub(crate) struct InflightGuard {
     inner: Arc<InflightInner>,
 }
 
@@ -153,7 +154,7 @@ pub struct InflightGuard {
 
 impl Inflight {
     /// Start one unit of work.
-    pub fn enter(&self) -> InflightGuard {
+    pub(crate) fn enter(&self) -> InflightGuard {
         self.inner.count.fetch_add(1, Ordering::SeqCst);
         InflightGuard {
             inner: self.inner.clone(),
@@ -161,12 +162,12 @@ impl Inflight {
     }
 
     /// Units in flight now.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.inner.count.load(Ordering::SeqCst)
     }
 
     /// Wait until nothing is in flight.
-    pub async fn wait_idle(&self) {
+    pub(crate) async fn wait_idle(&self) {
         loop {
             let notified = self.inner.idle.notified();
             tokio::pin!(notified);

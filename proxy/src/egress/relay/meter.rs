@@ -1,8 +1,7 @@
-//! Byte metering and idle timeouts for relayed traffic: an IO wrapper for tunnels and a body
-//! wrapper for forwarded HTTP, both counting bytes into the listener metrics and bumping the
-//! activity clock on every read and write.
+//! Byte metering for relayed traffic: an IO wrapper for tunnels that counts bytes into the
+//! listener metrics and bumps the activity clock on every read and write, and the gauge of
+//! open tunnels.
 
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,28 +9,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::Bytes;
-use hyper::body::{Body, Frame, SizeHint};
 use prometheus::{IntCounter, IntGauge};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 /// The boxed error of relayed bodies.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A relayed body stopped because a limit ran out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("failed to relay the body: {phase} timeout after {} s", .after.as_secs())]
-pub struct RelayTimeout {
-    /// `idle` or `lifetime`.
-    pub phase: &'static str,
-    /// The limit that ran out.
-    pub after: Duration,
-}
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Which way bytes flow, from the gate's client's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// From the client towards the upstream.
     In,
     /// From the upstream back to the client.
@@ -40,7 +27,7 @@ pub enum Direction {
 
 /// The activity clock and byte totals of one tunnel.
 #[derive(Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     started: Instant,
     last_ms: AtomicU64,
     bytes_in: AtomicU64,
@@ -53,7 +40,7 @@ pub struct Activity {
 
 impl Activity {
     /// A fresh clock feeding the listener's `in` and `out` byte counters.
-    pub fn new(in_counter: IntCounter, out_counter: IntCounter) -> Arc<Self> {
+    pub(crate) fn new(in_counter: IntCounter, out_counter: IntCounter) -> Arc<Self> {
         Arc::new(Self {
             started: Instant::now(),
             last_ms: AtomicU64::new(0),
@@ -77,7 +64,7 @@ impl Activity {
     }
 
     /// Bytes relayed `(in, out)` so far.
-    pub fn bytes(&self) -> (u64, u64) {
+    pub(crate) fn bytes(&self) -> (u64, u64) {
         (
             self.bytes_in.load(Ordering::Relaxed),
             self.bytes_out.load(Ordering::Relaxed),
@@ -85,7 +72,7 @@ impl Activity {
     }
 
     /// Resolves once nothing moved for `idle` (checked against the last read or write).
-    pub async fn idle_expired(&self, idle: Duration) {
+    pub(crate) async fn idle_expired(&self, idle: Duration) {
         loop {
             let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
             let quiet = self.started.elapsed().saturating_sub(last);
@@ -99,7 +86,7 @@ impl Activity {
 
 /// The upstream side of a tunnel: reads are bytes `out`, writes are bytes `in`.
 #[derive(Debug)]
-pub struct MeteredIo<T> {
+pub(crate) struct MeteredIo<T> {
     inner: T,
     activity: Arc<Activity>,
 }
@@ -108,7 +95,7 @@ pub struct MeteredIo<T> {
 
 impl<T> MeteredIo<T> {
     /// Meter `inner` into `activity`.
-    pub fn new(inner: T, activity: Arc<Activity>) -> Self {
+    pub(crate) fn new(inner: T, activity: Arc<Activity>) -> Self {
         Self { inner, activity }
     }
 }
@@ -147,114 +134,16 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for MeteredIo<T> {
     }
 }
 
-/// A relayed HTTP body: counts data bytes, fails after `idle` without a frame or past the
-/// exchange's lifetime deadline, and streams frame by frame (never buffers the whole body).
-/// The timers are armed only once the inner body first makes the reader wait.
-#[derive(Debug)]
-pub struct MeteredBody<B> {
-    inner: B,
-    counter: IntCounter,
-    idle: Duration,
-    deadline: Instant,
-    timers: Option<Timers>,
-}
-
-/// The idle timer and the lifetime deadline of one body.
-#[derive(Debug)]
-struct Timers {
-    idle: Pin<Box<Sleep>>,
-    lifetime: Pin<Box<Sleep>>,
-}
-
-// === impl MeteredBody ===
-
-impl<B> MeteredBody<B> {
-    /// Meter `inner` into `counter` with the given idle timeout and absolute deadline.
-    pub fn new(inner: B, counter: IntCounter, idle: Duration, deadline: Instant) -> Self {
-        Self {
-            inner,
-            counter,
-            idle,
-            deadline,
-            timers: None,
-        }
-    }
-
-    /// Poll the timers (arming them on first use); `Some` when one ran out.
-    fn poll_timers(&mut self, cx: &mut Context<'_>) -> Option<RelayTimeout> {
-        let (idle, deadline) = (self.idle, self.deadline);
-        let timers = self.timers.get_or_insert_with(|| Timers {
-            idle: Box::pin(tokio::time::sleep(idle)),
-            lifetime: Box::pin(tokio::time::sleep_until(deadline)),
-        });
-        if timers.idle.as_mut().poll(cx).is_ready() {
-            return Some(RelayTimeout {
-                phase: "idle",
-                after: idle,
-            });
-        }
-        if timers.lifetime.as_mut().poll(cx).is_ready() {
-            return Some(RelayTimeout {
-                phase: "lifetime",
-                after: deadline.saturating_duration_since(Instant::now()),
-            });
-        }
-        None
-    }
-}
-
-impl<B> Body for MeteredBody<B>
-where
-    B: Body<Data = Bytes> + Unpin,
-    B::Error: Into<BoxError>,
-{
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    this.counter.inc_by(data.len() as u64);
-                }
-                if let Some(timers) = &mut this.timers {
-                    let next = Instant::now() + this.idle;
-                    timers.idle.as_mut().reset(next);
-                }
-                Poll::Ready(Some(Ok(frame)))
-            }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => match this.poll_timers(cx) {
-                Some(timeout) => Poll::Ready(Some(Err(Box::new(timeout)))),
-                None => Poll::Pending,
-            },
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
 /// One open tunnel in a listener's `fleetgate_listener_active_tunnels` gauge: counted when
 /// entered, uncounted however the tunnel's task ends.
 #[derive(Debug)]
-pub struct ActiveTunnel(IntGauge);
+pub(crate) struct ActiveTunnel(IntGauge);
 
 // === impl ActiveTunnel ===
 
 impl ActiveTunnel {
     /// Count one more open tunnel in `gauge` until the guard drops.
-    pub fn enter(gauge: IntGauge) -> Self {
+    pub(crate) fn enter(gauge: IntGauge) -> Self {
         gauge.inc();
         Self(gauge)
     }
@@ -263,47 +152,5 @@ impl ActiveTunnel {
 impl Drop for ActiveTunnel {
     fn drop(&mut self) {
         self.0.dec();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use http_body_util::{BodyExt, Full, StreamBody};
-
-    fn counter() -> IntCounter {
-        IntCounter::new("t", "t").expect("a test counter must build")
-    }
-
-    #[tokio::test]
-    async fn a_streamed_body_is_counted_frame_by_frame() {
-        let c = counter();
-        let body = MeteredBody::new(
-            Full::new(Bytes::from_static(b"hello world")),
-            c.clone(),
-            Duration::from_secs(5),
-            Instant::now() + Duration::from_secs(5),
-        );
-        let bytes = body.collect().await.expect("body must relay").to_bytes();
-        assert_eq!(&bytes[..], b"hello world");
-        assert_eq!(c.get(), 11, "every data byte must be counted");
-    }
-
-    #[tokio::test]
-    async fn a_body_that_stalls_past_the_idle_timeout_fails_with_idle() {
-        let stalled = StreamBody::new(futures_util::stream::pending::<
-            Result<Frame<Bytes>, std::convert::Infallible>,
-        >());
-        let body = MeteredBody::new(
-            stalled,
-            counter(),
-            Duration::from_millis(50),
-            Instant::now() + Duration::from_secs(5),
-        );
-        let err = body.collect().await.expect_err("a stalled body must fail");
-        let timeout = err
-            .downcast_ref::<RelayTimeout>()
-            .expect("the error must be a relay timeout");
-        assert_eq!(timeout.phase, "idle");
     }
 }

@@ -25,14 +25,14 @@ fn own_dials() -> std::sync::MutexGuard<'static, OwnDials> {
 }
 
 /// Whether `peer` is the local end of one of the gate's own upstream connections.
-pub fn is_own_dial(peer: SocketAddr) -> bool {
+pub(crate) fn is_own_dial(peer: SocketAddr) -> bool {
     own_dials().live.contains(&peer)
 }
 
 /// Record that the gate's own upstream connection from `peer` came back into the gate and
 /// was refused as a loop, so the request that dialled it can say so
 /// ([`OwnDial::came_back`]) instead of relaying the refusal as an upstream answer.
-pub fn mark_came_back(peer: SocketAddr) {
+pub(crate) fn mark_came_back(peer: SocketAddr) {
     let mut own = own_dials();
     if own.live.contains(&peer) {
         own.came_back.insert(peer);
@@ -43,13 +43,13 @@ pub fn mark_came_back(peer: SocketAddr) {
 /// [`is_own_dial`]) while the guard lives. Every upstream socket the gate opens for relayed
 /// traffic holds one, the forward proxy's included.
 #[derive(Debug)]
-pub struct OwnDial(Option<SocketAddr>);
+pub(crate) struct OwnDial(Option<SocketAddr>);
 
 impl OwnDial {
     /// Register `stream`'s local address. Done before the first byte is written upstream, so
     /// a looped connection (which waits for those bytes before it is checked) always finds
     /// its source in the set.
-    pub fn register(stream: &TcpStream) -> Self {
+    pub(crate) fn register(stream: &TcpStream) -> Self {
         let local = stream.local_addr().ok();
         if let Some(local) = local {
             own_dials().live.insert(local);
@@ -58,7 +58,7 @@ impl OwnDial {
     }
 
     /// Whether this connection came back into the gate and was refused as a loop.
-    pub fn came_back(&self) -> bool {
+    pub(crate) fn came_back(&self) -> bool {
         self.0
             .is_some_and(|local| own_dials().came_back.contains(&local))
     }

@@ -18,16 +18,15 @@ mod client_hello;
 mod http_head;
 mod sniffed;
 
-pub use sniffed::{
-    MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, TargetName, canonical_name,
-    parse_authority,
-};
+#[cfg(test)]
+pub(crate) use sniffed::canonical_name;
+pub(crate) use sniffed::{MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, TargetName};
 
 #[cfg(test)]
 mod tests;
 
 /// Look at the bytes a client sent so far.
-pub fn sniff(prefix: &[u8]) -> Result<Progress, SniffError> {
+pub(crate) fn sniff(prefix: &[u8]) -> Result<Progress, SniffError> {
     match protocol_of(prefix) {
         _ if prefix.is_empty() => Ok(Progress::NeedMore),
         Some(Protocol::Tls) => client_hello::sniff(prefix),
@@ -38,7 +37,7 @@ pub fn sniff(prefix: &[u8]) -> Result<Progress, SniffError> {
 
 /// The protocol the first byte announces, when it announces one: the handshake record type
 /// for TLS, an uppercase letter (the start of a method) for HTTP.
-pub fn protocol_of(prefix: &[u8]) -> Option<Protocol> {
+pub(crate) fn protocol_of(prefix: &[u8]) -> Option<Protocol> {
     match prefix.first() {
         Some(&client_hello::RECORD_HANDSHAKE) => Some(Protocol::Tls),
         Some(b) if b.is_ascii_uppercase() => Some(Protocol::Http),

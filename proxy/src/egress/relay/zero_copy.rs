@@ -37,7 +37,7 @@ static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
 /// How a tunnel's bytes moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Moved {
+pub(crate) enum Moved {
     /// Both directions spliced in the kernel.
     Spliced,
     /// At least one direction copied in user space.
@@ -48,7 +48,7 @@ pub enum Moved {
 
 impl Moved {
     /// Stable name for logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Spliced => "splice",
             Self::Copied => "copy",
@@ -59,7 +59,7 @@ impl Moved {
 /// Move bytes both ways between `client` and `upstream` until both directions reached
 /// end-of-stream, or one failed (its error is returned and the other direction stops).
 /// Bytes towards the upstream count as [`Direction::In`], bytes back as [`Direction::Out`].
-pub async fn relay(
+pub(crate) async fn relay(
     client: &TcpStream,
     upstream: &TcpStream,
     activity: &Activity,
@@ -223,7 +223,7 @@ async fn copied(
 
 /// Raise the soft limit on open files to the hard one; returns `(before, after)`, `None`
 /// when the limit could not be read or set (the gate runs with what it has).
-pub fn raise_open_file_limit() -> Option<(u64, u64)> {
+pub(crate) fn raise_open_file_limit() -> Option<(u64, u64)> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
     if soft >= hard {

@@ -58,7 +58,7 @@ impl Default for TransparentConfig {
 
 impl TransparentConfig {
     /// Defaults, with the connect timeout of `fetch.connectTimeoutMs`.
-    pub fn from_policy(policy: &Policy) -> Self {
+    pub(crate) fn from_policy(policy: &Policy) -> Self {
         Self {
             connect_timeout: policy.fetch.connect_timeout,
             ..Self::default()
@@ -68,7 +68,7 @@ impl TransparentConfig {
     /// These limits with the live policy's `egress.maxTunnels` and `egress.timeouts` over
     /// them (a field the policy leaves unset keeps this config's value); read per
     /// connection, so a reload applies to the next connection.
-    pub fn under(&self, policy: &Policy) -> Self {
+    pub(crate) fn under(&self, policy: &Policy) -> Self {
         let egress = &policy.egress.limits;
         let t = egress.timeouts;
         Self {

@@ -19,17 +19,17 @@ use crate::live::runtime::Runtime;
 
 /// A connection the gates let through.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CaptureAdmission {
+pub(crate) struct CaptureAdmission {
     /// The canonical name (or the IP, for raw-IP egress), for logs.
-    pub host: String,
+    pub(crate) host: String,
     /// The checked answers, in resolver order: the only addresses the gate may dial.
-    pub addrs: Vec<IpAddr>,
+    pub(crate) addrs: Vec<IpAddr>,
     /// The original destination's port.
-    pub port: u16,
+    pub(crate) port: u16,
 }
 
 /// Run the gates for one sniffed connection whose original destination is `original`.
-pub async fn admit(
+pub(crate) async fn admit(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     sniffed: &Sniffed,

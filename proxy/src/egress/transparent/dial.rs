@@ -12,15 +12,15 @@ use crate::egress::relay::own_dial::OwnDial;
 
 /// An upstream connection, registered as the gate's own while it lives.
 #[derive(Debug)]
-pub struct Dialed {
+pub(crate) struct Dialed {
     /// The connection.
-    pub stream: TcpStream,
+    pub(crate) stream: TcpStream,
     _own: OwnDial,
 }
 
 /// Dial the admission's checked addresses on its port through the shared pinned connector.
 /// A target that reaches one of the gate's own listeners (`own`) is a loop, never dialed.
-pub async fn dial(
+pub(crate) async fn dial(
     admission: &CaptureAdmission,
     own: &OwnListeners,
     connect_timeout: Duration,

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 
 /// Why the original destination could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum OriginalDstError {
+pub(crate) enum OriginalDstError {
     /// The connection has no NAT record: it reached the listener without being redirected
     /// (`ENOENT`), or the kernel has no conntrack for this family (`ENOPROTOOPT`).
     #[error("failed to read the original destination: the connection was not redirected ({0})")]
@@ -22,7 +22,7 @@ pub enum OriginalDstError {
 }
 
 /// The original destination of an accepted, redirected connection.
-pub fn original_dst(stream: &TcpStream) -> Result<SocketAddr, OriginalDstError> {
+pub(crate) fn original_dst(stream: &TcpStream) -> Result<SocketAddr, OriginalDstError> {
     let local = stream.local_addr()?;
     let answer = match local {
         SocketAddr::V4(_) => getsockopt(stream, sockopt::OriginalDst).map(from_v4),

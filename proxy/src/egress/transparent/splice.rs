@@ -15,16 +15,16 @@ use crate::egress::relay::zero_copy;
 
 /// How long a spliced connection may live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SpliceLimits {
+pub(crate) struct SpliceLimits {
     /// Cut the connection after this long without a byte in either direction.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// Cut the connection after this long in all.
-    pub total: Duration,
+    pub(crate) total: Duration,
 }
 
 /// Why the splice ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SpliceEnd {
+pub(crate) enum SpliceEnd {
     /// Both sides closed.
     Closed,
     /// A socket error on either side (the replay included).
@@ -39,7 +39,7 @@ pub enum SpliceEnd {
 
 impl SpliceEnd {
     /// Stable code for logs.
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Self::Closed => "closed",
             Self::Error => "reset",
@@ -51,7 +51,7 @@ impl SpliceEnd {
 
 /// A socket the splice can take: a TCP stream moves its bytes with splice(2)
 /// ([`zero_copy`]); anything else (an in-memory stream) is copied.
-pub trait Relayable: AsyncRead + AsyncWrite + Unpin {
+pub(crate) trait Relayable: AsyncRead + AsyncWrite + Unpin {
     /// The TCP stream underneath, when there is one.
     fn tcp(&self) -> Option<&TcpStream>;
 }
@@ -70,7 +70,7 @@ impl Relayable for &mut TcpStream {
 
 /// Replay `prefix` upstream, then move bytes both ways until both sides close, one fails, or
 /// a limit is hit. Bytes are counted in `activity` (`in`: towards the upstream).
-pub async fn splice<C, U>(
+pub(crate) async fn splice<C, U>(
     mut client: C,
     mut upstream: U,
     prefix: &[u8],

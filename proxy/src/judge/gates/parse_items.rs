@@ -6,10 +6,10 @@ use serde_json::Value;
 use super::DenyReason;
 
 /// Items beyond this many are dropped, as Hermes' handler does.
-pub const MAX_ITEMS: usize = 5;
+pub(crate) const MAX_ITEMS: usize = 5;
 
 /// Parse the `urls` value of an extract call. Not a list → no items.
-pub fn parse_items(urls: &Value) -> Vec<Result<String, DenyReason>> {
+pub(crate) fn parse_items(urls: &Value) -> Vec<Result<String, DenyReason>> {
     let Value::Array(items) = urls else {
         return Vec::new();
     };

@@ -32,7 +32,7 @@ mod tests;
 
 /// The query names Hermes treats as credential-bearing (compared lowercased after a second
 /// percent-decoding). `code`, `key`, `auth`, `session` and `sig` are deliberately absent.
-pub const SENSITIVE_QUERY_NAMES: [&str; 20] = [
+pub(crate) const SENSITIVE_QUERY_NAMES: [&str; 20] = [
     "access_token",
     "api_key",
     "apikey",
@@ -98,7 +98,7 @@ fn fragment_param_in(parts: &SplitUrl<'_>) -> Option<String> {
 
 /// How many times E1 percent-decodes each URL form: a secret encoded twice (`%2573k-…` →
 /// `%73k-…` → `sk-…`) is found; a bound keeps the cost of a hostile URL fixed.
-pub const DECODE_ROUNDS: usize = 3;
+pub(crate) const DECODE_ROUNDS: usize = 3;
 
 /// The query names fleetgate treats as credential-bearing beyond Hermes' list
 /// ([`SENSITIVE_QUERY_NAMES`]), written squashed. Both lists are compared squashed (ASCII
@@ -122,9 +122,9 @@ const MORE_SENSITIVE_NAMES: [&str; 10] = [
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
     /// The rule id.
-    pub rule: String,
+    pub(crate) rule: String,
     /// `true`: log and count, do not refuse.
-    pub report: bool,
+    pub(crate) report: bool,
 }
 
 /// The first secret rule that matches any form of `target` (raw, Hermes' normalised form, the
@@ -347,7 +347,7 @@ pub fn find_in_text(
 }
 
 /// Where in `text` a secret rule matches, and which: the span to redact in a log line.
-pub fn secret_span(text: &str) -> Option<(std::ops::Range<usize>, String)> {
+pub(crate) fn secret_span(text: &str) -> Option<(std::ops::Range<usize>, String)> {
     Scan {
         exempt: false,
         skip: &[],
@@ -625,7 +625,7 @@ pub fn check_host_secret(host: &str) -> Verdict {
 
 /// [`check_host_secret`] with the policy's `secrets:`; a rule of a file in report mode gives
 /// [`Verdict::Report`].
-pub fn check_host_secret_with(host: &str, secrets: Option<&SecretsPolicy>) -> Verdict {
+pub(crate) fn check_host_secret_with(host: &str, secrets: Option<&SecretsPolicy>) -> Verdict {
     let mut forms = vec![host.to_string()];
     let mut form = host.to_string();
     for _ in 0..DECODE_ROUNDS {

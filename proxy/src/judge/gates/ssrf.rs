@@ -10,7 +10,7 @@ use crate::base::target_url::{HostKind, TargetUrl};
 use crate::policy::EgressPolicy;
 
 /// The outcome of E2 for one target: the addresses that passed, in resolver order.
-pub type Checked = Result<Vec<IpAddr>, DenyReason>;
+pub(crate) type Checked = Result<Vec<IpAddr>, DenyReason>;
 
 /// What is left to do after the checks that need no DNS.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub enum Precheck {
 }
 
 /// Check a URL target: scheme, host, pre-DNS name rules, resolution, every answer.
-pub async fn check_url(
+pub(crate) async fn check_url(
     target: &TargetUrl,
     egress: &EgressPolicy,
     resolver: &GateResolver,
@@ -58,7 +58,11 @@ pub fn precheck_url(target: &TargetUrl, egress: &EgressPolicy) -> Result<Prechec
 }
 
 /// Check a canonical host name (or IP literal): name rules, resolution, every answer.
-pub async fn check_host(host: &str, egress: &EgressPolicy, resolver: &GateResolver) -> Checked {
+pub(crate) async fn check_host(
+    host: &str,
+    egress: &EgressPolicy,
+    resolver: &GateResolver,
+) -> Checked {
     match precheck_host(host, egress)? {
         Precheck::Literal(addrs) => Ok(addrs),
         Precheck::Name(host) => resolve_and_check(&host, egress, resolver).await,

@@ -71,7 +71,7 @@ pub struct BlockMatch {
 }
 
 /// The source label of rules from the config list.
-pub const CONFIG_SOURCE: &str = "config";
+pub(crate) const CONFIG_SOURCE: &str = "config";
 
 // === impl Blocklist ===
 
@@ -148,7 +148,8 @@ impl Blocklist {
     }
 
     /// The resolved shared-file paths (also the missing ones), for the policy reloader to watch.
-    pub fn shared_sources(&self) -> Vec<PathBuf> {
+    #[cfg(test)]
+    pub(crate) fn shared_sources(&self) -> Vec<PathBuf> {
         self.shared.clone()
     }
 
@@ -163,7 +164,8 @@ impl Blocklist {
     }
 
     /// Whether the list is switched on.
-    pub fn enabled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn enabled(&self) -> bool {
         self.enabled
     }
 }

@@ -16,37 +16,37 @@ use super::line::JsonLine;
 
 /// One decision about one request, connection or extract item.
 #[derive(Clone, Copy)]
-pub struct DecisionLine<'a> {
+pub(crate) struct DecisionLine<'a> {
     /// The listener: `api`, `forward_proxy`, `transparent`.
-    pub listener: &'a str,
+    pub(crate) listener: &'a str,
     /// What was asked: `extract`, `http`, `connect`, `tls`, `unknown`.
-    pub proxy_type: &'a str,
+    pub(crate) proxy_type: &'a str,
     /// The HTTP method, when there was a request head.
-    pub method: Option<&'a str>,
+    pub(crate) method: Option<&'a str>,
     /// The gate that decided (the listener's own name when every gate allowed).
-    pub gate: &'a str,
+    pub(crate) gate: &'a str,
     /// `allow`, `deny` or `report`.
-    pub verdict: &'a str,
+    pub(crate) verdict: &'a str,
     /// The stable code (`ok` when allowed).
-    pub reason: &'a str,
+    pub(crate) reason: &'a str,
     /// The redacted URL, or `host:port`; formatted only when the line is written.
-    pub url: &'a (dyn Display + Sync),
+    pub(crate) url: &'a (dyn Display + Sync),
     /// The client's address.
-    pub client: Option<SocketAddr>,
+    pub(crate) client: Option<SocketAddr>,
     /// The vendor backend that served an extract item.
-    pub vendor: Option<&'a str>,
+    pub(crate) vendor: Option<&'a str>,
     /// The checked address the gate dialled.
-    pub upstream: Option<SocketAddr>,
+    pub(crate) upstream: Option<SocketAddr>,
     /// The upstream's HTTP status.
-    pub upstream_status: Option<u16>,
+    pub(crate) upstream_status: Option<u16>,
     /// Request body bytes relayed upstream.
-    pub request_bytes: Option<u64>,
+    pub(crate) request_bytes: Option<u64>,
     /// The shared cache's outcome (`hit`, `miss`, ...; `bypass` where there is no cache).
-    pub cache: &'a str,
+    pub(crate) cache: &'a str,
     /// A captured connection's original destination.
-    pub original_dst: Option<SocketAddr>,
+    pub(crate) original_dst: Option<SocketAddr>,
     /// When the request arrived.
-    pub started: Instant,
+    pub(crate) started: Instant,
 }
 
 impl std::fmt::Debug for DecisionLine<'_> {
@@ -65,13 +65,13 @@ impl std::fmt::Debug for DecisionLine<'_> {
 
 impl DecisionLine<'_> {
     /// Write the line: `WARN` for a refusal or a report, `INFO` for an allow; `sni` is `null`.
-    pub fn write(&self) {
+    pub(crate) fn write(&self) {
         self.write_with_sni(None);
     }
 
     /// Write the line with the server name of the TLS ClientHello the connection carried, as
     /// [`shown_sni`] renders it.
-    pub fn write_with_sni(&self, sni: Option<&str>) {
+    pub(crate) fn write_with_sni(&self, sni: Option<&str>) {
         let allow = self.verdict == "allow";
         let level = if allow {
             tracing::Level::INFO
@@ -228,7 +228,7 @@ impl KeptHead {
 /// The `sni` field for a ClientHello's canonical server name: the name with any secret-shaped
 /// token redacted, or only `[redacted:<rule>]` when `secret_rule` judged the name itself (a
 /// secret refused or reported in a host is never written out, in any case).
-pub fn shown_sni(name: &str, secret_rule: Option<&str>) -> String {
+pub(crate) fn shown_sni(name: &str, secret_rule: Option<&str>) -> String {
     match secret_rule {
         Some(rule) => format!("[redacted:{rule}]"),
         None => crate::judge::gates::secret_url::redact_secrets(name).into_owned(),

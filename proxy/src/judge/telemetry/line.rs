@@ -8,7 +8,7 @@ use crate::base::json_escape::{escape_into, write_str};
 
 /// One JSON object under construction; fields keep their insertion order.
 #[derive(Debug)]
-pub struct JsonLine {
+pub(crate) struct JsonLine {
     buf: Vec<u8>,
     target: &'static str,
 }
@@ -17,7 +17,8 @@ pub struct JsonLine {
 
 impl JsonLine {
     /// A line at `level` (`INFO`, `WARN`, …) for `target`, with `message`.
-    pub fn new(level: &str, target: &'static str, message: &str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(level: &str, target: &'static str, message: &str) -> Self {
         let mut line = Self::stamped(target);
         line.str("level", level);
         line.str("message", message);
@@ -27,7 +28,7 @@ impl JsonLine {
     /// A line for `target` holding only its timestamp: the caller writes `level` and
     /// `message` next, as [`Self::new`] does (or copies them, already encoded, with
     /// [`Self::encoded`]).
-    pub fn stamped(target: &'static str) -> Self {
+    pub(crate) fn stamped(target: &'static str) -> Self {
         let mut line = Self {
             buf: super::line_buffer(),
             target,
@@ -40,7 +41,7 @@ impl JsonLine {
 
     /// Fields alone, no timestamp and no braces: a part of a line that [`Self::encoded`] copies
     /// into others ([`Self::written`] reads it).
-    pub fn fields_only() -> Self {
+    pub(crate) fn fields_only() -> Self {
         Self {
             buf: Vec::new(),
             target: "",
@@ -49,18 +50,18 @@ impl JsonLine {
 
     /// Fields already encoded as this type writes them (each `,"key":value`), copied as they
     /// are.
-    pub fn encoded(&mut self, fields: &[u8]) -> &mut Self {
+    pub(crate) fn encoded(&mut self, fields: &[u8]) -> &mut Self {
         self.buf.extend_from_slice(fields);
         self
     }
 
     /// The bytes written so far (a line under construction, for a caller that keeps a part).
-    pub fn written(&self) -> &[u8] {
+    pub(crate) fn written(&self) -> &[u8] {
         &self.buf
     }
 
     /// A string field, JSON-escaped.
-    pub fn str(&mut self, key: &str, value: &str) -> &mut Self {
+    pub(crate) fn str(&mut self, key: &str, value: &str) -> &mut Self {
         self.key(key);
         write_str(&mut self.buf, value);
         self
@@ -68,7 +69,7 @@ impl JsonLine {
 
     /// A field from its `Display` form, JSON-escaped as it is formatted (no intermediate
     /// string).
-    pub fn display(&mut self, key: &str, value: &dyn std::fmt::Display) -> &mut Self {
+    pub(crate) fn display(&mut self, key: &str, value: &dyn std::fmt::Display) -> &mut Self {
         use std::fmt::Write as _;
         self.key(key);
         self.buf.push(b'"');
@@ -79,7 +80,7 @@ impl JsonLine {
     }
 
     /// A socket address field (`1.2.3.4:5`, `[::1]:5`), the hot-path form of `display`.
-    pub fn socket(&mut self, key: &str, addr: &std::net::SocketAddr) -> &mut Self {
+    pub(crate) fn socket(&mut self, key: &str, addr: &std::net::SocketAddr) -> &mut Self {
         let std::net::SocketAddr::V4(v4) = addr else {
             return self.display(key, addr);
         };
@@ -98,21 +99,21 @@ impl JsonLine {
     }
 
     /// A number field.
-    pub fn num(&mut self, key: &str, value: impl serde::Serialize) -> &mut Self {
+    pub(crate) fn num(&mut self, key: &str, value: impl serde::Serialize) -> &mut Self {
         self.key(key);
         let _ = serde_json::to_writer(&mut self.buf, &value);
         self
     }
 
     /// A `null` field.
-    pub fn null(&mut self, key: &str) -> &mut Self {
+    pub(crate) fn null(&mut self, key: &str) -> &mut Self {
         self.key(key);
         self.buf.extend_from_slice(b"null");
         self
     }
 
     /// An unsigned integer field, or `null`.
-    pub fn uint(&mut self, key: &str, value: Option<u64>) -> &mut Self {
+    pub(crate) fn uint(&mut self, key: &str, value: Option<u64>) -> &mut Self {
         match value {
             Some(v) => {
                 self.key(key);
@@ -135,7 +136,7 @@ impl JsonLine {
     }
 
     /// The finished line, `target` last and a newline, as the subscriber writes it.
-    pub fn finish(mut self) -> Vec<u8> {
+    pub(crate) fn finish(mut self) -> Vec<u8> {
         let target = self.target;
         self.str("target", target);
         self.buf.extend_from_slice(b"}\n");

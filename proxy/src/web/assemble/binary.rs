@@ -66,7 +66,7 @@ pub fn detect_binary(content: &str) -> Option<&'static str> {
 }
 
 /// The row error for a binary payload of `kind`, word for word as Hermes writes it.
-pub fn binary_error_message(kind: &str) -> String {
+pub(crate) fn binary_error_message(kind: &str) -> String {
     format!(
         "URL returned binary content ({kind}), not a page. Download it with the terminal \
          (curl -L -o) and use read_file (SQLite/Office/PDF auto-extract) or terminal utilities \

@@ -34,7 +34,7 @@ pub fn convert_base64_images_to_links(s: &str) -> Cow<'_, str> {
 }
 
 /// Python's `str.isspace()`, which is also what `\s` and `str.strip()` use.
-pub fn is_python_space(c: char) -> bool {
+pub(crate) fn is_python_space(c: char) -> bool {
     matches!(
         c,
         '\t'..='\r'

@@ -31,10 +31,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 /// Stored copies are cut to this many characters.
-pub const MAX_STORED_CHARS: usize = 2_000_000;
+pub(crate) const MAX_STORED_CHARS: usize = 2_000_000;
 
 /// Name of the store directory under the volume root.
-pub const STORE_SUBDIR: &str = "store";
+pub(crate) const STORE_SUBDIR: &str = "store";
 
 /// How many hex digits of `sha256(url)` name a stored file.
 const DIGEST_HEX: usize = 10;
@@ -153,7 +153,7 @@ impl Store {
     }
 
     /// `path` as the agent sees it: the root prefix replaced by the agent-visible root.
-    pub fn agent_visible(&self, path: &Path) -> PathBuf {
+    pub(crate) fn agent_visible(&self, path: &Path) -> PathBuf {
         match (&self.agent_visible_root, path.strip_prefix(&self.root)) {
             (Some(visible), Ok(rel)) => visible.join(rel),
             _ => path.to_path_buf(),
@@ -162,7 +162,7 @@ impl Store {
 
     /// Stores `content` (capped at [`MAX_STORED_CHARS`] with a note) for `url` and returns the
     /// **agent-visible** path of the file.
-    pub fn write(&self, url: &str, content: &str) -> Result<PathBuf, StoreError> {
+    pub(crate) fn write(&self, url: &str, content: &str) -> Result<PathBuf, StoreError> {
         self.write_at(url, content, SystemTime::now())
     }
 
@@ -373,12 +373,12 @@ fn write_capped(file: &mut File, content: &str) -> io::Result<()> {
 /// The file-name fragment for `url`'s host (`page` when there is none or it does not parse):
 /// the lowercase hostname, `:` → `_`, anything outside `[A-Za-z0-9._-]` → `-`, cut to 60
 /// characters, `-` trimmed from both ends.
-pub fn host_slug(url: &str) -> String {
+pub(crate) fn host_slug(url: &str) -> String {
     try_host_slug(url).unwrap_or_else(|_| "page".to_owned())
 }
 
 /// [`host_slug`], but an error where Hermes' URL parser raises (its store write then fails).
-pub fn try_host_slug(url: &str) -> Result<String, StoreError> {
+pub(crate) fn try_host_slug(url: &str) -> Result<String, StoreError> {
     let host = hostname(url).map_err(|reason| StoreError::InvalidUrl { reason })?;
     let Some(host) = host else {
         return Ok("page".to_owned());

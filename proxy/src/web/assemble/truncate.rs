@@ -12,7 +12,7 @@ use super::store::Store;
 use super::thousands::thousands;
 
 /// Between head and tail.
-pub const MIDDLE_MARKER: &str = "\n\n[... middle omitted — see footer ...]\n\n";
+pub(crate) const MIDDLE_MARKER: &str = "\n\n[... middle omitted — see footer ...]\n\n";
 
 const RULE_TITLE: &str = "──────── [TRUNCATED] ────────";
 const RULE_END: &str = "─────────────────────────────";
@@ -20,13 +20,13 @@ const NOT_STORED: &str = "Full text could not be stored; re-run web_extract on a
 
 /// Sizes of one truncated page, for debug metrics (`original_size`, `sent_size`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TruncationStats {
+pub(crate) struct TruncationStats {
     /// Characters of the clean page.
-    pub original_chars: usize,
+    pub(crate) original_chars: usize,
     /// Characters of the model text, footer included.
-    pub sent_chars: usize,
+    pub(crate) sent_chars: usize,
     /// Whether the full text was written to the store.
-    pub stored: bool,
+    pub(crate) stored: bool,
 }
 
 /// Truncate `clean` to `limit` characters (75/25 head/tail) with the footer, storing the full
@@ -41,7 +41,7 @@ pub fn truncate_and_store<'a>(
 }
 
 /// [`truncate_and_store`], plus the sizes when the page was truncated.
-pub fn truncate_with_stats<'a>(
+pub(crate) fn truncate_with_stats<'a>(
     clean: &'a str,
     limit: usize,
     url: &str,

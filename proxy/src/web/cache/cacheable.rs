@@ -16,7 +16,7 @@ use crate::base::target_url::canonical_host;
 /// The compiled `web.cache.exemptHosts`: a pattern matches its host exactly or any subdomain;
 /// a leading `*.` is dropped, so `*.x.com` also matches `x.com` itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExemptHosts {
+pub(crate) struct ExemptHosts {
     patterns: Vec<String>,
 }
 
@@ -25,7 +25,7 @@ pub struct ExemptHosts {
 impl ExemptHosts {
     /// Compile patterns: trimmed, lowercased, a leading `*.` removed, dots stripped from both
     /// ends, international names in their ASCII (Punycode) form; empty patterns are dropped.
-    pub fn new(patterns: &[String]) -> Self {
+    pub(crate) fn new(patterns: &[String]) -> Self {
         let patterns = patterns
             .iter()
             .filter_map(|raw| {
@@ -45,7 +45,7 @@ impl ExemptHosts {
     }
 
     /// Whether the canonical `host` is exempt.
-    pub fn matches(&self, host: &str) -> bool {
+    pub(crate) fn matches(&self, host: &str) -> bool {
         let host = host.trim_matches('.').to_ascii_lowercase();
         self.patterns.iter().any(|p| {
             host == *p
@@ -57,7 +57,7 @@ impl ExemptHosts {
 }
 
 /// Whether `url` may be cached, and why not. `exempt` holds the operator's exempt hosts.
-pub fn check_url(url: &str, exempt: &ExemptHosts) -> Result<(), NoCacheReason> {
+pub(crate) fn check_url(url: &str, exempt: &ExemptHosts) -> Result<(), NoCacheReason> {
     let host = Url::parse(url)
         .ok()
         .as_ref()
@@ -67,7 +67,7 @@ pub fn check_url(url: &str, exempt: &ExemptHosts) -> Result<(), NoCacheReason> {
 }
 
 /// [`check_url`] for a canonical host (lowercase, no trailing dot, IPv6 without brackets).
-pub fn check_host(host: &str, exempt: &ExemptHosts) -> Result<(), NoCacheReason> {
+pub(crate) fn check_host(host: &str, exempt: &ExemptHosts) -> Result<(), NoCacheReason> {
     if host.is_empty() {
         return Err(NoCacheReason::InvalidUrl);
     }
@@ -91,7 +91,7 @@ pub fn check_host(host: &str, exempt: &ExemptHosts) -> Result<(), NoCacheReason>
 }
 
 /// Whether an IP literal is public unicast for the cache rule.
-pub fn is_public_literal(ip: IpAddr) -> bool {
+pub(crate) fn is_public_literal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => is_public_v6(v6),

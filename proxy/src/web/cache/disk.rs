@@ -27,10 +27,10 @@ use super::key::{CacheKey, FORMAT_MARKDOWN};
 use super::{CacheOutcome, CacheSettings, NoCacheReason};
 
 /// Name of the cache directory under the volume root.
-pub const EXTRACT_SUBDIR: &str = "extract";
+pub(crate) const EXTRACT_SUBDIR: &str = "extract";
 
 /// Pages over this many characters are never cached (a capped copy must not be served whole).
-pub const MAX_CACHED_CHARS: usize = 2_000_000;
+pub(crate) const MAX_CACHED_CHARS: usize = 2_000_000;
 
 /// Longest header line accepted, in bytes.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -89,23 +89,23 @@ pub struct NewEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CachedPage {
     /// The requested URL the entry was stored under.
-    pub url: String,
+    pub(crate) url: String,
     /// The URL after redirects (equals `url` when there were none).
-    pub final_url: String,
+    pub(crate) final_url: String,
     /// Page title.
     pub title: String,
     /// Clean page text, exactly as stored.
     pub content: String,
     /// The backend that produced it.
-    pub provider: String,
+    pub(crate) provider: String,
     /// Every URL after the requested one, in order (see [`NewEntry::hops`]).
-    pub hops: Vec<String>,
+    pub(crate) hops: Vec<String>,
     /// Upstream status at fetch time (`0` when unknown).
-    pub status: u16,
+    pub(crate) status: u16,
     /// When it was fetched (millisecond precision).
-    pub fetched_at: SystemTime,
+    pub(crate) fetched_at: SystemTime,
     /// How old it is at lookup time (zero when another pod's clock is ahead).
-    pub age: Duration,
+    pub(crate) age: Duration,
 }
 
 /// The result of a lookup: the outcome (for metrics and the log line) and, on a hit, the entry.
@@ -121,19 +121,19 @@ pub struct Lookup {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CacheStatus {
     /// Whether the cache is on.
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// The entry folder, as the gate sees it.
-    pub dir: String,
+    pub(crate) dir: String,
     /// Entry lifetime in seconds.
-    pub ttl_seconds: u64,
+    pub(crate) ttl_seconds: u64,
     /// Entry bound.
-    pub max_entries: u64,
+    pub(crate) max_entries: u64,
     /// Byte bound.
-    pub max_bytes: u64,
+    pub(crate) max_bytes: u64,
     /// The code of the volume fault the last put hit, if it failed on the volume.
-    pub volume_fault: Option<&'static str>,
+    pub(crate) volume_fault: Option<&'static str>,
     /// This process's most recent sweep, if any.
-    pub last_sweep: Option<SweepStats>,
+    pub(crate) last_sweep: Option<SweepStats>,
 }
 
 /// The header line of an entry, as written.
@@ -201,14 +201,9 @@ impl DiskCache {
         &self.inner.dir
     }
 
-    /// The settings this cache runs with.
-    pub fn settings(&self) -> &CacheSettings {
-        &self.inner.settings
-    }
-
     /// Whether `url` may be served from or stored in the cache: the cache is enabled and the
     /// host is not local, private, single-label or exempt (hostname heuristics, no DNS).
-    pub fn cacheable(&self, url: &str) -> Result<(), NoCacheReason> {
+    pub(crate) fn cacheable(&self, url: &str) -> Result<(), NoCacheReason> {
         if !self.inner.settings.enabled {
             return Err(NoCacheReason::Disabled);
         }
@@ -222,7 +217,7 @@ impl DiskCache {
 
     /// Look up the entry for the normalised requested `url` and the resolved `provider`, as of
     /// `now`. Never fails: problems become a bypass outcome.
-    pub fn lookup_at(&self, url: &str, provider: &str, now: SystemTime) -> Lookup {
+    pub(crate) fn lookup_at(&self, url: &str, provider: &str, now: SystemTime) -> Lookup {
         if let Err(reason) = self.cacheable(url) {
             return Lookup::without(CacheOutcome::Bypass(reason));
         }
@@ -283,7 +278,7 @@ impl DiskCache {
     /// Store `entry` as fetched at `now`, unless a never-cache rule or the volume refuses it.
     /// The write is atomic (temporary file, fsync, rename). Every
     /// [`SweepPolicy`](super::SweepPolicy) interval the put then sweeps the folder.
-    pub fn put_at(&self, entry: &NewEntry, now: SystemTime) -> Result<(), NoCacheReason> {
+    pub(crate) fn put_at(&self, entry: &NewEntry, now: SystemTime) -> Result<(), NoCacheReason> {
         self.admit(entry)?;
         let key = CacheKey::new(&entry.url, FORMAT_MARKDOWN, &entry.provider);
         let header = encode_header(entry, now)?;
@@ -298,7 +293,7 @@ impl DiskCache {
 
     /// [`put`](Self::put) on tokio's blocking pool, so an fsync on a slow volume never stalls
     /// the async workers. Resolves when the entry is in place (or refused).
-    pub async fn put_async(&self, entry: NewEntry) -> Result<(), NoCacheReason> {
+    pub(crate) async fn put_async(&self, entry: NewEntry) -> Result<(), NoCacheReason> {
         let cache = self.clone();
         tokio::task::spawn_blocking(move || cache.put(&entry))
             .await
@@ -325,7 +320,7 @@ impl DiskCache {
 
     /// Sweep when the trigger policy says one is due (and no other thread of this process is
     /// sweeping); `put` calls this after each successful write.
-    pub fn maybe_sweep_at(&self, now: SystemTime) -> Option<SweepStats> {
+    pub(crate) fn maybe_sweep_at(&self, now: SystemTime) -> Option<SweepStats> {
         let _running = self.inner.trigger.claim(now)?;
         let stats = self.sweep_at(now);
         tracing::debug!(target: "fleetgate.cache", ?stats, "cache sweep");
@@ -343,7 +338,7 @@ impl DiskCache {
 
     /// What `/v1/status` shows about the cache: settings, the current volume fault, and what
     /// this process's last sweep saw (entries and bytes on the volume).
-    pub fn status(&self) -> CacheStatus {
+    pub(crate) fn status(&self) -> CacheStatus {
         let s = &self.inner.settings;
         CacheStatus {
             enabled: s.enabled,
@@ -478,7 +473,7 @@ impl DiskCache {
 
 impl Lookup {
     /// A lookup that serves nothing, for `outcome`.
-    pub fn without(outcome: CacheOutcome) -> Self {
+    pub(crate) fn without(outcome: CacheOutcome) -> Self {
         Self {
             outcome,
             entry: None,
@@ -490,7 +485,7 @@ impl Lookup {
 
 impl CachedPage {
     /// The age in whole seconds, for the row's `cache_age_s`.
-    pub fn age_secs(&self) -> u64 {
+    pub(crate) fn age_secs(&self) -> u64 {
         self.age.as_secs()
     }
 }
@@ -626,7 +621,7 @@ fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
 }
 
 /// The no-cache reason for an I/O failure on the volume.
-pub fn volume_reason(error: &io::Error) -> NoCacheReason {
+pub(crate) fn volume_reason(error: &io::Error) -> NoCacheReason {
     use io::ErrorKind as K;
     match error.kind() {
         K::ReadOnlyFilesystem | K::PermissionDenied | K::NotADirectory => {

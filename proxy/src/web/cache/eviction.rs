@@ -25,7 +25,7 @@ use super::key::ENTRY_SUFFIX;
 use crate::base::clock::unix_millis;
 
 /// A temporary file untouched this long belongs to a writer that died; the sweep removes it.
-pub const TEMP_GRACE: Duration = Duration::from_secs(10 * 60);
+pub(crate) const TEMP_GRACE: Duration = Duration::from_secs(10 * 60);
 
 /// When a put triggers a sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,15 +40,15 @@ pub struct SweepPolicy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepStats {
     /// Entry files listed.
-    pub scanned: u64,
+    pub(crate) scanned: u64,
     /// Entries removed because they were past the TTL.
-    pub expired: u64,
+    pub(crate) expired: u64,
     /// Entries removed, oldest first, to get within the bounds.
-    pub evicted: u64,
+    pub(crate) evicted: u64,
     /// Entries another gate removed first (a lost race, harmless).
-    pub vanished: u64,
+    pub(crate) vanished: u64,
     /// Abandoned temporary files and planted symlinks removed.
-    pub debris: u64,
+    pub(crate) debris: u64,
     /// Removals that failed (read-only volume, permissions).
     pub failed: u64,
     /// Entries left, as this sweep saw them.
@@ -59,18 +59,18 @@ pub struct SweepStats {
 
 /// One entry file as listed: what the planner needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EntryMeta {
+pub(crate) struct EntryMeta {
     /// The file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Its mtime (the entry's `fetched_at`), in Unix milliseconds.
-    pub fetched_ms: u64,
+    pub(crate) fetched_ms: u64,
     /// Its size in bytes.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// Why the planner removes an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Removal {
+pub(crate) enum Removal {
     /// Past the TTL (or implausibly far in the future).
     Expired,
     /// Oldest while the folder is over a bound.
@@ -145,7 +145,7 @@ impl Drop for SweepClaim<'_> {
 }
 
 /// Sweep `dir` as of `now` with the given TTL and bounds.
-pub fn sweep_dir(
+pub(crate) fn sweep_dir(
     dir: &Path,
     now: SystemTime,
     ttl: Duration,
@@ -191,7 +191,7 @@ pub fn sweep_dir(
 /// Decide which entries go: every expired one, then the oldest (by `fetched_ms`, then path)
 /// while more than `max_entries` remain or their bytes exceed `max_bytes`. Returns indexes
 /// into `entries`.
-pub fn plan_sweep(
+pub(crate) fn plan_sweep(
     entries: &[EntryMeta],
     now_ms: u64,
     ttl: Duration,

@@ -6,10 +6,10 @@ use sha2::{Digest, Sha256};
 use crate::web::assemble::store::host_slug;
 
 /// The format every extract entry is stored in (web_extract always asks for markdown).
-pub const FORMAT_MARKDOWN: &str = "markdown";
+pub(crate) const FORMAT_MARKDOWN: &str = "markdown";
 
 /// Suffix of every cache entry file.
-pub const ENTRY_SUFFIX: &str = ".cache.md";
+pub(crate) const ENTRY_SUFFIX: &str = ".cache.md";
 
 /// How many hex digits of the digest name an entry.
 const KEY_HEX: usize = 16;
@@ -39,11 +39,6 @@ impl CacheKey {
             slug: host_slug(url),
             hex,
         }
-    }
-
-    /// The first 16 hex digits of the digest.
-    pub fn hex(&self) -> &str {
-        &self.hex
     }
 
     /// The entry's file name: `<host_slug>-<16 hex>.cache.md`.

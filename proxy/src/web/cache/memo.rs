@@ -19,16 +19,16 @@ use tokio::time::Instant;
 use crate::policy::CachePolicy;
 
 /// The result-count buckets a vendor is asked for.
-pub const BUCKETS: [usize; 4] = [10, 20, 50, 100];
+pub(crate) const BUCKETS: [usize; 4] = [10, 20, 50, 100];
 
 /// Unheld per-key locks are pruned once the lock table grows past this many.
-pub const LOCK_TABLE_PRUNE_AT: usize = 256;
+pub(crate) const LOCK_TABLE_PRUNE_AT: usize = 256;
 
 /// The memo key: provider, normalised query, bucket.
 type MemoKey = (String, String, usize);
 
 /// A response the memo can hold: cloned on store and on hit.
-pub trait Memoizable: Clone {
+pub(crate) trait Memoizable: Clone {
     /// Whether this `Ok` response may be stored. Default: always.
     fn is_storable(&self) -> bool {
         true
@@ -38,7 +38,7 @@ pub trait Memoizable: Clone {
 /// The per-process search memo over responses of type `T` (a JSON response by default, or
 /// the vendor layer's `Vec<SearchHit>`). Share it behind an `Arc` (or inside the runtime).
 #[derive(Debug)]
-pub struct SearchMemo<T = Value> {
+pub(crate) struct SearchMemo<T = Value> {
     enabled: bool,
     ttl: Duration,
     entries: Mutex<HashMap<MemoKey, (Instant, T)>>,
@@ -60,7 +60,7 @@ impl<T: Clone> Memoizable for Vec<T> {}
 
 impl<T: Memoizable> SearchMemo<T> {
     /// A memo keeping responses for `ttl`; when `enabled` is false every call goes to the vendor.
-    pub fn new(enabled: bool, ttl: Duration) -> Self {
+    pub(crate) fn new(enabled: bool, ttl: Duration) -> Self {
         Self {
             enabled,
             ttl,
@@ -70,7 +70,7 @@ impl<T: Memoizable> SearchMemo<T> {
     }
 
     /// The memo for the policy's `web.cache` (its switch and TTL cover the memo too).
-    pub fn from_policy(policy: &CachePolicy) -> Self {
+    pub(crate) fn from_policy(policy: &CachePolicy) -> Self {
         Self::new(policy.enabled, policy.ttl)
     }
 
@@ -78,7 +78,7 @@ impl<T: Memoizable> SearchMemo<T> {
     /// from `fetch(bucket(limit))`, stored when `Ok` and [`Memoizable::is_storable`]. Concurrent calls for one key make one
     /// fetch: the others wait and then hit. Returns the response and whether it was a hit; the
     /// caller slices it to `limit`.
-    pub async fn get_or_fetch<F, Fut, E>(
+    pub(crate) async fn get_or_fetch<F, Fut, E>(
         &self,
         provider: &str,
         query: &str,
@@ -116,7 +116,8 @@ impl<T: Memoizable> SearchMemo<T> {
     }
 
     /// How many responses are held (expired ones included until the next store).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -124,12 +125,14 @@ impl<T: Memoizable> SearchMemo<T> {
     }
 
     /// Whether no response is held.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// How many per-key locks the table holds.
-    pub fn lock_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn lock_count(&self) -> usize {
         self.locks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -166,7 +169,7 @@ impl<T: Memoizable> SearchMemo<T> {
 }
 
 /// The bucket a limit is served from: the first of 10/20/50/100 that holds it; over 100 is 100.
-pub fn bucket(limit: usize) -> usize {
+pub(crate) fn bucket(limit: usize) -> usize {
     BUCKETS
         .iter()
         .copied()
@@ -175,7 +178,7 @@ pub fn bucket(limit: usize) -> usize {
 }
 
 /// The query as the memo keys it: trimmed, lowercased, whitespace runs collapsed to one space.
-pub fn normalize_query(query: &str) -> String {
+pub(crate) fn normalize_query(query: &str) -> String {
     query
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -185,7 +188,8 @@ pub fn normalize_query(query: &str) -> String {
 
 /// Cut a search response to `limit` results: every array directly under `data` (`web`, `news`,
 /// `images`), or `data` itself when it is the array. Other shapes are left alone.
-pub fn slice_results(response: &mut Value, limit: usize) {
+#[cfg(test)]
+pub(crate) fn slice_results(response: &mut Value, limit: usize) {
     match response.get_mut("data") {
         Some(Value::Array(items)) => items.truncate(limit),
         Some(Value::Object(groups)) => {

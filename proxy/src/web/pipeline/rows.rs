@@ -14,45 +14,45 @@ use crate::web::vendors::{Backend, VendorFailure};
 /// through [`RowTail`] for the rest: a new field goes in both (the byte-for-byte test catches
 /// a miss).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     /// The (normalised) URL; empty for invalid items.
-    pub url: String,
+    pub(crate) url: String,
     /// Page title.
-    pub title: String,
+    pub(crate) title: String,
     /// Assembled page text (truncated with footer when over the limit).
-    pub content: String,
+    pub(crate) content: String,
     /// Error message, `null` on success.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Set when the website blocklist refused the item.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocked_by_policy: Option<PolicyBlock>,
+    pub(crate) blocked_by_policy: Option<PolicyBlock>,
     /// Stable code of the error (fleetgate field).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<&'static str>,
+    pub(crate) code: Option<&'static str>,
     /// Whether the content came from the shared cache (fleetgate field).
-    pub cached: bool,
+    pub(crate) cached: bool,
     /// Age of the cached copy in seconds, on a cache hit.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_age_s: Option<u64>,
+    pub(crate) cache_age_s: Option<u64>,
     /// The backend that produced the content (fleetgate field).
-    pub served_by: Option<String>,
+    pub(crate) served_by: Option<String>,
     /// The configured backend that failed when a rescue backend served this row.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rescued_from: Option<String>,
+    pub(crate) rescued_from: Option<String>,
     /// The configured backend's error (first 300 characters) on a rescued row.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend_error: Option<String>,
+    pub(crate) backend_error: Option<String>,
     /// The upstream HTTP status of the page, when one was fetched (vendor fronts report it).
     #[serde(skip)]
-    pub upstream_status: Option<u16>,
+    pub(crate) upstream_status: Option<u16>,
 }
 
 /// The `/v1/extract` success body, `{"results": [...]}`, written from the borrowed rows
 /// (the same bytes as through a `serde_json::Value`, without that copy of every page).
 #[derive(Clone, Copy, Debug)]
-pub struct Results<'a> {
+pub(crate) struct Results<'a> {
     /// The rows, in input order.
-    pub results: &'a [Row],
+    pub(crate) results: &'a [Row],
 }
 
 fn is_none<T>(field: &&Option<T>) -> bool {
@@ -79,13 +79,13 @@ struct RowTail<'a> {
 
 /// The `blocked_by_policy` object of a row.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PolicyBlock {
+pub(crate) struct PolicyBlock {
     /// Canonical host.
-    pub host: String,
+    pub(crate) host: String,
     /// Matching rule.
-    pub rule: String,
+    pub(crate) rule: String,
     /// `config` or the shared file path.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 // === impl Row ===
@@ -109,7 +109,7 @@ impl Row {
     }
 
     /// A page served by `backend`.
-    pub fn page(
+    pub(crate) fn page(
         url: &str,
         title: String,
         content: String,
@@ -126,7 +126,7 @@ impl Row {
     }
 
     /// A gate refusal.
-    pub fn denied(url: &str, reason: &DenyReason) -> Self {
+    pub(crate) fn denied(url: &str, reason: &DenyReason) -> Self {
         let blocked_by_policy = match reason {
             DenyReason::BlockedByPolicy { host, rule, source } => Some(PolicyBlock {
                 host: host.clone(),
@@ -144,7 +144,7 @@ impl Row {
     }
 
     /// A backend failure; a refused redirect hop or final URL reads as the gate's refusal.
-    pub fn failed(url: &str, failure: &VendorFailure, backend: &Backend) -> Self {
+    pub(crate) fn failed(url: &str, failure: &VendorFailure, backend: &Backend) -> Self {
         if let VendorFailure::Refused(reason) = failure {
             return Self::denied(url, reason);
         }
@@ -165,7 +165,12 @@ impl Row {
     }
 
     /// An assembly refusal (binary payload) of a fetched page.
-    pub fn unassembled(url: &str, message: String, backend: &str, status: Option<u16>) -> Self {
+    pub(crate) fn unassembled(
+        url: &str,
+        message: String,
+        backend: &str,
+        status: Option<u16>,
+    ) -> Self {
         Self {
             error: Some(message),
             code: Some("binary_content"),
@@ -174,11 +179,6 @@ impl Row {
             ..Self::empty(url)
         }
     }
-
-    /// Whether the row carries an error.
-    pub fn is_error(&self) -> bool {
-        self.error.is_some()
-    }
 }
 
 // === impl Results ===
@@ -186,7 +186,7 @@ impl Row {
 impl Results<'_> {
     /// The body: what `serde_json::to_vec(self)` gives, with the strings of each row's `url`,
     /// `title` and `content` through the fast writer.
-    pub fn to_json(&self) -> Vec<u8> {
+    pub(crate) fn to_json(self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.size_hint());
         out.extend_from_slice(br#"{"results":["#);
         for (i, row) in self.results.iter().enumerate() {
@@ -221,7 +221,7 @@ impl Results<'_> {
     }
 
     /// About how many bytes the body takes: the contents plus a little for escapes and fields.
-    pub fn size_hint(&self) -> usize {
+    pub(crate) fn size_hint(&self) -> usize {
         self.results
             .iter()
             .map(|r| r.content.len() + r.content.len() / 16 + r.url.len() + r.title.len() + 256)

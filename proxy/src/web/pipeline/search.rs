@@ -17,13 +17,13 @@ use crate::web::cache::memo;
 use crate::web::vendors::{Backend, SearchHit, Searched, VendorFailure, keyless::Start};
 
 /// Hermes' default search limit.
-pub const DEFAULT_SEARCH_LIMIT: usize = 5;
+pub(crate) const DEFAULT_SEARCH_LIMIT: usize = 5;
 /// Hermes' largest search limit.
-pub const MAX_SEARCH_LIMIT: usize = 100;
+pub(crate) const MAX_SEARCH_LIMIT: usize = 100;
 
 /// What a search call produced.
 #[derive(Clone, Debug, PartialEq)]
-pub enum SearchOutcome {
+pub(crate) enum SearchOutcome {
     /// Rows, at most the caller's limit.
     Hits {
         /// The rows, in the backend's order and key order.
@@ -48,7 +48,7 @@ pub enum SearchOutcome {
 
 /// Hermes' limit coercion: an integer (or integral float / numeric string) clamped to 1..=100,
 /// anything else the default 5.
-pub fn clamp_search_limit(value: Option<&Value>) -> usize {
+pub(crate) fn clamp_search_limit(value: Option<&Value>) -> usize {
     let n = match value {
         Some(Value::Number(n)) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
         Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
@@ -63,7 +63,7 @@ pub fn clamp_search_limit(value: Option<&Value>) -> usize {
 
 impl Pipeline<'_> {
     /// Run a search for `query` with the caller's `limit`.
-    pub async fn search(&self, query: &str, limit: Option<&Value>) -> SearchOutcome {
+    pub(crate) async fn search(&self, query: &str, limit: Option<&Value>) -> SearchOutcome {
         let limit = clamp_search_limit(limit);
         let query = query.trim();
         if query.is_empty() {

@@ -15,11 +15,11 @@ use crate::web::pipeline::{ExtractOutcome, Row};
 use crate::web::vendors::html::Scope;
 
 /// A scrape request, as the pipeline takes it.
-pub type Scrape = (Value, Option<Value>, Option<Scope>);
+pub(crate) type Scrape = (Value, Option<Value>, Option<Scope>);
 
 /// Translate a scrape request body into the pipeline's `urls` value, char limit and scope
 /// (`onlyMainContent`, Firecrawl's default `true`; absent, the policy decides).
-pub fn parse_scrape(body: &Value) -> Result<Scrape, ApiError> {
+pub(crate) fn parse_scrape(body: &Value) -> Result<Scrape, ApiError> {
     let url = body
         .get("url")
         .and_then(Value::as_str)
@@ -51,7 +51,7 @@ pub fn parse_scrape(body: &Value) -> Result<Scrape, ApiError> {
 }
 
 /// The Firecrawl response for one scraped URL.
-pub fn scrape_response(outcome: ExtractOutcome) -> Response<Body> {
+pub(crate) fn scrape_response(outcome: ExtractOutcome) -> Response<Body> {
     let row = match outcome {
         ExtractOutcome::Refused(reason) => {
             return refusal(reason.code(), &reason.message(), StatusCode::FORBIDDEN);

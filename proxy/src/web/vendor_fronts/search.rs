@@ -10,14 +10,12 @@ use crate::web::pipeline::search::SearchOutcome;
 
 /// The search shapes the api listener speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SearchShape {
+pub(crate) enum SearchShape {
     /// `{"success": true, "data": {"web": [...]}, "served_by", "cached"}` (Hermes' own shape;
     /// a rescued answer adds `data.rescued_from` and `data.backend_error`).
     Native,
     /// Firecrawl v2: `{"success": true, "data": {"web": [{url,title,description,position}]}}`.
     FirecrawlV2,
-    /// Firecrawl v1: `{"success": true, "data": [{url,title,description}]}`.
-    FirecrawlV1,
     /// Tavily: `{"query", "results": [{title,url,content,score}], "response_time"}`.
     Tavily,
     /// SearXNG: `{"query", "number_of_results", "results": [{title,url,content,score,engine}]}`.
@@ -25,7 +23,7 @@ pub enum SearchShape {
 }
 
 /// The query and limit of a JSON search body (`query`, then `limit` or Tavily's `max_results`).
-pub fn parse_body(body: &Value) -> Result<(String, Option<Value>), ApiError> {
+pub(crate) fn parse_body(body: &Value) -> Result<(String, Option<Value>), ApiError> {
     let query = body
         .get("query")
         .and_then(Value::as_str)
@@ -39,7 +37,7 @@ pub fn parse_body(body: &Value) -> Result<(String, Option<Value>), ApiError> {
 }
 
 /// The query of a SearXNG `GET /search?q=..&format=json` request.
-pub fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
+pub(crate) fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
     let pairs = url::form_urlencoded::parse(query.unwrap_or("").as_bytes());
     let mut q = None;
     for (k, v) in pairs {
@@ -58,7 +56,7 @@ pub fn parse_searxng_query(query: Option<&str>) -> Result<String, ApiError> {
 }
 
 /// Shape a search outcome for `shape`.
-pub fn respond(shape: SearchShape, query: &str, outcome: SearchOutcome) -> Response<Body> {
+pub(crate) fn respond(shape: SearchShape, query: &str, outcome: SearchOutcome) -> Response<Body> {
     let (hits, served_by, cached, rescue) = match outcome {
         SearchOutcome::Hits {
             hits,
@@ -90,9 +88,6 @@ pub fn respond(shape: SearchShape, query: &str, outcome: SearchOutcome) -> Respo
             "url": h.url, "title": h.title, "description": h.description, "position": h.position,
         })).collect::<Vec<_>>()}})
         }
-        SearchShape::FirecrawlV1 => json!({"success": true, "data": hits.iter().map(|h| json!({
-            "url": h.url, "title": h.title, "description": h.description,
-        })).collect::<Vec<_>>()}),
         SearchShape::Tavily => json!({
             "query": query,
             "answer": null,
@@ -124,9 +119,7 @@ fn failure(shape: SearchShape, code: &'static str, message: &str) -> Response<Bo
         _ => StatusCode::BAD_GATEWAY,
     };
     let wire = match shape {
-        SearchShape::Native | SearchShape::FirecrawlV1 | SearchShape::FirecrawlV2 => {
-            respond::Shape::Firecrawl
-        }
+        SearchShape::Native | SearchShape::FirecrawlV2 => respond::Shape::Firecrawl,
         SearchShape::Tavily => respond::Shape::Tavily,
         SearchShape::Searxng => respond::Shape::Searxng,
     };

@@ -11,7 +11,7 @@ use crate::web::vendors::html::Scope;
 
 /// The pipeline's `urls` value and scope from a Tavily extract body: `extract_depth`
 /// `basic` is the main content, `advanced` the whole page; absent, the policy decides.
-pub fn parse_extract(body: &Value) -> Result<(Value, Option<Scope>), ApiError> {
+pub(crate) fn parse_extract(body: &Value) -> Result<(Value, Option<Scope>), ApiError> {
     let urls = match body.get("urls") {
         Some(Value::String(u)) => json!([u]),
         Some(list @ Value::Array(_)) => list.clone(),
@@ -35,7 +35,7 @@ pub fn parse_extract(body: &Value) -> Result<(Value, Option<Scope>), ApiError> {
 }
 
 /// Shape an extract outcome the way Tavily answers.
-pub fn extract_response(outcome: ExtractOutcome) -> Response<Body> {
+pub(crate) fn extract_response(outcome: ExtractOutcome) -> Response<Body> {
     let rows = match outcome {
         ExtractOutcome::Refused(reason) => {
             return respond::refuse(&reason, respond::Shape::Tavily);

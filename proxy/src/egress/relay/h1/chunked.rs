@@ -20,7 +20,7 @@
 use super::FramingError;
 
 /// The largest chunk-size line, or the whole trailer section, accepted in a chunked body.
-pub const MAX_CHUNK_META: usize = 16 * 1024;
+pub(crate) const MAX_CHUNK_META: usize = 16 * 1024;
 
 /// How the decoded body is written out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub struct Decoded {
     /// Input bytes consumed; the rest belongs to the next message.
     pub consumed: usize,
     /// Chunk data bytes decoded (written to the output, re-framed).
-    pub data: usize,
+    pub(crate) data: usize,
     /// Whether the body ended (last chunk and trailer section read).
     pub done: bool,
 }

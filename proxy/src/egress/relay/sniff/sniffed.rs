@@ -6,11 +6,11 @@ use std::net::IpAddr;
 
 /// Largest prefix the listener reads while looking for the name; a longer ClientHello or
 /// request head is refused ([`SniffError::TooLarge`]).
-pub const MAX_SNIFF_BYTES: usize = 32 * 1024;
+pub(crate) const MAX_SNIFF_BYTES: usize = 32 * 1024;
 
 /// The protocol the first bytes speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     /// A TLS handshake (record type 22, ClientHello).
     Tls,
     /// An HTTP/1.0 or HTTP/1.1 request.
@@ -19,7 +19,7 @@ pub enum Protocol {
 
 /// A canonical target: what the gates decide about.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TargetName {
+pub(crate) enum TargetName {
     /// A DNS name: lowercase ASCII (IDNA A-labels), no trailing dot.
     Domain(String),
     /// An IP literal (in SNI, in Host, or a numeric form such as `0x7f.1`).
@@ -28,23 +28,23 @@ pub enum TargetName {
 
 /// What the first bytes of a connection said.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sniffed {
+pub(crate) struct Sniffed {
     /// TLS or HTTP.
-    pub protocol: Protocol,
+    pub(crate) protocol: Protocol,
     /// The name as the client sent it (case kept): the secret check sees the original case.
-    pub raw_name: Option<String>,
+    pub(crate) raw_name: Option<String>,
     /// The canonical name; `None` when the client sent none (no SNI, no or empty Host).
-    pub name: Option<TargetName>,
+    pub(crate) name: Option<TargetName>,
     /// HTTP only: the port in the Host header or absolute-form target. Informational: the
     /// gate dials the original destination's port.
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// HTTP only: the request target's path and query (`/` for `*`).
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 /// How far [`sniff`](super::sniff) got.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Progress {
+pub(crate) enum Progress {
     /// The prefix is a plausible start; read more bytes.
     NeedMore,
     /// The ClientHello or request head is complete.
@@ -53,7 +53,7 @@ pub enum Progress {
 
 /// Why the first bytes cannot be gated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SniffError {
+pub(crate) enum SniffError {
     /// Neither a TLS handshake record nor an HTTP/1 request line.
     #[error("failed to recognise a TLS ClientHello or an HTTP/1 request in the first bytes")]
     Unrecognised,
@@ -90,7 +90,7 @@ impl std::fmt::Display for Protocol {
 
 /// Canonicalise a host name exactly as the URL gates do (WHATWG host parser: lowercase, IDNA,
 /// IPv4 number forms), after refusing every byte a host name never needs.
-pub fn canonical_name(raw: &str, protocol: Protocol) -> Result<TargetName, SniffError> {
+pub(crate) fn canonical_name(raw: &str, protocol: Protocol) -> Result<TargetName, SniffError> {
     let malformed = |detail| SniffError::Malformed { protocol, detail };
     if raw.is_empty() || raw.len() > 253 {
         return Err(malformed("the host name is empty or longer than 253 bytes"));
@@ -108,7 +108,9 @@ pub fn canonical_name(raw: &str, protocol: Protocol) -> Result<TargetName, Sniff
 }
 
 /// Split an HTTP authority (`host`, `host:port`, `[v6]`, `[v6]:port`) and canonicalise the host.
-pub fn parse_authority(value: &str) -> Result<(String, TargetName, Option<u16>), SniffError> {
+pub(crate) fn parse_authority(
+    value: &str,
+) -> Result<(String, TargetName, Option<u16>), SniffError> {
     let malformed = |detail| SniffError::Malformed {
         protocol: Protocol::Http,
         detail,
