@@ -18,11 +18,13 @@ use tokio::task::JoinHandle;
 use crate::admin::{self, AdminState};
 use crate::cli::{Cli, Command, RunArgs};
 use crate::cluster_baselines::ClusterBaselines;
+use crate::controller_loop;
 use crate::crd::FleetPolicy;
 use crate::crd::cluster_fleet_policy::ClusterFleetPolicy;
+use crate::fleet_poll::FleetConfig;
 use crate::leader::{Election, Leadership, LeaseConfig};
 use crate::metrics::Metrics;
-use crate::reconcile::{self, Context, FleetConfig};
+use crate::reconcile::Context;
 use crate::webhook::server as webhook;
 
 /// Parse the command line and run it; the process's exit code.
@@ -235,7 +237,7 @@ async fn serve(plan: Plan) -> Result<(), String> {
         Some(changes) => changes.left_stream(),
         None => futures_util::stream::pending().right_stream(),
     };
-    reconcile::run(
+    controller_loop::run(
         Arc::new(ctx),
         plan.namespace.as_deref(),
         reconciler_synced,

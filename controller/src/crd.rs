@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub use backend_names::{ExtractBackend, SearchBackend};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
-use kube::{CustomResource, CustomResourceExt, KubeSchema};
+use kube::{CustomResource, CustomResourceExt, KubeSchema, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -616,6 +616,15 @@ impl FleetPolicy {
     /// Seconds between two status scrapes.
     pub fn resync_seconds(&self) -> u32 {
         self.spec.resync_seconds.unwrap_or(DEFAULT_RESYNC_SECONDS)
+    }
+
+    /// `namespace/name`: what the controller keeps per FleetPolicy is keyed by it.
+    pub fn key(&self) -> String {
+        format!(
+            "{}/{}",
+            self.namespace().unwrap_or_default(),
+            self.name_any()
+        )
     }
 }
 

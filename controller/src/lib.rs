@@ -8,12 +8,14 @@
 //!    policy parser so an invalid gate policy can never be rendered; [`status`] computes the
 //!    conditions, also pure.
 //! 3. [`reconcile`]: the I/O shell — server-side apply, status patch, events, error policy —
-//!    with [`metrics`] counting reconciles, failures and writes.
+//!    with [`metrics`] counting reconciles, failures and writes; [`controller_loop`] brings
+//!    each FleetPolicy to it (watches, requeues, the upkeep of what is kept per object).
 //!
-//! The fleet status follows the same split: [`gate_poll`] fetches `/v1/status` and `/v1/report`
-//! from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`] aggregates the
-//! answers (pure). [`cli`] holds the command line and the offline subcommands (`crd`,
-//! `render`), [`app`] runs it (the binary's `main` is one call), [`admin`] the
+//! The fleet status follows the same split: [`fleet_poll`] decides when a FleetPolicy's gates
+//! are polled and keeps the view its reconcile writes, [`gate_poll`] fetches `/v1/status` and
+//! `/v1/report` from every selected pod's gate (I/O, bounded and with deadlines), [`fleet`]
+//! aggregates the answers (pure). [`cli`] holds the command line and the offline subcommands
+//! (`crd`, `render`), [`app`] runs it (the binary's `main` is one call), [`admin`] the
 //! `/live` `/ready` `/metrics` listener, [`leader`] the election that lets one replica of
 //! several reconcile and write while every replica serves the webhook, [`cluster_baselines`] the
 //! cluster-wide `ClusterFleetPolicy` objects every FleetPolicy is tightened by.
@@ -23,11 +25,13 @@ pub mod app;
 pub mod budgets;
 pub mod cli;
 pub mod cluster_baselines;
+pub mod controller_loop;
 pub mod crd;
 pub mod desired;
 #[cfg(test)]
 pub mod fixtures;
 pub mod fleet;
+pub mod fleet_poll;
 pub mod gate_poll;
 pub mod leader;
 pub mod metrics;

@@ -7,4 +7,4 @@ for bench in $(ls proxy/benches/*.rs | xargs -n1 basename | sed 's/\.rs$//'); do
   cargo bench --locked -p fleetgate-proxy --bench "$bench"
 done
 echo "== controller: the simulated fleet (2,000 and 10,000 gates; FLEETGATE_SIM_SIZES, FLEETGATE_SIM_POLICIES)"
-cargo test --locked --release -p fleetgate-controller --lib reconcile::fleet_sim -- --ignored --nocapture
+cargo test --locked --release -p fleetgate-controller --lib reconcile::tests::fleet_sim -- --ignored --nocapture

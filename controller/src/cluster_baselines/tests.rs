@@ -15,11 +15,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::*;
+use crate::controller_loop;
 use crate::crd::cluster_fleet_policy::{ClusterFleetPolicySpec, MinimumMode};
 use crate::crd::{EgressMode, FleetPolicy};
 use crate::fixtures::fleet::FleetCluster;
 use crate::metrics::Metrics;
-use crate::reconcile::{self, Context};
+use crate::reconcile::Context;
 use crate::webhook::PolicySource;
 use crate::webhook::egress_floor::EgressFloor;
 
@@ -65,7 +66,7 @@ async fn start(cluster: &FleetCluster) -> Running {
     let (view, changes, reflector) = ClusterBaselines::watch(client.clone());
     let ctx = Context::new(client, metrics.clone(), None).with_baselines(view);
     let run = tokio::spawn(async move {
-        reconcile::run(
+        controller_loop::run(
             Arc::new(ctx),
             None,
             Arc::new(AtomicBool::new(false)),

@@ -9,8 +9,8 @@
 //! of the largest status, and checks each status against the sums of what the gates served,
 //! computed here from the same model and not by the controller's code.
 //!
-//! Not part of CI; run it with
-//! `cargo test --release -p fleetgate-controller --lib reconcile::fleet_sim -- --ignored --nocapture`
+//! Not part of CI (`tests/run bench` runs it); run it with
+//! `cargo test --release -p fleetgate-controller --lib reconcile::tests::fleet_sim -- --ignored --nocapture`
 //! (`FLEETGATE_SIM_SIZES=2000,10000` by default).
 
 use std::collections::BTreeMap;
@@ -28,11 +28,12 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{Context, FleetConfig, reconcile};
 use crate::crd::FleetPolicy;
 use crate::desired;
 use crate::fixtures::fleet::FleetCluster;
+use crate::fleet_poll::FleetConfig;
 use crate::metrics::Metrics;
+use crate::reconcile::{Context, reconcile};
 
 /// FleetPolicies the pods are spread over (`FLEETGATE_SIM_POLICIES`, default 5); the child
 /// process inherits the variable.
@@ -252,12 +253,7 @@ impl Drop for Gates {
 fn start_gates(n: usize, hashes: &[(String, String)]) -> Gates {
     let spec: Vec<String> = hashes.iter().map(|(p, m)| format!("{p}:{m}")).collect();
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "reconcile::fleet_sim::sim_gate_server",
-            "--nocapture",
-        ])
+        .args(["--ignored", "--exact", &gate_server_test(), "--nocapture"])
         .env("FLEETGATE_SIM_HASHES", spec.join(","))
         .env("FLEETGATE_SIM_PODS", n.to_string())
         .stdin(Stdio::piped())
@@ -275,6 +271,29 @@ fn start_gates(n: usize, hashes: &[(String, String)]) -> Gates {
     }
     assert!(port > 0, "the gates' process must print its port");
     Gates { child, port }
+}
+
+/// The name the test harness knows [`sim_gate_server`] by (`reconcile::tests::fleet_sim::…`),
+/// from this module's path, so the child process is found wherever the module sits.
+fn gate_server_test() -> String {
+    let module = module_path!();
+    let module = module.split_once("::").map_or(module, |(_, m)| m);
+    format!("{module}::sim_gate_server")
+}
+
+/// Poll `fp`'s fleet now, in this task, for its current rendering (what a due poll does in
+/// the background).
+async fn poll_now(fp: &FleetPolicy, ctx: &Context) {
+    let Some(cfg) = ctx.fleet.clone() else {
+        return;
+    };
+    let spent = ctx.polls().exhausted_for(&fp.key());
+    let Ok(d) = desired::render_with_budgets(fp, None, spent.as_ref()) else {
+        return;
+    };
+    ctx.polls()
+        .poll_now(&ctx.client, &ctx.metrics, &cfg, fp, &d)
+        .await;
 }
 
 async fn served(port: u16) -> u64 {
@@ -435,7 +454,7 @@ async fn run(n: usize) -> Row {
         let (api0, scraped0) = (cluster.requests(), served(gates.port).await);
         let start = Instant::now();
         // A status cycle: every poll, then every reconcile writing its view.
-        let polls = policies.iter().map(|fp| super::poll_now(fp, &ctx));
+        let polls = policies.iter().map(|fp| poll_now(fp, &ctx));
         futures_util::future::join_all(polls).await;
         let cycles = policies
             .iter()
@@ -466,7 +485,7 @@ async fn run(n: usize) -> Row {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the fleet simulation: cargo test --release -p fleetgate-controller --lib reconcile::fleet_sim -- --ignored --nocapture"]
+#[ignore = "the fleet simulation: cargo test --release -p fleetgate-controller --lib reconcile::tests::fleet_sim -- --ignored --nocapture"]
 async fn a_simulated_fleet_reports_what_its_gates_served() {
     let sizes: Vec<usize> = std::env::var("FLEETGATE_SIM_SIZES")
         .unwrap_or_else(|_| "2000,10000".into())

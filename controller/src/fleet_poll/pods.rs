@@ -1,12 +1,12 @@
-//! The pods a reconcile scrapes, kept by the controller's one pod watch.
+//! The pods a fleet poll scrapes, kept by the controller's one pod watch.
 //!
 //! The pod watch that requeues FleetPolicies also feeds a [`PodIndex`]: per namespace and
-//! pod name, only the few fields a reconcile reads (labels, the egress mode annotation, the
-//! deletion mark, the pod IP). A reconcile then selects its pods from memory instead of
-//! listing them from the API server: at 10k pods and 500 FleetPolicies a LIST per reconcile
-//! held every selected pod's whole object (spec, status, managed fields) in memory at once and
-//! loaded the API server with a list per policy per resync. Until the watch's first list is
-//! complete the index is not trusted and a reconcile lists, as before.
+//! pod name, only the few fields a poll reads (labels, the egress mode annotation, the
+//! deletion mark, the pod IP). A poll then selects its pods from memory instead of listing
+//! them from the API server: at 10k pods and 500 FleetPolicies a LIST per poll held every
+//! selected pod's whole object (spec, status, managed fields) in memory at once and loaded the
+//! API server with a list per policy per resync. Until the watch's first list is complete the
+//! index is not trusted and a poll lists, as before.
 //!
 //! The index keeps a [`PodEntry`], not a `Pod`: a k8s-openapi `Pod` is about 2 KiB of mostly
 //! empty fields even with its spec and status dropped (about 22 MiB at 10,000 pods, most of
