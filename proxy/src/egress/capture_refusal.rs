@@ -191,7 +191,7 @@ mod tests {
                 refusal.code()
             );
         }
-        respond::assert_listed_once(CaptureRefusal::OWN_CODES);
+        respond::tests::assert_listed_once(CaptureRefusal::OWN_CODES);
         let shared = [
             (CaptureRefusal::Loop.code(), "proxy_loop"),
             (CaptureRefusal::Overloaded(1).code(), "too_many_tunnels"),

@@ -230,6 +230,6 @@ mod tests {
 
     #[test]
     fn own_codes_do_not_collide_with_any_other_family() {
-        crate::judge::respond::assert_listed_once(ProxyRefusal::OWN_CODES);
+        crate::judge::respond::tests::assert_listed_once(ProxyRefusal::OWN_CODES);
     }
 }
