@@ -26,6 +26,8 @@
 //!   by address or name refused by the gate.
 //!
 //! Root only (a kubelet and a bridge); `tests/run` runs it (`FLEETGATE_REQUIRE_K8S_NODE=1`).
+//! Opt-in (feature `real-cluster`: ignored under a plain `cargo test`); `tests/run k8s` runs it
+//! with the other real-cluster suites.
 
 #![allow(clippy::expect_used, clippy::print_stdout, clippy::panic)]
 
@@ -77,6 +79,10 @@ fn containers(pod: &Value) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc; the container images): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test cluster_e2e"
+)]
 fn two_releases_inject_the_gate_and_the_fleet_policy_becomes_ready() {
     let Some(cluster) = cluster() else { return };
     let _serial = serial();
@@ -155,6 +161,10 @@ fn two_releases_inject_the_gate_and_the_fleet_policy_becomes_ready() {
 /// the other replica, and an un-injected pod labelled for injection is refused by the API
 /// server itself, naming the policy.
 #[test]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc; the container images): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test cluster_e2e"
+)]
 fn deleting_the_leading_controller_while_agents_scale_to_ten_never_lets_a_pod_run_ungated() {
     let Some(cluster) = cluster() else { return };
     let _serial = serial();
@@ -232,6 +242,10 @@ fn deleting_the_leading_controller_while_agents_scale_to_ten_never_lets_a_pod_ru
 /// installed, the release reads baselines, a FleetPolicy with `egress.mode: off` renders with
 /// the forward proxy and says so in its `Baseline` condition.
 #[test]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc; the container images): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test cluster_e2e"
+)]
 fn a_cluster_baseline_raises_a_namespace_that_asks_for_no_capture() {
     let Some(cluster) = cluster() else { return };
     let _serial = serial();
@@ -309,6 +323,10 @@ fn a_cluster_baseline_raises_a_namespace_that_asks_for_no_capture() {
 /// through the gate's Firecrawl front and sees the gate's refusals; curl through `HTTP_PROXY`
 /// is gated; the probes pass; a killed gate comes back; a policy edit lands without a restart.
 #[test]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc; the container images): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test cluster_e2e"
+)]
 fn hermes_in_a_real_pod_reaches_the_web_only_through_its_gate() {
     let Some(cluster) = cluster() else { return };
     let _serial = serial();
@@ -476,6 +494,10 @@ fn hermes_in_a_real_pod_reaches_the_web_only_through_its_gate() {
 /// the agent's direct connections land on the gate (only the gate's uid goes out), and a
 /// metadata fetch is refused.
 #[test]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc; the container images): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test cluster_e2e"
+)]
 fn transparent_capture_from_the_init_container_catches_the_agents_direct_connections() {
     let Some(cluster) = cluster() else { return };
     let _serial = serial();

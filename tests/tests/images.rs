@@ -13,8 +13,10 @@
 //! - the agent image imports Hermes' web tools (`web_extract_tool`) and runs `hermes` as uid
 //!   10000 with `HERMES_HOME=/opt/data`.
 //!
-//! Skipped with a message when not root or when podman, buildah, debootstrap or ip are missing,
-//! unless `FLEETGATE_REQUIRE_IMAGES=1`. podman reads `$CONTAINERS_CONF`, else
+//! Opt-in (fleetgate-e2e's feature `images`, which `tests/run` turns on): a plain `cargo test`
+//! lists every case as ignored, naming the command that runs it. With the feature, skipped with
+//! a message when not root or when podman, buildah, debootstrap or ip are missing, unless
+//! `FLEETGATE_REQUIRE_IMAGES=1`. podman reads `$CONTAINERS_CONF`, else
 //! `tests/k8s/containers.conf`. Containers and namespaces are removed even on panic.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
@@ -266,6 +268,10 @@ fn resolv_conf(dir: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "images"),
+    ignore = "container images (root, podman, buildah, debootstrap; built from Debian and PyPI): tests/run, or cargo test -p fleetgate-e2e --features images --test images"
+)]
 fn gate_serves_on_a_read_only_root_as_uid_15000() {
     if skip() {
         return;
@@ -425,6 +431,10 @@ fn assert_capture_rules(saved: &str, what: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "images"),
+    ignore = "container images (root, podman, buildah, debootstrap; built from Debian and PyPI): tests/run, or cargo test -p fleetgate-e2e --features images --test images"
+)]
 fn init_iptables_installs_the_capture_rules_with_the_images_iptables() {
     if skip() {
         return;
@@ -481,6 +491,10 @@ fn init_iptables_installs_the_capture_rules_with_the_images_iptables() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "images"),
+    ignore = "container images (root, podman, buildah, debootstrap; built from Debian and PyPI): tests/run, or cargo test -p fleetgate-e2e --features images --test images"
+)]
 fn controller_image_starts_as_nonroot() {
     if skip() {
         return;
@@ -529,6 +543,10 @@ fn controller_image_starts_as_nonroot() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "images"),
+    ignore = "container images (root, podman, buildah, debootstrap; built from Debian and PyPI): tests/run, or cargo test -p fleetgate-e2e --features images --test images"
+)]
 fn pause_image_holds_the_sandbox_and_exits_0_on_sigterm() {
     if skip() {
         return;
@@ -550,6 +568,10 @@ fn pause_image_holds_the_sandbox_and_exits_0_on_sigterm() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "images"),
+    ignore = "container images (root, podman, buildah, debootstrap; built from Debian and PyPI): tests/run, or cargo test -p fleetgate-e2e --features images --test images"
+)]
 fn agent_image_imports_the_web_tools_as_uid_10000() {
     if skip() {
         return;

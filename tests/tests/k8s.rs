@@ -8,9 +8,11 @@
 //! processes or change cluster-scoped policy run in `k8s_cluster_wide.rs`, on a control
 //! plane of their own.
 //!
-//! `tests/run k8s` runs only this suite; `tests/run k8s-up` starts the same control plane for
-//! a person. A missing control-plane binary is built; a build that fails fails every case with
-//! go's own output.
+//! Opt-in (fleetgate-e2e's feature `real-cluster`, which `tests/run` turns on): a plain `cargo
+//! test` lists every case as ignored, naming the command that runs it. `tests/run k8s` runs the
+//! real-cluster suites; `cargo test -p fleetgate-e2e --features real-cluster --test k8s` this
+//! one; `tests/run k8s-up` starts the same control plane for a person. A missing control-plane
+//! binary is built; a build that fails fails every case with go's own output.
 
 // Helpers outside `#[test]` functions fail the test on broken setup, exactly as the tests do.
 #![allow(clippy::expect_used, clippy::print_stdout)]

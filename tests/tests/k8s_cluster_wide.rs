@@ -7,7 +7,8 @@
 //! - `baseline`: a ClusterFleetPolicy read with `--cluster-baseline` raises a namespace; a
 //!   conflicting one keeps the namespace's last good ConfigMap.
 //!
-//! `tests/run k8s` runs it with the suite.
+//! `tests/run k8s` runs it with the suite; opt-in like it (feature `real-cluster`: ignored under
+//! a plain `cargo test`).
 
 #![allow(clippy::expect_used, clippy::print_stdout)]
 

@@ -18,8 +18,8 @@
 //!
 //! Needs root, containerd, runc, the CNI plugins, ip and iptables (`k8s::node::missing`); it
 //! skips when they are missing unless `FLEETGATE_REQUIRE_K8S_NODE` is set (`tests/run` sets it as
-//! root), and then fails instead. `tests/run k8s` runs it; `tests/run k8s-up --node` starts the
-//! same for a person.
+//! root), and then fails instead. Opt-in (feature `real-cluster`: ignored under a plain `cargo
+//! test`); `tests/run k8s` runs it; `tests/run k8s-up --node` starts the same for a person.
 
 #![allow(clippy::expect_used, clippy::print_stdout)]
 
@@ -118,6 +118,10 @@ fn is_ready(pod: &Pod) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_node"
+)]
 async fn the_node_registers_ready_on_the_gateway() {
     let Some(cluster) = cluster() else { return };
     let client = cluster.plane.client().await.expect("client");
@@ -155,6 +159,10 @@ async fn the_node_registers_ready_on_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_node"
+)]
 async fn a_pod_runs_is_probed_from_the_host_and_reaches_the_host() {
     let Some(cluster) = cluster() else { return };
     let client = cluster.plane.client().await.expect("client");
@@ -287,6 +295,10 @@ async fn a_pod_runs_is_probed_from_the_host_and_reaches_the_host() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_node"
+)]
 async fn a_failing_liveness_probe_restarts_only_its_container() {
     let Some(cluster) = cluster() else { return };
     let client = cluster.plane.client().await.expect("client");
@@ -349,6 +361,10 @@ async fn a_failing_liveness_probe_restarts_only_its_container() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_node"
+)]
 async fn a_deployment_scaled_to_three_runs_three_pods() {
     let Some(cluster) = cluster() else { return };
     let client = cluster.plane.client().await.expect("client");
@@ -433,6 +449,10 @@ async fn a_deployment_scaled_to_three_runs_three_pods() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_node"
+)]
 async fn the_kubernetes_service_reaches_the_api_server_from_a_pod() {
     let Some(cluster) = cluster() else { return };
     let client = cluster.plane.client().await.expect("client");
@@ -474,6 +494,10 @@ async fn the_kubernetes_service_reaches_the_api_server_from_a_pod() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source; a node: root, containerd, runc): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_node"
+)]
 async fn a_host_port_forwards_to_the_pod() {
     let Some(cluster) = cluster() else { return };
     let client = cluster.plane.client().await.expect("client");

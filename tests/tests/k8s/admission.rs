@@ -45,6 +45,10 @@ fn gate(image: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_admission_policy_refuses_every_labelled_pod_that_dodged_the_gate() {
     let _ = ensure_crds();
     let client = support::client().await;
@@ -178,6 +182,10 @@ async fn the_admission_policy_refuses_every_labelled_pod_that_dodged_the_gate() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_admission_policy_refuses_every_identity_that_could_send_as_the_gate() {
     let _ = ensure_crds();
     let client = support::client().await;

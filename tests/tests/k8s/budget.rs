@@ -143,6 +143,10 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 #[allow(
     clippy::too_many_lines,
     reason = "one scenario, measured from start to end"

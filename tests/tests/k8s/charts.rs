@@ -63,6 +63,10 @@ fn helm(helm: &Path, args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn both_charts_install_upgrade_and_uninstall_with_helm_v4_and_v3_leaving_nothing_behind() {
     let _ = ensure_crds();
     let client = support::client().await;

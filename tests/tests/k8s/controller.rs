@@ -33,6 +33,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_controller_as_its_service_account_reconciles_edits_and_lets_gc_clean_up() {
     let _ = ensure_crds();
     let client = support::client().await;

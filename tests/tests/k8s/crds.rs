@@ -48,6 +48,10 @@ fn into_namespace(docs: &[Value], ns: &str) -> Vec<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn both_crds_are_accepted_established_and_answer_to_their_short_names() {
     let _ = ensure_crds();
     for crd in [
@@ -125,6 +129,10 @@ async fn both_crds_are_accepted_established_and_answer_to_their_short_names() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn every_example_manifest_meets_the_api_server_as_its_header_says() {
     let _ = ensure_crds();
     let client = support::client().await;
@@ -193,6 +201,10 @@ async fn every_example_manifest_meets_the_api_server_as_its_header_says() {
 const FOREIGN_GROUPS: [&str; 2] = ["cert-manager.io/", "monitoring.coreos.com/"];
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn every_chart_rendered_object_passes_a_server_side_dry_run_apply() {
     let _ = ensure_crds();
     let client = support::client().await;
@@ -268,6 +280,10 @@ fn base(kind: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_api_server_refuses_every_schema_violation_naming_the_field() {
     let _ = ensure_crds();
     let client = support::client().await;
@@ -385,6 +401,10 @@ async fn the_api_server_refuses_every_schema_violation_naming_the_field() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_api_server_takes_a_budget_for_each_of_the_four_roles_in_both_scopes() {
     let _ = ensure_crds();
     let client = support::client().await;
@@ -418,6 +438,10 @@ async fn the_api_server_takes_a_budget_for_each_of_the_four_roles_in_both_scopes
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn kubectl_get_cfp_prints_the_minimum_mode_column() {
     let _ = ensure_crds();
     let name = "columns-baseline";
@@ -443,6 +467,10 @@ async fn kubectl_get_cfp_prints_the_minimum_mode_column() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_crds_are_created_without_a_warning_from_the_api_server() {
     // Found by this suite: schemars' `format: uint16` / `uint32` drew
     // `Warning: unrecognized format "uint32"` on every fresh install of the CRDs.

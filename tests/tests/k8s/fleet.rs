@@ -133,6 +133,10 @@ pub(crate) fn secret_value(ns: &str, name: &str, key: &str) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_fleet_policy_status_shows_what_the_gates_of_its_pods_serve() {
     let Some(python) = fleetgate_e2e::venv::hermes_python() else {
         return;

@@ -119,6 +119,10 @@ fn compare(
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn pods_are_stored_exactly_as_the_webhook_golden_files_say() {
     let _ = ensure_crds();
     let client = support::client().await;

@@ -16,6 +16,10 @@ fn holder(lease: &Lease) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn a_killed_leader_hands_the_lease_to_the_other_replica_which_then_reconciles() {
     let _ = ensure_crds();
     let client = support::client().await;

@@ -28,6 +28,10 @@ fn policy(char_limit: u64, invalid: bool) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_role_grants_exactly_the_verbs_the_controller_uses() {
     let _ = ensure_crds();
     let client = support::client().await;

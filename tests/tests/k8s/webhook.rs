@@ -38,6 +38,10 @@ fn gate_image(pod: &Pod) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_webhook_behind_a_url_override_injects_pods_and_fails_closed_without_a_controller() {
     let _ = ensure_crds();
     let client = support::client().await;
@@ -178,6 +182,10 @@ async fn the_webhook_behind_a_url_override_injects_pods_and_fails_closed_without
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s"
+)]
 async fn the_webhook_refuses_every_identity_of_the_table_and_what_it_injects_passes_the_policy() {
     let _ = ensure_crds();
     let client = support::client().await;

@@ -38,6 +38,10 @@ fn condition(fp: &Value, kind: &str) -> Option<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_cluster_wide"
+)]
 async fn a_cluster_baseline_raises_a_namespace_and_a_conflict_keeps_its_last_good_config_map() {
     let _serial = crate::serial().await;
     let _ = ensure_crds();

@@ -51,6 +51,10 @@ fn record_versions(cms: Api<ConfigMap>) -> Arc<Mutex<Vec<String>>> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(
+    not(feature = "real-cluster"),
+    ignore = "real cluster (Kubernetes built from Go source): tests/run k8s, or cargo test -p fleetgate-e2e --features real-cluster --test k8s_cluster_wide"
+)]
 async fn both_replicas_ride_out_an_api_server_outage_and_an_etcd_restart_and_only_the_holder_writes()
  {
     let _serial = crate::serial().await;
