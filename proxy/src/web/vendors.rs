@@ -5,7 +5,8 @@
 //! The vendor backends (`firecrawl`, `tavily`, `exa`, `parallel`, `keenable` for extract and
 //! search; `perplexity`, `searxng`, `brave-free`, `ddgs`, `xai` for search only) speak each vendor's
 //! wire format through the shared [`client`]. exa, parallel, firecrawl and keenable also answer
-//! without a key ([`keyless`]), and `keyless` names their ring. Backends never build HTTP
+//! without a key ([`keyless`]), and `keyless` names their ring. [`mcp`] is the gate's one MCP
+//! client (the keyless Exa and Parallel calls, and watches). Backends never build HTTP
 //! responses; failures are [`VendorFailure`] values with stable codes.
 
 pub mod backend;
@@ -18,6 +19,7 @@ pub mod firecrawl;
 pub mod html;
 pub mod keenable;
 pub mod keyless;
+pub(crate) mod mcp;
 pub mod page;
 pub mod parallel;
 pub mod perplexity;

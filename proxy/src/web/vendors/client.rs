@@ -4,9 +4,12 @@
 //! the body too, bounded retries with exponential backoff on 5xx, timeouts and connection
 //! errors (never on other 4xx; 429 only when the vendor says when to come back), a body cap
 //! enforced while the body streams, and errors classified by source. TLS is rustls with the
-//! ring provider and the bundled web PKI roots; no environment proxy, no redirects.
+//! ring provider and the bundled web PKI roots; no environment proxy, no redirects. A client
+//! can be pinned to addresses a gate checked ([`HttpClient::pinned`]): it then never looks its
+//! host up. The MCP client ([`super::mcp`]) speaks through this client too.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -316,6 +319,23 @@ pub(crate) fn excerpt(body: &[u8]) -> String {
     text.trim().chars().take(EXCERPT_CHARS).collect()
 }
 
+/// A 2xx answer: its headers and its (decoded) body.
+#[derive(Clone, Debug)]
+pub(crate) struct Answer {
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+/// Whether a body read so far holds what the caller waits for, given the body and the length
+/// it had before the last chunk; `true` ends the read there (an event stream a server keeps
+/// open after its answer).
+pub(crate) type Enough<'a> = &'a (dyn Fn(&[u8], usize) -> bool + Sync);
+
+/// Reads every body to its end.
+fn to_the_end(_: &[u8], _: usize) -> bool {
+    false
+}
+
 /// The HTTP client of one vendor endpoint.
 #[derive(Clone, Debug)]
 pub(crate) struct HttpClient {
@@ -328,7 +348,16 @@ pub(crate) struct HttpClient {
 impl HttpClient {
     pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
-            http: build_client(&endpoint),
+            http: build_client(&endpoint, None),
+            endpoint,
+        }
+    }
+
+    /// A client whose connections to `host` go only to `addrs` (the addresses a gate checked),
+    /// with no lookup of its own.
+    pub(crate) fn pinned(endpoint: Endpoint, host: &str, addrs: &[SocketAddr]) -> Self {
+        Self {
+            http: build_client(&endpoint, Some((host, addrs))),
             endpoint,
         }
     }
@@ -345,13 +374,48 @@ impl HttpClient {
         body: &serde_json::Value,
     ) -> Result<Bytes, CallError> {
         let url = self.endpoint.url(path);
-        self.send(|http| {
-            let mut req = http.post(url.clone()).json(body);
-            for (name, value) in headers {
-                req = req.header(*name, value);
-            }
-            req
-        })
+        let answer = self.post_json_to(&url, headers, body, &to_the_end).await?;
+        Ok(answer.body)
+    }
+
+    /// POST `body` as JSON to `url` as given (its query kept); the 2xx answer, its body read
+    /// until `enough` says so or to its end.
+    pub(crate) async fn post_json_to(
+        &self,
+        url: &Url,
+        headers: &[(&str, String)],
+        body: &serde_json::Value,
+        enough: Enough<'_>,
+    ) -> Result<Answer, CallError> {
+        self.send(
+            |http| {
+                let mut req = http.post(url.clone()).json(body);
+                for (name, value) in headers {
+                    req = req.header(*name, value);
+                }
+                req
+            },
+            enough,
+        )
+        .await
+    }
+
+    /// DELETE `url` as given; the 2xx answer (its body not waited for), or why not.
+    pub(crate) async fn delete(
+        &self,
+        url: &Url,
+        headers: &[(&str, String)],
+    ) -> Result<Answer, CallError> {
+        self.send(
+            |http| {
+                let mut req = http.delete(url.clone());
+                for (name, value) in headers {
+                    req = req.header(*name, value);
+                }
+                req
+            },
+            &|_, _| true,
+        )
         .await
     }
 
@@ -365,14 +429,19 @@ impl HttpClient {
         let mut url = self.endpoint.url(path);
         url.query_pairs_mut()
             .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
-        self.send(|http| {
-            let mut req = http.get(url.clone());
-            for (name, value) in headers {
-                req = req.header(*name, value);
-            }
-            req
-        })
-        .await
+        let answer = self
+            .send(
+                |http| {
+                    let mut req = http.get(url.clone());
+                    for (name, value) in headers {
+                        req = req.header(*name, value);
+                    }
+                    req
+                },
+                &to_the_end,
+            )
+            .await?;
+        Ok(answer.body)
     }
 
     /// POST JSON and parse the JSON answer; failures worded as `{what}: {detail}`.
@@ -391,7 +460,7 @@ impl HttpClient {
         parse_json(&bytes).map_err(|e| VendorError::bad_response(backend, format!("{what}: {e}")))
     }
 
-    async fn send<F>(&self, build: F) -> Result<Bytes, CallError>
+    async fn send<F>(&self, build: F, enough: Enough<'_>) -> Result<Answer, CallError>
     where
         F: Fn(&reqwest::Client) -> reqwest::RequestBuilder,
     {
@@ -404,7 +473,7 @@ impl HttpClient {
         with_retries(self.endpoint.retries, || {
             let request = build(http);
             async move {
-                match tokio::time::timeout(limit, exchange(request, cap)).await {
+                match tokio::time::timeout(limit, exchange(request, cap, enough)).await {
                     Ok(result) => result,
                     Err(_) => Err(CallError::Timeout(limit)),
                 }
@@ -414,7 +483,10 @@ impl HttpClient {
     }
 }
 
-fn build_client(endpoint: &Endpoint) -> Result<reqwest::Client, String> {
+fn build_client(
+    endpoint: &Endpoint,
+    pin: Option<(&str, &[SocketAddr])>,
+) -> Result<reqwest::Client, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -424,14 +496,18 @@ fn build_client(endpoint: &Endpoint) -> Result<reqwest::Client, String> {
     .map_err(|e| format!("failed to configure TLS: {e}"))?
     .with_root_certificates(roots)
     .with_no_client_auth();
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .use_preconfigured_tls(tls)
         .user_agent(USER_AGENT)
         // Vendor calls go straight to the vendor: the gate is the egress control itself.
         .no_proxy()
         // A redirecting vendor API is an error to report, not a hop to follow with our key.
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(endpoint.timeout.min(Duration::from_secs(10)))
+        .connect_timeout(endpoint.timeout.min(Duration::from_secs(10)));
+    if let Some((host, addrs)) = pin {
+        builder = builder.resolve_to_addrs(host, addrs);
+    }
+    builder
         .build()
         .map_err(|e| format!("failed to build the HTTP client: {}", error_chain(&e)))
 }
@@ -487,8 +563,13 @@ pub(crate) fn backoff(done: u32) -> Duration {
         .min(BACKOFF_MAX)
 }
 
-/// One attempt: send, then read a 2xx body under `cap`, or a bounded error excerpt.
-async fn exchange(request: reqwest::RequestBuilder, cap: u64) -> Result<Bytes, CallError> {
+/// One attempt: send, then read a 2xx body under `cap` (until `enough`), or a bounded error
+/// excerpt.
+async fn exchange(
+    request: reqwest::RequestBuilder,
+    cap: u64,
+    enough: Enough<'_>,
+) -> Result<Answer, CallError> {
     let mut response = request.send().await.map_err(transport)?;
     let status = response.status().as_u16();
     if !(200..300).contains(&status) {
@@ -503,14 +584,22 @@ async fn exchange(request: reqwest::RequestBuilder, cap: u64) -> Result<Bytes, C
     if response.content_length().is_some_and(|len| len > cap) {
         return Err(CallError::TooLarge(cap));
     }
+    let headers = std::mem::take(response.headers_mut());
     let mut body = BytesMut::new();
     while let Some(chunk) = response.chunk().await.map_err(transport)? {
         if (body.len() + chunk.len()) as u64 > cap {
             return Err(CallError::TooLarge(cap));
         }
+        let before = body.len();
         body.extend_from_slice(&chunk);
+        if enough(&body, before) {
+            break;
+        }
     }
-    Ok(body.freeze())
+    Ok(Answer {
+        headers,
+        body: body.freeze(),
+    })
 }
 
 /// Up to `limit` bytes of a body; a read error just ends it.

@@ -2,7 +2,7 @@
 //! ring that walks them.
 //!
 //! Each ring member has a public endpoint with its own wire format: Exa and Parallel speak MCP
-//! (one `tools/call`, see [`mcp`]), Firecrawl its v2 REST API without `Authorization`, Keenable
+//! (one `tools/call` without an initialize handshake, see [`super::mcp`]), Firecrawl its v2 REST API without `Authorization`, Keenable
 //! its `/public` routes. A [`KeylessClient`] is one member on that endpoint; `web.vendors.<name>`
 //! still sets its timeout and retries, and `keylessUrl` moves the endpoint (a mirror, a test
 //! stub). A keyless vendor sees the agent's queries and URLs: it is called only when the policy
@@ -16,8 +16,6 @@
 //! is rate-limit-ish or a vendor refusal (401, 402, 403, 5xx); extract only when every row's
 //! error is rate-limit-ish. Any other failure ends the walk with that vendor's error.
 
-pub(crate) mod mcp;
-
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -28,6 +26,7 @@ use super::client::VendorErrorKind;
 use super::client::{self, Endpoint, HttpClient, VendorError};
 use super::firecrawl;
 use super::keenable::KeenableClient;
+use super::mcp;
 use super::page::{Page, UrlRows, VendorFailure, assign_rows, fail_all, per_url};
 use super::search::{self, KeyOrder, RawHit, SearchHit, Searched};
 use crate::policy::backends::BackendKind;
