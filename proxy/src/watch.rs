@@ -16,54 +16,53 @@ use crate::judge::metrics::ProxyMetrics;
 use crate::live::runtime::Runtime;
 use crate::policy::watch::WatchSpec;
 
-pub mod cli;
-pub mod error;
-pub use fleetgate_policy::header_template as headers;
-pub mod items;
-pub mod mcp;
-pub mod route;
-pub mod state;
+pub(crate) mod cli;
+pub(crate) mod error;
+pub(crate) mod items;
+pub(crate) mod mcp;
+pub(crate) mod route;
+pub(crate) mod state;
 
-pub use error::WatchError;
+pub(crate) use error::WatchError;
 
 /// What a successful run found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     /// `baseline`, `no_change` or `new_items`.
-    pub result: &'static str,
+    pub(crate) result: &'static str,
     /// Ids never seen before (all current ids on a baseline run).
-    pub new_items: usize,
+    pub(crate) new_items: usize,
     /// The text/plain output (ends with a newline).
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// Metrics of the watches.
 #[derive(Clone, Debug)]
-pub struct WatchMetrics {
+pub(crate) struct WatchMetrics {
     /// `fleetgate_watch_runs_total{watch,result}`: `baseline`, `no_change`, `new_items`, `error`.
-    pub runs: IntCounterVec,
+    pub(crate) runs: IntCounterVec,
     /// `fleetgate_watch_new_items_total{watch}`: new ids reported.
-    pub new_items: IntCounterVec,
+    pub(crate) new_items: IntCounterVec,
     /// `fleetgate_watch_errors_total{watch,reason}`: failed runs by reason code.
-    pub errors: IntCounterVec,
+    pub(crate) errors: IntCounterVec,
     /// `fleetgate_watch_dry_runs_total{watch,result}`: dry runs (`?dry_run=1`, `--dry-run`) by
     /// the result they showed; they change no state and count in no other watch metric.
-    pub dry_runs: IntCounterVec,
+    pub(crate) dry_runs: IntCounterVec,
 }
 
 /// The watches of a gate: per-watch locks (kept across policy reloads) and metrics.
 #[derive(Debug)]
-pub struct Watches {
+pub(crate) struct Watches {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Metrics.
-    pub metrics: WatchMetrics,
+    pub(crate) metrics: WatchMetrics,
 }
 
 // === impl Watches ===
 
 impl Watches {
     /// Watches whose metrics are registered in `reg`.
-    pub fn register(reg: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(reg: &Registry) -> prometheus::Result<Self> {
         let counter = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels)?;
             reg.register(Box::new(c.clone()))?;
@@ -97,7 +96,7 @@ impl Watches {
     }
 
     /// Run watch `name` of `rt`'s policy once and count the outcome.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         rt: &Runtime,
         metrics: &ProxyMetrics,
@@ -150,7 +149,7 @@ impl Watches {
 
 /// One run of one watch, without locking or metrics; `own` are the gate's listeners, which
 /// the MCP client never dials.
-pub async fn run_once(
+pub(crate) async fn run_once(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     own: &crate::base::dialer::OwnListeners,

@@ -20,16 +20,16 @@ use crate::policy::Policy;
 pub struct WatchArgs {
     /// The policy file declaring the watch.
     #[arg(long)]
-    pub policy: PathBuf,
+    pub(crate) policy: PathBuf,
     /// The watch to run.
-    pub name: String,
+    pub(crate) name: String,
     /// Print what would be reported without writing the state.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 /// Run one watch from the command line.
-pub async fn run(args: &WatchArgs) -> ExitCode {
+pub(crate) async fn run(args: &WatchArgs) -> ExitCode {
     let policy = match Policy::load(&args.policy) {
         Ok(p) => p,
         Err(e) => {

@@ -6,7 +6,7 @@ use super::state;
 
 /// Why a watch run failed. Every variant leaves the state unchanged.
 #[derive(Debug, thiserror::Error)]
-pub enum WatchError {
+pub(crate) enum WatchError {
     /// The policy declares no watch of this name.
     #[error("failed to find watch '{0}': the policy declares no such watch")]
     Unknown(String),
@@ -33,7 +33,8 @@ pub enum WatchError {
 
 impl WatchError {
     /// Every code of a watch route.
-    pub const ALL_CODES: &'static [&'static str] = &[
+    #[cfg(test)]
+    pub(crate) const ALL_CODES: &'static [&'static str] = &[
         "watch_unknown",
         "watch_config",
         "watch_refused",
@@ -42,7 +43,7 @@ impl WatchError {
     ];
 
     /// The stable reason code (metric label, `x-fleetgate-error` header).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::Unknown(_) => "watch_unknown",
             Self::Config(_) => "watch_config",
@@ -53,7 +54,7 @@ impl WatchError {
     }
 
     /// The HTTP status of the route.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::Unknown(_) => StatusCode::NOT_FOUND,
             Self::Refused { .. } => StatusCode::FORBIDDEN,

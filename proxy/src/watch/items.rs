@@ -16,30 +16,30 @@ mod tests;
 /// Embedded JSON is followed at most this deep, so a hostile result cannot exhaust the stack.
 const MAX_DEPTH: usize = 64;
 /// Longest printed item line, in characters.
-pub const MAX_LINE_CHARS: usize = 300;
+pub(crate) const MAX_LINE_CHARS: usize = 300;
 /// The output that keeps the agent asleep.
-pub const NO_WAKE: &str = r#"{"wakeAgent": false}"#;
+pub(crate) const NO_WAKE: &str = r#"{"wakeAgent": false}"#;
 
 /// One item of a tool result.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Item {
+pub(crate) struct Item {
     /// The id as text (a number is its JSON text).
-    pub id: String,
+    pub(crate) id: String,
     /// The item object.
-    pub value: Value,
+    pub(crate) value: Value,
 }
 
 /// Items found in a result, and the envelope error when the result reports one.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Extracted {
+pub(crate) struct Extracted {
     /// Items in result order, unique by id (the first occurrence wins).
-    pub items: Vec<Item>,
+    pub(crate) items: Vec<Item>,
     /// The first `successful: false` / non-empty `error` seen outside the items.
-    pub envelope_error: Option<String>,
+    pub(crate) envelope_error: Option<String>,
 }
 
 /// Find the items of `docs` (the tool's text blocks and structured content).
-pub fn extract(docs: &[Value], id_field: &str) -> Extracted {
+pub(crate) fn extract(docs: &[Value], id_field: &str) -> Extracted {
     let mut out = Extracted::default();
     let mut seen = HashSet::new();
     for doc in docs {
@@ -120,7 +120,7 @@ fn is_empty(v: &Value) -> bool {
 
 /// The printed line of an item: its `show_fields` joined by ` | `, or its id when none of
 /// them is present. Whitespace is folded and the line is cut to [`MAX_LINE_CHARS`].
-pub fn line(item: &Item, show_fields: &[String]) -> String {
+pub(crate) fn line(item: &Item, show_fields: &[String]) -> String {
     let parts: Vec<String> = show_fields
         .iter()
         .filter_map(|f| field(&item.value, f))
@@ -175,7 +175,7 @@ fn short(text: &str) -> String {
 }
 
 /// The run's output: at most `max_new` lines plus `… and N more`, or [`NO_WAKE`].
-pub fn render(lines: &[String], max_new: usize) -> String {
+pub(crate) fn render(lines: &[String], max_new: usize) -> String {
     if lines.is_empty() {
         return format!("{NO_WAKE}\n");
     }

@@ -24,7 +24,7 @@ const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Call the watch's tool; returns the documents to search for items (each text block, then
 /// the structured content).
-pub async fn call(
+pub(crate) async fn call(
     rt: &Runtime,
     metrics: &ProxyMetrics,
     own: &crate::base::dialer::OwnListeners,
@@ -85,7 +85,7 @@ fn cause(e: &McpError) -> String {
 }
 
 /// The documents of a `CallToolResult` as JSON, or the tool's own error when `isError`.
-pub fn documents(result: &Value, tool: &str) -> Result<Vec<Value>, WatchError> {
+pub(crate) fn documents(result: &Value, tool: &str) -> Result<Vec<Value>, WatchError> {
     let texts: Vec<Value> = result
         .get("content")
         .and_then(Value::as_array)

@@ -9,10 +9,14 @@ use crate::judge::respond::{self, Body};
 use crate::live::state::GateState;
 
 /// The path prefix of the route.
-pub const PREFIX: &str = "/v1/watch/";
+pub(crate) const PREFIX: &str = "/v1/watch/";
 
 /// Serve one watch run.
-pub async fn handle(gate: &GateState, watches: &Watches, req: Request<Incoming>) -> Response<Body> {
+pub(crate) async fn handle(
+    gate: &GateState,
+    watches: &Watches,
+    req: Request<Incoming>,
+) -> Response<Body> {
     let name = req
         .uri()
         .path()
@@ -45,7 +49,7 @@ pub async fn handle(gate: &GateState, watches: &Watches, req: Request<Incoming>)
 }
 
 /// `dry_run=1` (or `true`) in the query string.
-pub fn is_dry_run(query: Option<&str>) -> bool {
+pub(crate) fn is_dry_run(query: Option<&str>) -> bool {
     query
         .unwrap_or_default()
         .split('&')

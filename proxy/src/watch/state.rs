@@ -17,7 +17,7 @@ const STATE_VERSION: u32 = 1;
 
 /// Why the state could not be read or written.
 #[derive(Debug, thiserror::Error)]
-pub enum StateError {
+pub(crate) enum StateError {
     /// The file exists but cannot be read.
     #[error("failed to read the watch state {path}: {source}")]
     Read {
@@ -57,12 +57,12 @@ struct StateFile {
 }
 
 /// The state file of watch `name` under `store_root`.
-pub fn path(store_root: &Path, name: &str) -> PathBuf {
+pub(crate) fn path(store_root: &Path, name: &str) -> PathBuf {
     store_root.join("watch").join(format!("{name}.json"))
 }
 
 /// The seen ids, oldest first; `None` when there is no state yet.
-pub fn load(path: &Path) -> Result<Option<Vec<String>>, StateError> {
+pub(crate) fn load(path: &Path) -> Result<Option<Vec<String>>, StateError> {
     let bytes = match crate::policy::file::read_regular(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -86,7 +86,7 @@ pub fn load(path: &Path) -> Result<Option<Vec<String>>, StateError> {
 
 /// Write `ids` for watch `name` atomically: a temp file beside the target, fsync, rename,
 /// then fsync the folder so the rename survives a crash.
-pub fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), StateError> {
+pub(crate) fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), StateError> {
     let err = |source| StateError::Write {
         path: path.to_path_buf(),
         source,
@@ -104,7 +104,11 @@ pub fn save(path: &Path, name: &str, ids: &[String], now: i64) -> Result<(), Sta
 /// Merge the ids of this run into `seen`: returns the new ids (in result order) and the
 /// stored list, oldest first, bounded by `max_seen`. Past the bound, the oldest ids the tool
 /// no longer returns go first, then the oldest of the rest.
-pub fn merge(seen: &[String], current: &[String], max_seen: usize) -> (Vec<String>, Vec<String>) {
+pub(crate) fn merge(
+    seen: &[String],
+    current: &[String],
+    max_seen: usize,
+) -> (Vec<String>, Vec<String>) {
     let known: HashSet<&str> = seen.iter().map(String::as_str).collect();
     let new: Vec<String> = current
         .iter()

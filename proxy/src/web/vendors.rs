@@ -9,25 +9,25 @@
 //! client (the keyless Exa and Parallel calls, and watches). Backends never build HTTP
 //! responses; failures are [`VendorFailure`] values with stable codes.
 
-pub mod backend;
-pub mod brave_free;
-pub mod client;
-pub mod ddgs;
-pub mod direct;
-pub mod exa;
-pub mod firecrawl;
-pub mod html;
+pub(crate) mod backend;
+pub(crate) mod brave_free;
+pub(crate) mod client;
+pub(crate) mod ddgs;
+pub(crate) mod direct;
+pub(crate) mod exa;
+pub(crate) mod firecrawl;
+pub(crate) mod html;
 pub mod keenable;
-pub mod keyless;
+pub(crate) mod keyless;
 pub(crate) mod mcp;
-pub mod page;
-pub mod parallel;
-pub mod perplexity;
-pub mod registry;
-pub mod search;
-pub mod searxng;
-pub mod tavily;
-pub mod xai;
+pub(crate) mod page;
+pub(crate) mod parallel;
+pub(crate) mod perplexity;
+pub(crate) mod registry;
+pub(crate) mod search;
+pub(crate) mod searxng;
+pub(crate) mod tavily;
+pub(crate) mod xai;
 
 pub use backend::{Backend, default_endpoint};
 pub use client::{Endpoint, FailureSource, VendorError, VendorErrorKind};
@@ -36,4 +36,4 @@ pub use fleetgate_policy::backends::{
     check_search_backend, no_search_error, search_only_error,
 };
 pub use page::{Admitted, Hop, HopGate, Page, VendorFailure};
-pub use search::{SearchHit, Searched};
+pub(crate) use search::{SearchHit, Searched};

@@ -73,7 +73,7 @@ impl Backend {
     }
 
     /// Which backend this is.
-    pub fn kind(&self) -> BackendKind {
+    pub(crate) fn kind(&self) -> BackendKind {
         match self {
             Self::Direct(_) => BackendKind::Direct,
             Self::Firecrawl(_) => BackendKind::Firecrawl,
@@ -92,17 +92,17 @@ impl Backend {
     }
 
     /// Policy name.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.kind().name()
     }
 
     /// Hermes' display name.
-    pub fn display_name(&self) -> &'static str {
+    pub(crate) fn display_name(&self) -> &'static str {
         self.kind().display_name()
     }
 
     /// What the backend can do.
-    pub fn capabilities(&self) -> Capabilities {
+    pub(crate) fn capabilities(&self) -> Capabilities {
         self.kind().capabilities()
     }
 
@@ -124,7 +124,7 @@ impl Backend {
     }
 
     /// Whether calls go to a vendor without a key: a ring member's keyless endpoint or the ring.
-    pub fn keyless(&self) -> bool {
+    pub(crate) fn keyless(&self) -> bool {
         match self {
             Self::Keyless(_) | Self::Ring(_) => true,
             Self::Keenable(k) => k.keyless(),
@@ -192,7 +192,7 @@ impl Backend {
 
 impl Start {
     /// The walk of a rescue for the configured backend `primary`.
-    pub fn rescuing(primary: &Backend) -> Self {
+    pub(crate) fn rescuing(primary: &Backend) -> Self {
         match primary {
             Backend::Keyless(c) => Self::After(c.kind()),
             Backend::Keenable(k) if k.keyless() => Self::After(BackendKind::Keenable),

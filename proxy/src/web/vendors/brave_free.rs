@@ -9,7 +9,7 @@ use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes' error when the key is missing.
-pub const MISSING_KEY: &str = "BRAVE_SEARCH_API_KEY is not set";
+pub(crate) const MISSING_KEY: &str = "BRAVE_SEARCH_API_KEY is not set";
 /// Brave's `count` maximum.
 const MAX_COUNT: usize = 20;
 const NAME: &str = "brave-free";
@@ -24,19 +24,23 @@ pub struct BraveFreeClient {
 
 impl BraveFreeClient {
     /// A client for `endpoint`.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
         }
     }
 
     /// Whether the key is set.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.http.endpoint().key().is_some()
     }
 
     /// Search; rows are `{title, url, description, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let key = self
             .http
             .endpoint()

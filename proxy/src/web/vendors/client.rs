@@ -16,16 +16,16 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use url::Url;
 
-pub mod answer_json;
+pub(crate) mod answer_json;
 
 /// Backoff before the first retry; doubled for each later one.
 const BACKOFF_BASE: Duration = Duration::from_millis(200);
 /// Longest backoff between two attempts.
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// A 429 is retried only when its `Retry-After` is at most this long.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Characters of a vendor's error body kept in error messages.
-pub const EXCERPT_CHARS: usize = 300;
+pub(crate) const EXCERPT_CHARS: usize = 300;
 /// Bytes read from an error response to build the excerpt.
 const ERROR_BODY_READ: usize = 4096;
 /// The `User-Agent` of every vendor call.
@@ -62,11 +62,11 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     /// Default attempt timeout: 60 s.
-    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+    pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
     /// Default body cap: 32 MiB.
-    pub const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+    pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
     /// Default extra attempts: 2.
-    pub const DEFAULT_RETRIES: u32 = 2;
+    pub(crate) const DEFAULT_RETRIES: u32 = 2;
 
     /// An endpoint at `base_url` with no key and the default limits.
     pub fn new(base_url: Url) -> Self {
@@ -86,7 +86,7 @@ impl Endpoint {
     }
 
     /// The credential, trimmed; `None` when absent or blank.
-    pub fn key(&self) -> Option<&str> {
+    pub(crate) fn key(&self) -> Option<&str> {
         self.api_key
             .as_deref()
             .map(str::trim)
@@ -95,7 +95,7 @@ impl Endpoint {
 
     /// `base_url` with `path` appended to its path (a base path prefix is kept); an empty
     /// `path` is the base URL itself (an MCP endpoint).
-    pub fn url(&self, path: &str) -> Url {
+    pub(crate) fn url(&self, path: &str) -> Url {
         let mut url = self.base_url.clone();
         url.set_query(None);
         url.set_fragment(None);
@@ -189,7 +189,7 @@ impl VendorErrorKind {
 #[error("{message}")]
 pub struct VendorError {
     /// Backend policy name (`tavily`, `brave-free`, ...).
-    pub backend: &'static str,
+    pub(crate) backend: &'static str,
     /// What went wrong.
     pub kind: VendorErrorKind,
     /// The vendor's HTTP status, when it answered with one.
@@ -212,7 +212,7 @@ impl VendorError {
     }
 
     /// The backend named lacks its credential or base URL.
-    pub fn not_configured(backend: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn not_configured(backend: &'static str, message: impl Into<String>) -> Self {
         Self::new(backend, VendorErrorKind::NotConfigured, message)
     }
 

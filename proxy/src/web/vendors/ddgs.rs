@@ -19,10 +19,8 @@ use super::client::VendorErrorKind;
 use super::client::{CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
-/// Hermes' hard wall clock for one search.
-pub const TIMEOUT_SECS: u64 = 30;
 /// A result page is a few dozen KiB; more is not one.
-pub const MAX_BODY_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: u64 = 1024 * 1024;
 const NAME: &str = "ddgs";
 /// Hermes' timeout text.
 const TIMED_OUT: &str = "DuckDuckGo search timed out after 30s — DuckDuckGo may be \
@@ -38,7 +36,7 @@ pub struct DdgsClient {
 
 impl DdgsClient {
     /// A client for `endpoint`; its body limit is at most [`MAX_BODY_BYTES`].
-    pub fn new(mut endpoint: Endpoint) -> Self {
+    pub(crate) fn new(mut endpoint: Endpoint) -> Self {
         endpoint.max_body_bytes = endpoint.max_body_bytes.min(MAX_BODY_BYTES);
         Self {
             http: HttpClient::new(endpoint),
@@ -46,12 +44,16 @@ impl DdgsClient {
     }
 
     /// Always callable: there is no key.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         true
     }
 
     /// Search; rows are `{title, url, description, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let headers = [("accept", "text/html".to_string())];
         let bytes = self
             .http

@@ -49,7 +49,7 @@ struct HopResponse {
 
 impl DirectFetcher {
     /// A fetcher trusting the bundled web PKI roots.
-    pub fn new(limits: FetchPolicy) -> Self {
+    pub(crate) fn new(limits: FetchPolicy) -> Self {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         let config = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -72,7 +72,7 @@ impl DirectFetcher {
 
     /// Fetch an admitted target, re-gating every redirect hop through `gate`; an HTML page
     /// is converted with `scope` (its main content, or the whole page).
-    pub async fn fetch<G: HopGate>(
+    pub(crate) async fn fetch<G: HopGate>(
         &self,
         first: Admitted,
         gate: &G,
@@ -270,20 +270,20 @@ impl DirectFetcher {
 
 /// A decoded, converted response body.
 #[derive(Debug)]
-pub struct Converted {
+pub(crate) struct Converted {
     /// The page's title.
-    pub title: String,
+    pub(crate) title: String,
     /// Markdown (HTML), the text itself (text), or the bytes as Latin-1 (binary).
-    pub content: String,
+    pub(crate) content: String,
     /// `Content-Type` as served.
-    pub content_type: Option<String>,
+    pub(crate) content_type: Option<String>,
     /// Whether the body is text (HTML or text), not a binary payload.
-    pub textual: bool,
+    pub(crate) textual: bool,
 }
 
 /// Why a body was not converted.
 #[derive(Debug)]
-pub enum Unconverted {
+pub(crate) enum Unconverted {
     /// The body cannot be handed to the agent.
     Failed(VendorFailure),
     /// The fetch's deadline passed during the conversion.
@@ -310,7 +310,7 @@ fn convert(
 /// Convert a body as served (after `Content-Encoding`): HTML to markdown with `scope`, text
 /// decoded, binary kept as bytes. A body with bytes that yields no text is an error
 /// (`empty_content`), never an empty success. `fleetgate-proxy convert` runs the same code.
-pub fn convert_body(
+pub(crate) fn convert_body(
     content_type: Option<String>,
     body: &[u8],
     scope: Scope,

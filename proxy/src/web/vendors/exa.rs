@@ -15,7 +15,7 @@ use super::page::{Page, VendorFailure, assign_rows, fail_all, same_url};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes' error when the key is missing.
-pub const MISSING_KEY: &str =
+pub(crate) const MISSING_KEY: &str =
     "EXA_API_KEY environment variable not set. Get your API key at https://exa.ai";
 /// Exa returns at most this many search results.
 const MAX_RESULTS: usize = 100;
@@ -31,19 +31,23 @@ pub struct ExaClient {
 
 impl ExaClient {
     /// A client for `endpoint`.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
         }
     }
 
     /// Whether the key is set.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.http.endpoint().key().is_some()
     }
 
     /// Search; rows are `{url, title, description = highlights, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let headers = self.headers()?;
         let body = json!({
             "query": query,
@@ -63,7 +67,7 @@ impl ExaClient {
     }
 
     /// Extract `urls` in one `/contents` call; one result per URL in input order.
-    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+    pub(crate) async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         let headers = match self.headers() {
             Ok(h) => h,
             Err(e) => return fail_all(urls, e),

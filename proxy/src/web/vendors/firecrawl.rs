@@ -15,7 +15,7 @@ use super::page::{Page, VendorFailure};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes' error when neither a key nor a self-hosted URL is set.
-pub const NOT_CONFIGURED: &str = "Web tools are not configured. Set FIRECRAWL_API_KEY for cloud \
+pub(crate) const NOT_CONFIGURED: &str = "Web tools are not configured. Set FIRECRAWL_API_KEY for cloud \
      Firecrawl or set FIRECRAWL_API_URL for a self-hosted Firecrawl instance.";
 /// The SDK refuses limits above this.
 const MAX_RESULTS: usize = 100;
@@ -39,20 +39,24 @@ impl super::page::FetchOne for FirecrawlClient {
 
 impl FirecrawlClient {
     /// A client for `endpoint` (cloud or self-hosted).
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
         }
     }
 
     /// Whether a key is set or the base URL points at a self-hosted instance.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         let endpoint = self.http.endpoint();
         endpoint.key().is_some() || !is_cloud(&endpoint.base_url)
     }
 
     /// Search; rows are `{url, title, description, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let headers = self.headers()?;
         let body = json!({
             "query": query,
@@ -84,7 +88,7 @@ impl FirecrawlClient {
     ///
     /// A failure that cannot differ per URL (no credential, 401, 402, vendor unreachable)
     /// is reused for the remaining URLs instead of calling again.
-    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+    pub(crate) async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         super::page::per_url(self, urls).await
     }
 
@@ -138,7 +142,7 @@ impl FirecrawlClient {
 }
 
 /// The `/v2/scrape` body `firecrawl-py` sends for `scrape(url, formats=["markdown"])`.
-pub fn scrape_body(url: &str) -> Value {
+pub(crate) fn scrape_body(url: &str) -> Value {
     json!({
         "url": url.trim(),
         "formats": ["markdown"],

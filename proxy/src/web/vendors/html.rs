@@ -8,22 +8,22 @@
 //! ([`bounded::serialize_filtered`]). The whole conversion runs on the extraction pool
 //! ([`pool`]), never on the listeners' async workers.
 
-pub mod bounded;
-pub mod encoding;
-pub mod main_content;
-pub mod pool;
-pub mod tidy;
+pub(crate) mod bounded;
+pub(crate) mod encoding;
+pub(crate) mod main_content;
+pub(crate) mod pool;
+pub(crate) mod tidy;
 
 use tokio::time::Instant;
 
 use ego_tree::NodeRef;
 use scraper::{Html, Node, Selector};
 
-pub use bounded::DeadlineExceeded;
+pub(crate) use bounded::DeadlineExceeded;
 
 /// What part of a page to convert.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The main content: the article without navigation, footers and link lists.
     #[default]
     Main,
@@ -33,30 +33,22 @@ pub enum Scope {
 
 impl Scope {
     /// The scope a policy's `web.onlyMainContent` names.
-    pub fn from_only_main(only_main: bool) -> Self {
+    pub(crate) fn from_only_main(only_main: bool) -> Self {
         if only_main { Self::Main } else { Self::Full }
-    }
-
-    /// Stable name (cache keys, decision lines).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Main => "main",
-            Self::Full => "full",
-        }
     }
 }
 
 /// A converted HTML page.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Converted {
+pub(crate) struct Converted {
     /// `<title>` text, whitespace collapsed.
-    pub title: String,
+    pub(crate) title: String,
     /// Markdown of the main content (or of the whole page).
-    pub markdown: String,
+    pub(crate) markdown: String,
 }
 
 /// Convert an HTML document, or stop at `deadline`.
-pub fn html_to_markdown(
+pub(crate) fn html_to_markdown(
     html: &str,
     scope: Scope,
     deadline: Instant,

@@ -25,8 +25,6 @@ use super::page::{Page, VendorFailure};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 use crate::policy::VendorTier;
 
-/// Hermes' per-call timeout for Keenable.
-pub const TIMEOUT_SECS: u64 = 30;
 /// The keyed search's `max_results` cap (Hermes' `SEARCH_LIMIT_CAP`).
 const MAX_RESULTS: usize = 20;
 const NAME: &str = "keenable";

@@ -32,16 +32,16 @@ use super::search::{self, KeyOrder, RawHit, SearchHit, Searched};
 use crate::policy::backends::BackendKind;
 use crate::policy::{VendorSettings, VendorTier};
 
-pub use fleetgate_policy::backends::RING;
+pub(crate) use fleetgate_policy::backends::RING;
 
 /// Exa's public MCP endpoint.
-pub const EXA_MCP_URL: &str = "https://mcp.exa.ai/mcp";
+pub(crate) const EXA_MCP_URL: &str = "https://mcp.exa.ai/mcp";
 /// Parallel's public MCP endpoint.
-pub const PARALLEL_MCP_URL: &str = "https://search.parallel.ai/mcp";
+pub(crate) const PARALLEL_MCP_URL: &str = "https://search.parallel.ai/mcp";
 /// Appended to the last error when every member failed over.
-pub const EXHAUSTED: &str = "all keyless vendors unavailable";
+pub(crate) const EXHAUSTED: &str = "all keyless vendors unavailable";
 /// The error when every member is on `tier: paid`.
-pub const PINNED_PAID: &str = "All keyless web providers are pinned to paid tiers.";
+pub(crate) const PINNED_PAID: &str = "All keyless web providers are pinned to paid tiers.";
 /// Hermes' timeout for the MCP and Keenable keyless calls.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Substrings of a rate-limit-ish error (lowercased).
@@ -57,7 +57,7 @@ const RATE_LIMIT_MARKERS: [&str; 7] = [
 
 /// This process's keyless session id: random hex, never persisted, never derived from an
 /// identifier. Parallel receives it as `session_id`; the ring cursor starts from it.
-pub fn session_id() -> &'static str {
+pub(crate) fn session_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
         use std::hash::{BuildHasher, Hasher};
@@ -80,7 +80,7 @@ fn cursor() -> &'static AtomicUsize {
 }
 
 /// Whether a failed call's error is rate-limit-ish.
-pub fn rate_limited(message: &str) -> bool {
+pub(crate) fn rate_limited(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
     RATE_LIMIT_MARKERS.iter().any(|m| lower.contains(m))
 }
@@ -88,7 +88,7 @@ pub fn rate_limited(message: &str) -> bool {
 /// Whether a failed search's error is a vendor refusal: an optional `Keyless <Word> search
 /// failed:` prefix, then `http`, `http status`, `status`, `status code`, `client error` or
 /// `error code`, an optional `:`, `=` or `'`, then 401, 402, 403 or a 5xx status.
-pub fn vendor_refusal(message: &str) -> bool {
+pub(crate) fn vendor_refusal(message: &str) -> bool {
     let lower = message.trim_start().to_ascii_lowercase();
     let mut rest = lower.as_str();
     if let Some(after) = rest.strip_prefix("keyless ")
@@ -162,7 +162,7 @@ enum KeylessRoute {
 
 impl KeylessClient {
     /// Member `kind` on its keyless endpoint; `config` is its `web.vendors.<name>` entry.
-    pub fn new(kind: BackendKind, config: Option<&VendorSettings>) -> Option<Self> {
+    pub(crate) fn new(kind: BackendKind, config: Option<&VendorSettings>) -> Option<Self> {
         let configured = config.and_then(|c| c.keyless_url.clone());
         let (default, timeout) = match kind {
             BackendKind::Exa => (EXA_MCP_URL, TIMEOUT),
@@ -199,12 +199,16 @@ impl KeylessClient {
     }
 
     /// Which vendor this is.
-    pub fn kind(&self) -> BackendKind {
+    pub(crate) fn kind(&self) -> BackendKind {
         self.kind
     }
 
     /// Search; rows are `{url, title, description, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         match &self.route {
             KeylessRoute::Keenable(k) => k.search(query, limit).await,
             KeylessRoute::Firecrawl(http) => {
@@ -250,7 +254,7 @@ impl KeylessClient {
     }
 
     /// Extract `urls`; one result per URL in input order.
-    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+    pub(crate) async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         match &self.route {
             KeylessRoute::Keenable(k) => k.extract(urls).await,
             KeylessRoute::Mcp(http) if self.kind == BackendKind::Parallel => {
@@ -449,7 +453,7 @@ fn parallel_extract_rows(text: &str) -> Result<UrlRows, String> {
 
 /// Where a walk of the ring starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Start {
+pub(crate) enum Start {
     /// At the cursor, which then advances (the ring serving `web.backend: keyless`).
     Cursor,
     /// Pinned at a member's ring position (the first member for a backend outside the ring).
@@ -469,7 +473,7 @@ pub struct Ring {
 
 impl Ring {
     /// The ring with each member's `web.vendors.<name>` settings.
-    pub fn new(settings: &[VendorSettings]) -> Self {
+    pub(crate) fn new(settings: &[VendorSettings]) -> Self {
         let members = RING
             .iter()
             .filter_map(|kind| {
@@ -482,7 +486,7 @@ impl Ring {
     }
 
     /// The walk from `start`; members on `tier: paid` dropped.
-    pub fn order(&self, start: Start) -> Result<Vec<&KeylessClient>, VendorError> {
+    pub(crate) fn order(&self, start: Start) -> Result<Vec<&KeylessClient>, VendorError> {
         let n = self.members.len().max(1);
         let position = |kind| {
             self.members
@@ -508,7 +512,7 @@ impl Ring {
 
     /// Search along the walk; the member that served, or the last error (with the exhaustion
     /// marker when every member failed over).
-    pub async fn search(
+    pub(crate) async fn search(
         &self,
         start: Start,
         query: &str,
@@ -544,7 +548,11 @@ impl Ring {
 
     /// Extract along the walk; moves on only when every row is rate-limit-ish. Pages carry
     /// the member that served them in [`Page::via`].
-    pub async fn extract(&self, start: Start, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+    pub(crate) async fn extract(
+        &self,
+        start: Start,
+        urls: &[String],
+    ) -> Vec<Result<Page, VendorFailure>> {
         let order = match self.order(start) {
             Ok(order) => order,
             Err(e) => return fail_all(urls, e),

@@ -58,23 +58,23 @@ pub struct Page {
     /// The upstream HTTP status.
     pub status: u16,
     /// The upstream `Content-Type`, if any.
-    pub content_type: Option<String>,
+    pub(crate) content_type: Option<String>,
     /// False when the body is not a text type (E7 names the binary kind or refuses it).
-    pub textual: bool,
+    pub(crate) textual: bool,
     /// The ring member that served the page when the keyless ring did.
-    pub via: Option<BackendKind>,
+    pub(crate) via: Option<BackendKind>,
     /// Every URL after the requested one (redirect hops, a vendor's final URL), in order,
     /// each with the addresses E2 checked for it (none when a vendor dialled it).
-    pub hops: Vec<Hop>,
+    pub(crate) hops: Vec<Hop>,
 }
 
 /// One URL a page was fetched through after the requested one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hop {
     /// The normalised URL.
-    pub url: String,
+    pub(crate) url: String,
     /// The addresses E2 returned for it, when the gate dialled it.
-    pub addrs: Vec<IpAddr>,
+    pub(crate) addrs: Vec<IpAddr>,
 }
 
 // === impl Page ===
@@ -253,9 +253,9 @@ impl VendorFailure {
 #[derive(Clone, Debug)]
 pub struct Admitted {
     /// The target.
-    pub target: TargetUrl,
+    pub(crate) target: TargetUrl,
     /// Checked addresses; the only ones that may be dialled.
-    pub addrs: Vec<IpAddr>,
+    pub(crate) addrs: Vec<IpAddr>,
 }
 
 /// Re-runs the URL gates (E1, E2, E4) on a redirect hop. Implemented by the pipeline so a

@@ -16,10 +16,10 @@ use super::page::{Page, UrlRows, VendorFailure, assign_rows, fail_all};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes' error when the key is missing.
-pub const MISSING_KEY: &str =
+pub(crate) const MISSING_KEY: &str =
     "PARALLEL_API_KEY environment variable not set. Get your API key at https://parallel.ai";
 /// The beta header value the SDK sends on search and extract.
-pub const BETA_HEADER: &str = "search-extract-2025-10-10";
+pub(crate) const BETA_HEADER: &str = "search-extract-2025-10-10";
 /// Parallel returns at most this many search results.
 const MAX_RESULTS: usize = 20;
 const NAME: &str = "parallel";
@@ -35,7 +35,7 @@ pub struct ParallelClient {
 
 impl ParallelClient {
     /// A client for `endpoint`, searching in the default `agentic` mode.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
             mode: "agentic",
@@ -43,18 +43,22 @@ impl ParallelClient {
     }
 
     /// The same client searching in `mode` (Hermes' `PARALLEL_SEARCH_MODE`).
-    pub fn with_search_mode(mut self, mode: &str) -> Self {
+    pub(crate) fn with_search_mode(mut self, mode: &str) -> Self {
         self.mode = search_mode(mode);
         self
     }
 
     /// Whether the key is set.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.http.endpoint().key().is_some()
     }
 
     /// Search; rows are `{url, title, description = excerpts, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let headers = self.headers()?;
         let body = json!({
             "search_queries": [query],
@@ -81,7 +85,7 @@ impl ParallelClient {
     }
 
     /// Extract `urls` in one call; one result per URL in input order.
-    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+    pub(crate) async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         let headers = match self.headers() {
             Ok(h) => h,
             Err(e) => return fail_all(urls, e),
@@ -119,7 +123,7 @@ impl ParallelClient {
 }
 
 /// Hermes 0.19.0's mode rule: `fast`, `one-shot` or `agentic`; anything else is `agentic`.
-pub fn search_mode(raw: &str) -> &'static str {
+pub(crate) fn search_mode(raw: &str) -> &'static str {
     match raw.trim().to_ascii_lowercase().as_str() {
         "fast" => "fast",
         "one-shot" => "one-shot",

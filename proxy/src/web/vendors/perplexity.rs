@@ -13,7 +13,7 @@ use super::client::{Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes' error when the key is missing.
-pub const MISSING_KEY: &str =
+pub(crate) const MISSING_KEY: &str =
     "PERPLEXITY_API_KEY is not set. Get a key at https://www.perplexity.ai/account/api";
 /// The Search API's cap on `max_results`.
 const MAX_RESULTS: usize = 20;
@@ -29,19 +29,23 @@ pub struct PerplexityClient {
 
 impl PerplexityClient {
     /// A client for `endpoint`.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
         }
     }
 
     /// Whether the key is set.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.http.endpoint().key().is_some()
     }
 
     /// Search; rows are `{title, url, description = snippet, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let key = self
             .http
             .endpoint()

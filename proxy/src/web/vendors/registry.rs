@@ -21,23 +21,23 @@ use crate::policy::backends::BackendKind;
 
 /// The backends of one runtime.
 #[derive(Clone, Debug)]
-pub struct Backends {
+pub(crate) struct Backends {
     /// Serves extract.
-    pub extract: Backend,
+    pub(crate) extract: Backend,
     /// Serves search, when a search backend is configured.
-    pub search: Option<Backend>,
+    pub(crate) search: Option<Backend>,
     /// Tried in order when `extract` fails for every URL of a call, or (those that can
     /// search) when `search` fails; an entry naming the failed backend itself is skipped.
-    pub rescue: Vec<Backend>,
+    pub(crate) rescue: Vec<Backend>,
     /// Problems met while building (unreadable key files, ...).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 // === impl Backends ===
 
 impl Backends {
     /// Build every backend `web` names.
-    pub fn build(web: &WebPolicy, direct: &DirectFetcher) -> Self {
+    pub(crate) fn build(web: &WebPolicy, direct: &DirectFetcher) -> Self {
         let mut warnings = Vec::new();
         let mut build = |name: &str| build_backend(name, &web.vendors, direct, &mut warnings);
         let extract = build(&web.extract_backend);

@@ -8,19 +8,19 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-pub use fleetgate_policy::backends::KeyOrder;
+pub(crate) use fleetgate_policy::backends::KeyOrder;
 
 /// One search result row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchHit {
     /// Result title, or empty.
-    pub title: String,
+    pub(crate) title: String,
     /// Result URL.
-    pub url: String,
+    pub(crate) url: String,
     /// Snippet, excerpt or highlight text, or empty.
-    pub description: String,
+    pub(crate) description: String,
     /// 1-based rank among the rows returned.
-    pub position: usize,
+    pub(crate) position: usize,
     /// How the row serializes.
     pub order: KeyOrder,
 }
@@ -60,7 +60,7 @@ pub struct Searched {
     /// The rows.
     pub hits: Vec<SearchHit>,
     /// The vendor that served them.
-    pub served_by: crate::policy::backends::BackendKind,
+    pub(crate) served_by: crate::policy::backends::BackendKind,
 }
 
 impl crate::web::cache::memo::Memoizable for Searched {}
@@ -68,9 +68,9 @@ impl crate::web::cache::memo::Memoizable for Searched {}
 /// A row before numbering: title, url, description.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RawHit {
-    pub title: String,
-    pub url: String,
-    pub description: String,
+    pub(crate) title: String,
+    pub(crate) url: String,
+    pub(crate) description: String,
 }
 
 /// Number `rows` from 1 in `order`, keeping at most `limit`.

@@ -23,14 +23,18 @@ pub struct SearxngClient {
 
 impl SearxngClient {
     /// A client for the instance at `endpoint.base_url`.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
         }
     }
 
     /// Search; rows are `{title, url, description = content, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let query = [
             ("q", query.to_string()),
             ("format", "json".to_string()),

@@ -15,7 +15,7 @@ use super::page::{Page, VendorFailure, assign_rows, fail_all};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes 0.19.0's error when the key is missing.
-pub const MISSING_KEY: &str =
+pub(crate) const MISSING_KEY: &str =
     "TAVILY_API_KEY environment variable not set. Get your API key at https://app.tavily.com/home";
 /// Hermes' per-row error when Tavily gives no reason.
 const EXTRACTION_FAILED: &str = "extraction failed";
@@ -35,19 +35,23 @@ pub struct TavilyClient {
 
 impl TavilyClient {
     /// A client for `endpoint`.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
         }
     }
 
     /// Whether the key is set.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.http.endpoint().key().is_some()
     }
 
     /// Search; rows are `{title, url, description = content, position}`.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let headers = self.headers()?;
         let body = json!({
             "query": query,
@@ -68,7 +72,7 @@ impl TavilyClient {
     }
 
     /// Extract `urls`, at most 20 per call; one result per URL in input order.
-    pub async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
+    pub(crate) async fn extract(&self, urls: &[String]) -> Vec<Result<Page, VendorFailure>> {
         let headers = match self.headers() {
             Ok(h) => h,
             Err(e) => return fail_all(urls, e),

@@ -13,11 +13,11 @@ use super::client::{self, CallError, Endpoint, HttpClient, VendorError};
 use super::search::{self, KeyOrder, RawHit, SearchHit};
 
 /// Hermes' default model for web search.
-pub const DEFAULT_MODEL: &str = "grok-build-0.1";
+pub(crate) const DEFAULT_MODEL: &str = "grok-build-0.1";
 /// The error when no key is set.
-pub const MISSING_KEY: &str = "No xAI credentials found. Set XAI_API_KEY.";
+pub(crate) const MISSING_KEY: &str = "No xAI credentials found. Set XAI_API_KEY.";
 /// Hermes' error when both domain lists are set.
-pub const BOTH_DOMAIN_LISTS: &str = "web.xai.allowed_domains and web.xai.excluded_domains \
+pub(crate) const BOTH_DOMAIN_LISTS: &str = "web.xai.allowed_domains and web.xai.excluded_domains \
      cannot both be set (xAI restriction).";
 /// xAI accepts at most this many domains per filter list.
 const MAX_DOMAINS: usize = 5;
@@ -27,13 +27,13 @@ const NAME: &str = "xai";
 
 /// `web.xai` settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct XaiOptions {
+pub(crate) struct XaiOptions {
     /// Model; [`DEFAULT_MODEL`] when unset or blank.
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Only search these domains (at most 5 are sent).
-    pub allowed_domains: Vec<String>,
+    pub(crate) allowed_domains: Vec<String>,
     /// Never search these domains (at most 5 are sent).
-    pub excluded_domains: Vec<String>,
+    pub(crate) excluded_domains: Vec<String>,
 }
 
 /// An xAI web search client.
@@ -47,7 +47,7 @@ pub struct XaiClient {
 
 impl XaiClient {
     /// A client for `endpoint` with default options.
-    pub fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         Self {
             http: HttpClient::new(endpoint),
             options: XaiOptions::default(),
@@ -55,18 +55,22 @@ impl XaiClient {
     }
 
     /// The same client with `options`.
-    pub fn with_options(mut self, options: XaiOptions) -> Self {
+    pub(crate) fn with_options(mut self, options: XaiOptions) -> Self {
         self.options = options;
         self
     }
 
     /// Whether the key is set.
-    pub fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.http.endpoint().key().is_some()
     }
 
     /// Search; rows are `{title, url, description, position}`, limit clamped to 1..=100.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, VendorError> {
+    pub(crate) async fn search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, VendorError> {
         let limit = limit.clamp(1, 100);
         let key = self
             .http
@@ -102,7 +106,7 @@ impl XaiClient {
     }
 
     /// The Responses API request body.
-    pub fn body(&self, query: &str, limit: usize) -> Result<Value, VendorError> {
+    pub(crate) fn body(&self, query: &str, limit: usize) -> Result<Value, VendorError> {
         let allowed = domains(&self.options.allowed_domains);
         let excluded = domains(&self.options.excluded_domains);
         let mut tool = json!({ "type": "web_search" });
@@ -131,7 +135,7 @@ impl XaiClient {
 }
 
 /// The instruction that makes Grok answer as a search engine with parseable JSON.
-pub fn prompt(query: &str, limit: usize) -> String {
+pub(crate) fn prompt(query: &str, limit: usize) -> String {
     format!(
         "Search the web with the web_search tool for the query below. Answer with one JSON \
          object and nothing else (no prose, no code fences, no citation links), shaped as \

@@ -16,11 +16,11 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 /// hold. A search page of a hundred results or a scraped page with its metadata and a few
 /// thousand links holds a few tens of thousands at most; the tree of this many is some tens of
 /// MiB at worst.
-pub const MAX_ANSWER_VALUES: usize = 200_000;
+pub(crate) const MAX_ANSWER_VALUES: usize = 200_000;
 
 /// Check that `bytes` is one JSON text of at most `limit` values; the error says which bound
 /// was passed, or where the JSON is invalid.
-pub fn count_values(bytes: &[u8], limit: usize) -> Result<usize, String> {
+pub(crate) fn count_values(bytes: &[u8], limit: usize) -> Result<usize, String> {
     let seen = Cell::new(0);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     Count { seen: &seen, limit }

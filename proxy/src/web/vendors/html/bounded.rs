@@ -20,11 +20,13 @@ use html5ever::tokenizer::{
 };
 use html5ever::tree_builder::{Tracer, TreeBuilder, TreeBuilderOpts};
 use html5ever::{LocalName, TokenizerResult};
-use scraper::{ElementRef, Html, HtmlTreeSink, Node};
+#[cfg(test)]
+use scraper::ElementRef;
+use scraper::{Html, HtmlTreeSink, Node};
 
 /// Open elements (plus active formatting elements) the tree builder may hold. Real pages stay
 /// well under 100; past this, markup is dropped and only text is kept.
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// Input fed to the tokenizer between two deadline checks.
 const CHUNK_BYTES: usize = 64 * 1024;
@@ -34,12 +36,12 @@ const TOKENS_PER_CHECK: u32 = 4096;
 
 /// The parse ran past its deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeadlineExceeded;
+pub(crate) struct DeadlineExceeded;
 
 type Builder = TreeBuilder<ego_tree::NodeId, HtmlTreeSink>;
 
 /// Parse `html` as a document, bounded in depth and stopped at `deadline`.
-pub fn parse_document(html: &str, deadline: Instant) -> Result<Html, DeadlineExceeded> {
+pub(crate) fn parse_document(html: &str, deadline: Instant) -> Result<Html, DeadlineExceeded> {
     let builder = TreeBuilder::new(
         HtmlTreeSink::new(Html::new_document()),
         TreeBuilderOpts::default(),
@@ -259,7 +261,8 @@ const VOID: &[&str] = &[
 /// Write `root` and its subtree back as HTML, without the subtrees of elements named in
 /// `dropped`, and with the markup of elements deeper than `max_depth` below `root` left out
 /// (their text kept). Iterative: any depth is safe.
-pub fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize) -> String {
+#[cfg(test)]
+pub(crate) fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize) -> String {
     let mut out = String::new();
     serialize_filtered(
         &mut out,
@@ -271,7 +274,7 @@ pub fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth: usize
 }
 
 /// [`serialize_capped`] with the subtrees to leave out chosen by `drop`, appended to `out`.
-pub fn serialize_filtered(
+pub(crate) fn serialize_filtered(
     out: &mut String,
     root: ego_tree::NodeRef<'_, Node>,
     drop: impl Fn(&ego_tree::NodeRef<'_, Node>) -> bool,
@@ -293,7 +296,7 @@ pub fn serialize_filtered(
 
 /// What [`serialize_with`] writes for an element.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Markup {
+pub(crate) enum Markup {
     /// The element as it is.
     Keep,
     /// Nothing of it: neither the element nor its subtree.
@@ -306,7 +309,7 @@ pub enum Markup {
 
 /// [`serialize_filtered`] with a [`Markup`] decision per element (asked once per element, in
 /// document order), appended to `out`.
-pub fn serialize_with(
+pub(crate) fn serialize_with(
     out: &mut String,
     root: ego_tree::NodeRef<'_, Node>,
     mut markup: impl FnMut(&ego_tree::NodeRef<'_, Node>) -> Markup,
@@ -413,7 +416,8 @@ fn escape_into(out: &mut String, s: &str, attribute: bool) {
 }
 
 /// Depth of the deepest element under `root`, counted iteratively.
-pub fn max_element_depth(root: ElementRef<'_>) -> usize {
+#[cfg(test)]
+pub(crate) fn max_element_depth(root: ElementRef<'_>) -> usize {
     use ego_tree::iter::Edge;
     let (mut depth, mut max) = (0usize, 0usize);
     for edge in root.traverse() {

@@ -21,7 +21,7 @@ const PRESCAN_BYTES: usize = 1024;
 
 /// Where the chosen encoding came from (for tests and the decision line's detail).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// A byte-order mark.
     Bom,
     /// The `charset` parameter of `Content-Type`.
@@ -36,7 +36,11 @@ pub enum Source {
 }
 
 /// The encoding of `body` and where it came from. `html` enables the `<meta>` prescan.
-pub fn sniff(content_type: Option<&str>, body: &[u8], html: bool) -> (&'static Encoding, Source) {
+pub(crate) fn sniff(
+    content_type: Option<&str>,
+    body: &[u8],
+    html: bool,
+) -> (&'static Encoding, Source) {
     if let Some((encoding, _)) = Encoding::for_bom(body) {
         return (encoding, Source::Bom);
     }
@@ -56,7 +60,7 @@ pub fn sniff(content_type: Option<&str>, body: &[u8], html: bool) -> (&'static E
 }
 
 /// Decode `body` as [`sniff`] decides; malformed sequences become U+FFFD, as in a browser.
-pub fn decode(content_type: Option<&str>, body: &[u8], html: bool) -> String {
+pub(crate) fn decode(content_type: Option<&str>, body: &[u8], html: bool) -> String {
     let (encoding, _) = sniff(content_type, body, html);
     // `decode` removes a BOM (and lets one override the label, as the standard does).
     let (text, _, _) = encoding.decode(body);
@@ -88,7 +92,7 @@ fn detect(body: &[u8]) -> &'static Encoding {
 }
 
 /// The `charset` parameter of a `Content-Type` value.
-pub fn charset_param(content_type: &str) -> Option<String> {
+pub(crate) fn charset_param(content_type: &str) -> Option<String> {
     content_type.split(';').skip(1).find_map(|p| {
         let (k, v) = p.split_once('=')?;
         k.trim()

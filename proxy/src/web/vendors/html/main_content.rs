@@ -21,14 +21,14 @@ use scraper::{Html, Node};
 
 /// Elements that never carry page text (`label`: a form control's name, and the controls are
 /// never written).
-pub const NEVER_TEXT: &[&str] = &[
+pub(crate) const NEVER_TEXT: &[&str] = &[
     "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head",
     "canvas", "select", "option", "button", "input", "textarea", "dialog", "map", "link", "meta",
     "label",
 ];
 
 /// Page chrome by tag.
-pub const CHROME: &[&str] = &["nav", "footer", "aside", "menu"];
+pub(crate) const CHROME: &[&str] = &["nav", "footer", "aside", "menu"];
 
 /// Roles that mark chrome.
 const CHROME_ROLES: &[&str] = &[
@@ -190,13 +190,13 @@ fn has_any(marks: &str, words: &[&str]) -> bool {
 /// What was chosen: the roots to convert, in document order, and the nodes inside them to
 /// leave out.
 #[derive(Debug, Default)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// Subtrees that make up the main content.
-    pub roots: Vec<NodeId>,
+    pub(crate) roots: Vec<NodeId>,
     /// Nodes under `roots` that are boilerplate.
-    pub dropped: HashSet<NodeId>,
+    pub(crate) dropped: HashSet<NodeId>,
     /// Characters of text the selection keeps (roughly: before the headline is added).
-    pub chars: usize,
+    pub(crate) chars: usize,
 }
 
 /// Per-element facts, gathered bottom-up.
@@ -409,7 +409,7 @@ fn element<'a>(node: &NodeRef<'a, Node>) -> Option<&'a scraper::node::Element> {
 }
 
 /// Choose the main content of `doc`, or `None` when the page has no prose to speak of.
-pub fn select(doc: &Html) -> Option<Selection> {
+pub(crate) fn select(doc: &Html) -> Option<Selection> {
     // As Readability does: when setting boxes aside by class and id leaves too little (a
     // page wrapped in an unclosed `<div id="header">`), choose again without that step.
     let strict = select_with(doc, Pass::FULL);

@@ -15,14 +15,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 /// Stack of every pool thread. The converters' walks are bounded in depth; this is the margin.
-pub const STACK_BYTES: usize = 8 * 1024 * 1024;
+pub(crate) const STACK_BYTES: usize = 8 * 1024 * 1024;
 
 /// Jobs admitted per thread (running or waiting).
 const QUEUED_PER_THREAD: usize = 8;
 
 /// Why a job gave no result.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PoolError {
+pub(crate) enum PoolError {
     /// The job panicked; the message is the panic's, if it was a string.
     #[error("the page converter failed: {0}")]
     Panicked(String),
@@ -83,7 +83,7 @@ fn pool() -> Result<&'static Pool, PoolError> {
 
 /// Run `work` on the pool and await its result. Dropping the future abandons the result, not
 /// the work: the job runs to its own end (its deadline bounds it).
-pub async fn run<T, F>(work: F) -> Result<T, PoolError>
+pub(crate) async fn run<T, F>(work: F) -> Result<T, PoolError>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,

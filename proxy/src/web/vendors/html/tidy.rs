@@ -69,7 +69,7 @@ const SPACER: &[&str] = &[
 ];
 
 /// The per-page state of the tidying (images already written).
-pub struct Tidy<D> {
+pub(crate) struct Tidy<D> {
     /// Nodes the caller leaves out (boilerplate), consulted by the content checks.
     drop: D,
     seen_images: HashSet<String>,
@@ -84,7 +84,7 @@ impl<D> std::fmt::Debug for Tidy<D> {
 }
 
 impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
-    pub fn new(drop: D) -> Self {
+    pub(crate) fn new(drop: D) -> Self {
         Self {
             drop,
             seen_images: HashSet::new(),
@@ -92,7 +92,7 @@ impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
     }
 
     /// What to write for `node`.
-    pub fn markup(&mut self, node: &NodeRef<'_, Node>) -> Markup {
+    pub(crate) fn markup(&mut self, node: &NodeRef<'_, Node>) -> Markup {
         if (self.drop)(node) {
             return Markup::Drop;
         }
@@ -288,7 +288,7 @@ fn node_text(node: &NodeRef<'_, Node>) -> String {
 }
 
 /// `url` without tracking query parameters and `;jsessionid=`.
-pub fn untracked(url: &str) -> String {
+pub(crate) fn untracked(url: &str) -> String {
     let (rest, fragment) = match url.find('#') {
         Some(i) => (&url[..i], &url[i..]),
         None => (url, ""),
