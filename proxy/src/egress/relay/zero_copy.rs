@@ -18,28 +18,17 @@
 
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, splice};
+use nix::fcntl::{OFlag, SpliceFFlags, splice};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::meter::{Activity, Direction};
 
-/// Bytes asked of one splice when a direction's pipe keeps the kernel's default capacity (16
-/// pages).
-const DEFAULT_PIPE: usize = 64 * 1024;
-/// The capacity a direction asks for its pipe: four times the default, so a pair of splices
-/// moves up to 256 KiB and a bulk tunnel makes a quarter of the system calls per MB (a Go
-/// proxy's splice asks for 1 MiB).
-const LARGE_PIPE: usize = 256 * 1024;
-/// Pipe capacity, in bytes, held in enlarged pipes across the process right now. Capped (see
-/// [`enlarged_budget`]) because the kernel counts every pipe of a user against
-/// `fs.pipe-user-pages-soft` (64 MiB by default): past it, new pipes get two pages and cannot
-/// grow, so enlarging without a cap would trade many tunnels' speed for a few.
-static ENLARGED: AtomicUsize = AtomicUsize::new(0);
+/// Bytes asked of one splice: a default pipe's capacity (16 pages).
+const CHUNK: usize = 64 * 1024;
 /// The buffer of a direction that copies in user space.
 const COPY_BUF: usize = 16 * 1024;
 
@@ -124,17 +113,7 @@ async fn pump(
         && !UNAVAILABLE.load(Ordering::Relaxed)
         && let Ok((read_end, write_end)) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
     {
-        let pipe = Pipe::enlarge(&read_end);
-        match spliced(
-            src,
-            dst,
-            (&read_end, &write_end),
-            pipe.capacity,
-            activity,
-            direction,
-        )
-        .await
-        {
+        match spliced(src, dst, (&read_end, &write_end), activity, direction).await {
             Ok(()) => return Ok(Moved::Spliced),
             Err(Stop::Failed(e)) => return Err(e),
             Err(Stop::Unsupported(errno)) => {
@@ -156,7 +135,6 @@ async fn spliced(
     src: &TcpStream,
     dst: &TcpStream,
     (read_end, write_end): (&OwnedFd, &OwnedFd),
-    capacity: usize,
     activity: &Activity,
     direction: Direction,
 ) -> Result<(), Stop> {
@@ -167,7 +145,7 @@ async fn spliced(
         let filled = loop {
             src.readable().await?;
             match src.try_io(Interest::READABLE, || {
-                splice(src, None, write_end, None, capacity, flags).map_err(io::Error::from)
+                splice(src, None, write_end, None, CHUNK, flags).map_err(io::Error::from)
             }) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -201,70 +179,6 @@ async fn spliced(
             }
         }
     }
-}
-
-/// A direction's pipe capacity, and its share of the enlarged-pipe budget (given back on drop).
-struct Pipe<'a> {
-    capacity: usize,
-    enlarged: usize,
-    held: &'a AtomicUsize,
-}
-
-// === impl Pipe ===
-
-impl Pipe<'static> {
-    /// Ask for [`LARGE_PIPE`] when the process's budget allows it; the default capacity
-    /// otherwise, or when the kernel says no (`EPERM` past the user's soft limit for an
-    /// unprivileged gate).
-    fn enlarge(read_end: &OwnedFd) -> Self {
-        Pipe::enlarge_within(read_end, &ENLARGED, enlarged_budget())
-    }
-}
-
-impl<'a> Pipe<'a> {
-    /// [`Pipe::enlarge`] against the budget `budget` of which `held` is taken.
-    fn enlarge_within(read_end: &OwnedFd, held: &'a AtomicUsize, budget: usize) -> Self {
-        let taken = held.fetch_add(LARGE_PIPE, Ordering::Relaxed) + LARGE_PIPE;
-        if taken <= budget
-            && let Ok(capacity) = fcntl(read_end, FcntlArg::F_SETPIPE_SZ(LARGE_PIPE as i32))
-            && let Ok(capacity) = usize::try_from(capacity)
-        {
-            return Self {
-                capacity,
-                enlarged: LARGE_PIPE,
-                held,
-            };
-        }
-        held.fetch_sub(LARGE_PIPE, Ordering::Relaxed);
-        Self {
-            capacity: DEFAULT_PIPE,
-            enlarged: 0,
-            held,
-        }
-    }
-}
-
-impl Drop for Pipe<'_> {
-    fn drop(&mut self) {
-        self.held.fetch_sub(self.enlarged, Ordering::Relaxed);
-    }
-}
-
-/// The bytes of pipe capacity the gate holds in enlarged pipes at most: half the kernel's
-/// per-user soft limit (`/proc/sys/fs/pipe-user-pages-soft`, pages of 4 KiB), so default
-/// pipes keep the other half; 64 MiB when the limit is off, 16 MiB when it cannot be read.
-fn enlarged_budget() -> usize {
-    static BUDGET: OnceLock<usize> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        match std::fs::read_to_string("/proc/sys/fs/pipe-user-pages-soft")
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-        {
-            Some(0) => 64 << 20,
-            Some(pages) => pages.saturating_mul(4096) / 2,
-            None => 16 << 20,
-        }
-    })
 }
 
 /// Errors that say the kernel will not splice these descriptors at all.

@@ -100,33 +100,3 @@ async fn a_reset_upstream_ends_the_relay_with_an_error() {
         );
     }
 }
-
-#[test]
-fn pipes_are_enlarged_within_the_budget_and_give_it_back() {
-    let held = AtomicUsize::new(0);
-    let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).expect("a pipe");
-    let ((r1, _w1), (r2, _w2)) = (pipe(), pipe());
-    let first = Pipe::enlarge_within(&r1, &held, LARGE_PIPE);
-    assert_eq!(first.capacity, LARGE_PIPE, "the first pipe fits the budget");
-    let size = fcntl(&r1, FcntlArg::F_GETPIPE_SZ).expect("the pipe's size");
-    assert_eq!(
-        usize::try_from(size).ok(),
-        Some(LARGE_PIPE),
-        "the kernel grew it"
-    );
-    let second = Pipe::enlarge_within(&r2, &held, LARGE_PIPE);
-    assert_eq!(
-        second.capacity, DEFAULT_PIPE,
-        "past the budget a pipe keeps the default"
-    );
-    let size = fcntl(&r2, FcntlArg::F_GETPIPE_SZ).expect("the pipe's size");
-    assert_eq!(usize::try_from(size).ok(), Some(DEFAULT_PIPE));
-    assert_eq!(held.load(Ordering::Relaxed), LARGE_PIPE);
-    drop(first);
-    drop(second);
-    assert_eq!(
-        held.load(Ordering::Relaxed),
-        0,
-        "a closed direction gives its share back"
-    );
-}
