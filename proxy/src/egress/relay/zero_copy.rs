@@ -1,21 +1,27 @@
-//! Tunnel bytes moved in the kernel: once a tunnel's first message is judged, each direction
-//! moves its bytes socket → pipe → socket with splice(2), so a byte of an opaque TLS stream is
-//! never copied into the gate's memory. Half-close and accounting are those of a user-space
-//! copy: a direction that reads end-of-stream shuts down the write side of the other socket,
-//! the other direction goes on until it ends too, and every byte moved is recorded in the
-//! tunnel's [`Activity`] (byte counters and the idle clock) as it leaves the pipe.
+//! Tunnel bytes moved in the kernel: once a tunnel's first message is judged, a direction
+//! that carries bulk moves its bytes socket → pipe → socket with splice(2), so a byte of an
+//! opaque TLS stream is never copied into the gate's memory. Half-close and accounting are
+//! those of a user-space copy: a direction that reads end-of-stream shuts down the write side
+//! of the other socket, the other direction goes on until it ends too, and every byte moved is
+//! recorded in the tunnel's [`Activity`] (byte counters and the idle clock) as it is written.
 //!
-//! A direction takes its pipe (two descriptors) when its first bytes arrive, so an idle tunnel
-//! holds none; `serve` raises the soft open-file limit to the hard one at start
-//! ([`raise_open_file_limit`]), as a Go proxy's runtime does, so pipes do not crowd out the
-//! sockets a listener accepts.
+//! Small messages are copied, as HAProxy's `splice-auto` does: a direction starts by reading
+//! into its shard's buffer and writing straight out (a read and a write cost less than a pair
+//! of splices and a pipe), and switches to splice for good after [`BULK_READS`] reads in a row
+//! filled the buffer, when its peer is sending in bulk. A direction takes its pipe (two
+//! descriptors) at that switch, so an idle tunnel, or one of requests and short answers, holds
+//! none, and no buffer either: the buffer is the shard's, and only the bytes of a write the
+//! socket could not take at once wait in a buffer of the direction's own. `serve` raises the
+//! soft open-file limit to the hard one at start ([`raise_open_file_limit`]), as a Go proxy's
+//! runtime does, so pipes do not crowd out the sockets a listener accepts.
 //!
-//! Where splice cannot run, a direction copies in user space instead, with the same
-//! half-close and accounting: when no pipe can be had (no file descriptors left: that tunnel
-//! only), or when the kernel refuses splice on the first read of a direction before any byte
-//! moved (`ENOSYS`, `EPERM` under a seccomp filter, `EINVAL`: remembered for the process, and
-//! logged once).
+//! Where splice cannot run, a direction goes on copying, with the same half-close and
+//! accounting: when no pipe can be had (no file descriptors left: that direction only), or
+//! when the kernel refuses splice on the first splice of a direction before any byte moved
+//! through it (`ENOSYS`, `EPERM` under a seccomp filter, `EINVAL`: remembered for the process,
+//! and logged once).
 
+use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,8 +35,16 @@ use super::meter::{Activity, Direction};
 
 /// Bytes asked of one splice: a default pipe's capacity (16 pages).
 const CHUNK: usize = 64 * 1024;
-/// The buffer of a direction that copies in user space.
+/// The shard's buffer for directions that copy: one TLS record's worth.
 const COPY_BUF: usize = 16 * 1024;
+/// Reads in a row that filled [`COPY_BUF`] after which a direction splices.
+pub(crate) const BULK_READS: u32 = 2;
+
+thread_local! {
+    /// The buffer copying directions read into and write from without waiting in between;
+    /// every tunnel of a shard lives on its thread, so one buffer serves them all.
+    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(vec![0; COPY_BUF]);
+}
 
 /// Set once the kernel refused splice: every later direction copies in user space.
 static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
@@ -38,9 +52,9 @@ static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 /// How a tunnel's bytes moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Moved {
-    /// Both directions spliced in the kernel.
+    /// At least one direction carried bulk and spliced it in the kernel.
     Spliced,
-    /// At least one direction copied in user space.
+    /// Every byte was copied in user space: small messages only, or splice unavailable.
     Copied,
 }
 
@@ -67,7 +81,7 @@ pub(crate) async fn relay(
     relay_with(client, upstream, activity, true).await
 }
 
-/// [`relay`], splicing only when `try_splice` (and the kernel has not refused it).
+/// [`relay`], splicing bulk only when `try_splice` (and the kernel has not refused it).
 async fn relay_with(
     client: &TcpStream,
     upstream: &TcpStream,
@@ -77,7 +91,7 @@ async fn relay_with(
     let towards = pump(client, upstream, activity, Direction::In, try_splice);
     let back = pump(upstream, client, activity, Direction::Out, try_splice);
     let (a, b) = tokio::try_join!(towards, back)?;
-    Ok(if a == Moved::Spliced && b == Moved::Spliced {
+    Ok(if a == Moved::Spliced || b == Moved::Spliced {
         Moved::Spliced
     } else {
         Moved::Copied
@@ -98,7 +112,8 @@ impl From<io::Error> for Stop {
     }
 }
 
-/// One direction, `src` → `dst`: spliced when it can be, else copied.
+/// One direction, `src` → `dst`: copied while its messages are small, spliced once it
+/// carries bulk (when it may).
 async fn pump(
     src: &TcpStream,
     dst: &TcpStream,
@@ -106,13 +121,13 @@ async fn pump(
     direction: Direction,
     try_splice: bool,
 ) -> io::Result<Moved> {
-    // The pipe is taken when the first bytes are there to move: a tunnel that idles holds
-    // two sockets and nothing else.
-    src.readable().await?;
-    if try_splice
-        && !UNAVAILABLE.load(Ordering::Relaxed)
-        && let Ok((read_end, write_end)) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
-    {
+    let may_splice = try_splice && !UNAVAILABLE.load(Ordering::Relaxed);
+    let switch = may_splice.then_some(BULK_READS);
+    if copied(src, dst, activity, direction, switch).await? == Copying::Ended {
+        return Ok(Moved::Copied);
+    }
+    // Bulk: the pipe is taken now, with nothing of this direction left in user space.
+    if let Ok((read_end, write_end)) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
         match spliced(src, dst, (&read_end, &write_end), activity, direction).await {
             Ok(()) => return Ok(Moved::Spliced),
             Err(Stop::Failed(e)) => return Err(e),
@@ -126,7 +141,7 @@ async fn pump(
             }
         }
     }
-    copied(src, dst, activity, direction).await?;
+    copied(src, dst, activity, direction, None).await?;
     Ok(Moved::Copied)
 }
 
@@ -189,26 +204,74 @@ fn refused(e: &io::Error) -> bool {
     )
 }
 
-/// `src` → buffer → `dst` until `src` ends.
+/// How a copying direction stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Copying {
+    /// `src` ended; `dst` was shut down for writing.
+    Ended,
+    /// `switch_after` full reads in a row, every byte read written: splice from here.
+    Bulk,
+}
+
+/// What one read and its immediate write did.
+enum Step {
+    /// Nothing to read after all.
+    Again,
+    /// End-of-stream.
+    End,
+    /// `n` bytes read; any the socket did not take are in `pending`.
+    Read(usize),
+}
+
+/// `src` → the shard's buffer → `dst`, until `src` ends or, with `switch_after`, that many
+/// reads in a row filled the buffer.
 async fn copied(
     src: &TcpStream,
     dst: &TcpStream,
     activity: &Activity,
     direction: Direction,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; COPY_BUF];
+    switch_after: Option<u32>,
+) -> io::Result<Copying> {
+    let mut full_reads = 0u32;
+    let mut pending: Vec<u8> = Vec::new();
     loop {
         src.readable().await?;
-        let n = match src.try_read(&mut buf) {
-            Ok(0) => return shutdown_write(dst),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
+        // Read and write without waiting in between, so the buffer is free again at once.
+        let step = SCRATCH.with_borrow_mut(|buf| -> io::Result<Step> {
+            let n = match src.try_read(buf) {
+                Ok(0) => return Ok(Step::End),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Step::Again),
+                Err(e) => return Err(e),
+            };
+            let mut sent = 0;
+            while sent < n {
+                match dst.try_write(&buf[sent..n]) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(m) => {
+                        sent += m;
+                        activity.record(direction, m);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            pending.extend_from_slice(&buf[sent..n]);
+            Ok(Step::Read(n))
+        })?;
+        let n = match step {
+            Step::Again => continue,
+            Step::End => {
+                shutdown_write(dst)?;
+                return Ok(Copying::Ended);
+            }
+            Step::Read(n) => n,
         };
+        // What the socket could not take waits here, in this direction's own buffer.
         let mut sent = 0;
-        while sent < n {
+        while sent < pending.len() {
             dst.writable().await?;
-            match dst.try_write(&buf[sent..n]) {
+            match dst.try_write(&pending[sent..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(m) => {
                     sent += m;
@@ -217,6 +280,13 @@ async fn copied(
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
+        }
+        if !pending.is_empty() {
+            pending = Vec::new();
+        }
+        full_reads = if n == COPY_BUF { full_reads + 1 } else { 0 };
+        if switch_after.is_some_and(|after| full_reads >= after) {
+            return Ok(Copying::Bulk);
         }
     }
 }

@@ -78,6 +78,94 @@ async fn copied_tunnels_behave_the_same() {
     assert_eq!(both_ways(false).await, Moved::Copied);
 }
 
+/// Requests and short answers, as an agent's API calls through a TLS tunnel: every message
+/// arrives whole and in order, and none of it is spliced (no read fills the buffer).
+#[tokio::test]
+async fn small_messages_are_copied_not_spliced() {
+    let (client, mut client_far) = pair().await;
+    let (upstream, mut upstream_far) = pair().await;
+    let meter = activity();
+    let task = {
+        let meter = meter.clone();
+        tokio::spawn(async move { relay_with(&client, &upstream, &meter, true).await })
+    };
+    let mut total = (0u64, 0u64);
+    for round in 0..50u8 {
+        let ask = payload(300 + usize::from(round) * 7, round);
+        let answer = payload(1000 + usize::from(round) * 11, round ^ 0x5a);
+        client_far.write_all(&ask).await.unwrap();
+        let mut got = vec![0; ask.len()];
+        upstream_far.read_exact(&mut got).await.unwrap();
+        assert!(got == ask, "round {round}: the request arrives whole");
+        upstream_far.write_all(&answer).await.unwrap();
+        let mut back = vec![0; answer.len()];
+        client_far.read_exact(&mut back).await.unwrap();
+        assert!(back == answer, "round {round}: the answer arrives whole");
+        total.0 += ask.len() as u64;
+        total.1 += answer.len() as u64;
+    }
+    client_far.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    upstream_far.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty());
+    drop(upstream_far);
+    client_far.read_to_end(&mut rest).await.unwrap();
+    let moved = task.await.unwrap().expect("both directions end cleanly");
+    assert_eq!(
+        moved,
+        Moved::Copied,
+        "short messages never switch to splice"
+    );
+    assert_eq!(meter.bytes(), total);
+}
+
+/// A direction that switches to splice after its first full reads, towards a reader that
+/// starts late (the copy's writes back up first): every byte in order, counted once.
+#[tokio::test]
+async fn a_direction_switches_to_splice_midstream_without_losing_a_byte() {
+    for try_splice in [true, false] {
+        let (client, mut client_far) = pair().await;
+        let (upstream, mut upstream_far) = pair().await;
+        let meter = activity();
+        let task = {
+            let meter = meter.clone();
+            tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await })
+        };
+        // Short writes first (copied), then bulk (spliced when it may).
+        let head: Vec<Vec<u8>> = (0..20u8)
+            .map(|i| payload(100 + usize::from(i), i))
+            .collect();
+        let bulk = payload(4 << 20, 9);
+        let sent = {
+            let mut all: Vec<u8> = head.concat();
+            all.extend_from_slice(&bulk);
+            all
+        };
+        let writer = tokio::spawn(async move {
+            for h in &head {
+                client_far.write_all(h).await.unwrap();
+            }
+            client_far.write_all(&bulk).await.unwrap();
+            client_far.shutdown().await.unwrap();
+            client_far
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let mut got = Vec::new();
+        upstream_far.read_to_end(&mut got).await.unwrap();
+        assert!(got == sent, "splice {try_splice}: every byte, in order");
+        drop(upstream_far);
+        drop(writer.await.unwrap());
+        let moved = task.await.unwrap().expect("both directions end cleanly");
+        let expected = if try_splice {
+            Moved::Spliced
+        } else {
+            Moved::Copied
+        };
+        assert_eq!(moved, expected, "splice {try_splice}");
+        assert_eq!(meter.bytes(), (sent.len() as u64, 0));
+    }
+}
+
 #[tokio::test]
 async fn a_reset_upstream_ends_the_relay_with_an_error() {
     for try_splice in [true, false] {
