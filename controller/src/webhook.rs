@@ -1,7 +1,7 @@
 //! The mutating admission webhook that injects the fleetgate gate into agent pods.
 //!
-//! Same split as the controller: [`mutate`] is pure (pod + the namespace's FleetPolicies +
-//! [`InjectorConfig`] → a [`Decision`]), [`review`] turns an `AdmissionReview` body into a
+//! Same split as the controller: [`mutate()`] is pure (pod + the namespace's FleetPolicies +
+//! [`InjectorConfig`] → a [`Decision`]), [`review()`] turns an `AdmissionReview` body into a
 //! response body (still pure, given a [`PolicySource`]), and [`server`] is the I/O shell: a
 //! rustls HTTPS listener with `POST /mutate-pods` and `GET /live`, certificates re-read when
 //! their files change, FleetPolicies from a reflector store.

@@ -1,6 +1,7 @@
 //! `AdmissionReview` v1 in, `AdmissionReview` v1 out: parse the request, look up the
-//! namespace's FleetPolicies, run [`mutate`], and encode the answer (uid echoed, base64
-//! `JSONPatch`, refusals as `allowed: false` with code 403, malformed reviews as HTTP 400).
+//! namespace's FleetPolicies, run [`mutate()`](super::mutate()), and encode the answer (uid
+//! echoed, base64 `JSONPatch`, refusals as `allowed: false` with code 403, malformed reviews as
+//! HTTP 400).
 
 use std::sync::Arc;
 
