@@ -24,7 +24,7 @@ pub fn fleet_report(opts: &ReportOptions) -> FleetReport {
     }
 }
 
-/// Both reports, the cron cost through `cache` (see [`incremental`]).
+/// Both reports, the cron cost through `cache` (see [`crate::incremental`]).
 pub fn fleet_report_cached(opts: &ReportOptions, cache: &CostCache) -> FleetReport {
     FleetReport {
         status: status(opts),

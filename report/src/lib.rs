@@ -3,7 +3,7 @@
 //! Two reports share the JSON contract of the fleet-policy observer (`status --json` and
 //! `crons --cost --json`), same keys in the same order:
 //!
-//! - [`status`]: the managed scope (dir, pinned keys, digest, why it is not applied), the
+//! - [`status()`]: the managed scope (dir, pinned keys, digest, why it is not applied), the
 //!   effective config (defaults + `config.yaml` + managed overlay), the tiers observed per role
 //!   (`fleet-policy/observed.json`) and the cron jobs (`cron/jobs.json`).
 //! - [`cron_cost`]: per cron job runs, empty runs, tokens and dollars per day over a window,

@@ -1,7 +1,7 @@
 //! One egress admission beneath every listener.
 //!
 //! Every path out of the pod asks the same question: may this URL (or this `host:port`) be
-//! reached, and which addresses may the gate dial? [`url`] and [`host`] answer it for every
+//! reached, and which addresses may the gate dial? [`url()`] and [`host()`] answer it for every
 //! listener. Each runs, in one order, the gates its [`Listener`]'s row of [`GateRow::of`] names:
 //!
 //! ```text
@@ -294,7 +294,7 @@ pub(crate) fn port(
 }
 
 /// The loop check: whether a checked address on `port` reaches one of the gate's own
-/// listeners (`own`). Every listener that dials runs it after [`url`] or [`host`], counted as
+/// listeners (`own`). Every listener that dials runs it after [`url()`] or [`host()`], counted as
 /// the `proxy_loop` gate.
 pub(crate) fn no_loop(
     metrics: &ProxyMetrics,

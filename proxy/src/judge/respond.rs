@@ -315,7 +315,7 @@ pub(crate) fn json(status: StatusCode, value: &Value) -> Response<Body> {
     resp
 }
 
-/// [`json`] for a body already serialized.
+/// [`json()`] for a body already serialized.
 pub(crate) fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
     *resp.status_mut() = status;

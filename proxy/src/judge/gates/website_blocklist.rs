@@ -79,7 +79,7 @@ impl Blocklist {
     /// Compile a blocklist. Relative shared paths resolve against `base_dir` (`~` is not
     /// expanded: the gate has no user home); a missing or unreadable file is skipped with a
     /// warning (fail open, like Hermes). Rules are loaded even when `enabled` is false, so
-    /// warnings and [`Blocklist::shared_sources`] do not depend on the switch.
+    /// warnings and the shared files a reloader watches do not depend on the switch.
     pub fn load(
         enabled: bool,
         domains: &[String],

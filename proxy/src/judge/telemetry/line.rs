@@ -26,7 +26,7 @@ impl JsonLine {
     }
 
     /// A line for `target` holding only its timestamp: the caller writes `level` and
-    /// `message` next, as [`Self::new`] does (or copies them, already encoded, with
+    /// `message` next, as the tests' `new` does (or copies them, already encoded, with
     /// [`Self::encoded`]).
     pub(crate) fn stamped(target: &'static str) -> Self {
         let mut line = Self {

@@ -2,8 +2,8 @@
 //! keyed by `(provider, normalised query, bucketed limit)`, with one vendor call per key at a time.
 //!
 //! The vendor is asked for the bucket (10, 20, 50 or 100 results), so a later call with a
-//! smaller or nearby limit is a hit; the caller slices the response to its own limit with
-//! [`slice_results`]. Only `Ok` responses are stored (and not one whose `success` is `false`).
+//! smaller or nearby limit is a hit; the caller cuts the results to its own limit (the search
+//! pipeline keeps the first `limit` hits). Only `Ok` responses are stored (and not one whose `success` is `false`).
 //! A rescued response is never stored: wrap only the configured backend's call in
 //! [`SearchMemo::get_or_fetch`] and run the rescue on its `Err`, outside the memo. Expiry runs on tokio's clock, so paused-time tests are exact.
 //! Values are cloned on store and on hit (a deep copy for `serde_json::Value` and `Vec<SearchHit>`).

@@ -3,8 +3,8 @@
 //! Request `{"url", "formats": ["markdown", ...], ...}`; success
 //! `{"success": true, "data": {"markdown", "metadata": {"title", "sourceURL", "url", "statusCode"}}}`.
 //! A refusal is `403 {"success": false, "error": <message>, "details": "fleetgate: <code>",
-//! "code"}`: the Firecrawl SDK raises it as "Website Not Supported: Failed to scrape.
-//! <message> - fleetgate: <code>", which is what the agent reads.
+//! "code"}`: the Firecrawl SDK raises it as `"Website Not Supported: Failed to scrape.
+//! <message> - fleetgate: <code>"`, which is what the agent reads.
 
 use http::{Response, StatusCode};
 use serde::Serialize;

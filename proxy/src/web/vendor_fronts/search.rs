@@ -1,6 +1,6 @@
 //! Search fronts: fleetgate's native `POST /v1/search`, Firecrawl `POST /v2/search` and
 //! `/v1/search`, Tavily `POST /tavily/search`, SearXNG `GET /searxng/search?q=..&format=json`.
-//! One pipeline ([`Pipeline::search`]); each front only reshapes its outcome.
+//! One pipeline ([`Pipeline::search`](crate::web::pipeline::Pipeline::search)); each front only reshapes its outcome.
 
 use http::{Response, StatusCode};
 use serde_json::{Value, json};

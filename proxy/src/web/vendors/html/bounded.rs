@@ -7,7 +7,7 @@
 //! the tokenizer and the tree builder: once the builder holds [`MAX_DEPTH`] handles (open
 //! elements plus active formatting elements, read from the builder itself), further start
 //! tags — and the end tags that close them — are dropped, their text kept. The tree it builds
-//! is at most about twice [`MAX_DEPTH`] deep, and [`serialize_capped`] writes a subtree back
+//! is at most about twice [`MAX_DEPTH`] deep, and [`serialize_with`] writes a subtree back
 //! as HTML no deeper than that, iteratively, for the markdown converter.
 
 use std::cell::{Cell, RefCell};
@@ -273,7 +273,8 @@ pub(crate) fn serialize_capped(root: ElementRef<'_>, dropped: &[&str], max_depth
     out
 }
 
-/// [`serialize_capped`] with the subtrees to leave out chosen by `drop`, appended to `out`.
+/// Write `root` and its subtree back as HTML to `out`, without the subtrees `drop` chooses and
+/// with the markup deeper than `max_depth` below `root` left out (its text kept).
 pub(crate) fn serialize_filtered(
     out: &mut String,
     root: ego_tree::NodeRef<'_, Node>,
