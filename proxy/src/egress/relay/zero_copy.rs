@@ -38,7 +38,7 @@ const CHUNK: usize = 64 * 1024;
 /// The shard's buffer for directions that copy: one TLS record's worth.
 const COPY_BUF: usize = 16 * 1024;
 /// Reads in a row that filled [`COPY_BUF`] after which a direction splices.
-pub(crate) const BULK_READS: u32 = 2;
+const BULK_READS: u32 = 2;
 
 thread_local! {
     /// The buffer copying directions read into and write from without waiting in between;
