@@ -19,6 +19,26 @@ async fn pair() -> (TcpStream, TcpStream) {
     (near.unwrap().0, far.unwrap())
 }
 
+/// A relay running between two loopback pairs: (the client's far end, the upstream's far end,
+/// the tunnel's activity, the relay's task).
+async fn start(
+    try_splice: bool,
+) -> (
+    TcpStream,
+    TcpStream,
+    Arc<Activity>,
+    tokio::task::JoinHandle<io::Result<Moved>>,
+) {
+    let (client, client_far) = pair().await;
+    let (upstream, upstream_far) = pair().await;
+    let meter = activity();
+    let task = {
+        let meter = meter.clone();
+        tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await })
+    };
+    (client_far, upstream_far, meter, task)
+}
+
 /// Deterministic bytes that show reordering or loss (not one repeated byte).
 fn payload(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -30,13 +50,7 @@ fn payload(len: usize, seed: u8) -> Vec<u8> {
 /// answering after it saw the end: every byte arrives in order, both directions end, and the
 /// activity counts each side.
 async fn both_ways(try_splice: bool) -> Moved {
-    let (client, mut client_far) = pair().await;
-    let (upstream, mut upstream_far) = pair().await;
-    let meter = activity();
-    let task = {
-        let meter = meter.clone();
-        tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await })
-    };
+    let (mut client_far, mut upstream_far, meter, task) = start(try_splice).await;
     let up = payload(3 << 20, 1);
     let down = payload((2 << 20) + 17, 2);
     let sender = {
@@ -82,13 +96,7 @@ async fn copied_tunnels_behave_the_same() {
 /// arrives whole and in order, and none of it is spliced (no read fills the buffer).
 #[tokio::test]
 async fn small_messages_are_copied_not_spliced() {
-    let (client, mut client_far) = pair().await;
-    let (upstream, mut upstream_far) = pair().await;
-    let meter = activity();
-    let task = {
-        let meter = meter.clone();
-        tokio::spawn(async move { relay_with(&client, &upstream, &meter, true).await })
-    };
+    let (mut client_far, mut upstream_far, meter, task) = start(true).await;
     let mut total = (0u64, 0u64);
     for round in 0..50u8 {
         let ask = payload(300 + usize::from(round) * 7, round);
@@ -124,13 +132,7 @@ async fn small_messages_are_copied_not_spliced() {
 #[tokio::test]
 async fn a_direction_switches_to_splice_midstream_without_losing_a_byte() {
     for try_splice in [true, false] {
-        let (client, mut client_far) = pair().await;
-        let (upstream, mut upstream_far) = pair().await;
-        let meter = activity();
-        let task = {
-            let meter = meter.clone();
-            tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await })
-        };
+        let (mut client_far, mut upstream_far, meter, task) = start(try_splice).await;
         // Short writes first (copied), then bulk (spliced when it may).
         let head: Vec<Vec<u8>> = (0..20u8)
             .map(|i| payload(100 + usize::from(i), i))
@@ -169,11 +171,7 @@ async fn a_direction_switches_to_splice_midstream_without_losing_a_byte() {
 #[tokio::test]
 async fn a_reset_upstream_ends_the_relay_with_an_error() {
     for try_splice in [true, false] {
-        let (client, mut client_far) = pair().await;
-        let (upstream, upstream_far) = pair().await;
-        let meter = activity();
-        let task =
-            tokio::spawn(async move { relay_with(&client, &upstream, &meter, try_splice).await });
+        let (mut client_far, upstream_far, _meter, task) = start(try_splice).await;
         client_far.write_all(b"hello").await.unwrap();
         // SO_LINGER 0: the close sends a reset, not an end.
         upstream_far.set_zero_linger().unwrap();

@@ -121,6 +121,20 @@ mod session {
         HttpClient::new(endpoint)
     }
 
+    /// A session with the stub at `url`, through `http`.
+    async fn open<'a>(
+        http: &'a HttpClient,
+        url: &str,
+        headers: &'a [(String, String)],
+    ) -> Result<Session<'a>, McpError> {
+        Session::open(
+            http,
+            url::Url::parse(url).expect("the stub URL parses"),
+            headers,
+        )
+        .await
+    }
+
     fn body(request: &fleetgate_e2e::origin::SeenRequest) -> Value {
         serde_json::from_slice(&request.body).unwrap_or(Value::Null)
     }
@@ -139,7 +153,7 @@ mod session {
         let url = stub.url("/mcp?team=a");
         let http = client(&url);
         let headers = vec![("authorization".to_string(), "Bearer t".to_string())];
-        let mut session = Session::open(&http, url::Url::parse(&url).expect("parses"), &headers)
+        let mut session = open(&http, &url, &headers)
             .await
             .expect("the session must open");
         let result = session
@@ -223,9 +237,7 @@ mod session {
         let url = stub.url("/mcp");
         let http = client(&url);
         let run = async {
-            let mut session = Session::open(&http, url::Url::parse(&url).expect("parses"), &[])
-                .await
-                .expect("the session must open");
+            let mut session = open(&http, &url, &[]).await.expect("the session must open");
             let result = session.call_tool("list_items", json!({})).await;
             session.close().await;
             result
@@ -249,9 +261,7 @@ mod session {
             .expect("the stub must start");
         let url = stub.url("/mcp");
         let http = client(&url);
-        let session = Session::open(&http, url::Url::parse(&url).expect("parses"), &[])
-            .await
-            .expect("the session must open");
+        let session = open(&http, &url, &[]).await.expect("the session must open");
         session.close().await;
         let seen = stub.requests();
         assert_eq!(
@@ -275,15 +285,13 @@ mod session {
             .expect("the stub must start");
         let url = stub.url("/mcp");
         let http = client(&url);
-        let err = Session::open(&http, url::Url::parse(&url).expect("parses"), &[])
-            .await
-            .expect_err("a 400 must fail");
+        let err = open(&http, &url, &[]).await.expect_err("a 400 must fail");
         assert_eq!(err.detail(), "HTTP 400: Bad Request: Missing session ID");
 
         let error =
             json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32600, "message": "unsupported"}});
         stub.set_route("/mcp", Reply::json(&error));
-        let err = Session::open(&http, url::Url::parse(&url).expect("parses"), &[])
+        let err = open(&http, &url, &[])
             .await
             .expect_err("an error answer must fail");
         assert_eq!(err, McpError::Tool("unsupported".into()));
