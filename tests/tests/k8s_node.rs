@@ -506,10 +506,7 @@ async fn a_host_port_forwards_to_the_pod() {
         .namespace(&client, "node-hostport")
         .await
         .expect("namespace");
-    let host_port = std::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let host_port = free_port_below_ephemeral_range();
     let pod = probe_pod(
         "hostport",
         &[(
@@ -549,4 +546,61 @@ async fn a_host_port_forwards_to_the_pod() {
     )
     .await;
     assert!(answer.ends_with("ok\n"), "{answer}");
+
+    // Deleted, the pod takes its forwarding with it (the kubelet's CNI DEL): the port is closed.
+    pods.delete("hostport", &Default::default())
+        .await
+        .expect("delete the pod");
+    wait_for(
+        cluster,
+        "the host port still answered after its pod was deleted",
+        Duration::from_secs(60),
+        || {
+            let pods = pods.clone();
+            async move {
+                let gone = pods
+                    .get_opt("hostport")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none();
+                let closed = tokio::net::TcpStream::connect((node::GATEWAY, host_port))
+                    .await
+                    .is_err();
+                if gone && closed {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "pod object present: {}, port open: {}",
+                        !gone, !closed
+                    ))
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// A host port no `bind(port 0)` of another test can be handed while the hostPort rule lives:
+/// free, and below the kernel's ephemeral range (`ip_local_port_range`). The rule DNATs every
+/// local address on that port, 127.0.0.1 included, so a loopback server of a test binary that
+/// runs while the node is being torn down must never sit on it.
+fn free_port_below_ephemeral_range() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .expect("read ip_local_port_range");
+    let low: u16 = range
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("the range's low end");
+    assert!(
+        low > 10_000,
+        "an ephemeral range starting at {low} leaves no room below it"
+    );
+    // Start somewhere in the 8,000 ports below the range so two runs rarely try the same one.
+    let span = 8_000u16.min(low - 2_000);
+    let offset = (std::process::id() % u32::from(span)) as u16;
+    (0..span)
+        .map(|i| low - 1 - (offset + i) % span)
+        .find(|&port| std::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }

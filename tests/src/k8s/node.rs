@@ -40,7 +40,9 @@
 //! folder's runc state, unmounts everything under the folder (overlay roots, shm, network
 //! namespaces, the kubelet's own bind mount), deletes the bridge and whatever veth is left on
 //! it, the `nat` chain, portmap's hostPort rules of the node's pods (and portmap's shared
-//! `CNI-HOSTPORT-*` chains when the node's pods made them), the pods' cgroups (and the folders
+//! `CNI-HOSTPORT-*` chains when the node's pods made them), the kubelet's own chains
+//! (`KUBE-FIREWALL`, its canaries and hint) when this node's kubelet made them, the pods'
+//! cgroups (and the folders
 //! above them it created) and the CNI result cache entries of the node's sandboxes. A test run
 //! leaves no mount, interface, rule or cgroup behind.
 //!
@@ -295,9 +297,15 @@ impl Node {
         let containerd_socket = containerd_dir.join("containerd.sock");
         let runc_root = containerd_dir.join("runc");
         let cleanup = dir.join("cleanup.sh");
-        // portmap's shared chains are removed on clean-up only if this node's pods made them.
+        // portmap's shared chains are removed on clean-up only if this node's pods made them,
+        // and the kubelet's own chains only if this node's kubelet made them.
         let hostport_chains_before =
             run("iptables", &["-w", "-t", "nat", "-S", "CNI-HOSTPORT-DNAT"]).is_ok();
+        let kubelet_chains_before = run(
+            "iptables",
+            &["-w", "-t", "mangle", "-S", "KUBE-KUBELET-CANARY"],
+        )
+        .is_ok();
         std::fs::write(
             &cleanup,
             cleanup_script(
@@ -307,6 +315,7 @@ impl Node {
                 &runc_root,
                 &cgroup,
                 hostport_chains_before,
+                kubelet_chains_before,
             ),
         )?;
         // The reaper runs it (holding the lock) if this node is never dropped.
@@ -873,6 +882,7 @@ fn cleanup_script(
     runc_root: &Path,
     cgroup: &str,
     hostport_chains_before: bool,
+    kubelet_chains_before: bool,
 ) -> String {
     let q = |p: &Path| sh_quote(&p.display().to_string());
     format!(
@@ -948,6 +958,18 @@ if [ {hostport_before} = 0 ] && [ "$(iptables -w -t nat -S CNI-HOSTPORT-DNAT 2>/
   done
 fi
 
+# The kubelet's own chains (its canaries, the hint for kube-proxy, and KUBE-FIREWALL's drop of
+# non-loopback packets to 127.0.0.0/8), when this node's kubelet made them.
+if [ {kubelet_before} = 0 ]; then
+  for t in iptables ip6tables; do
+    while $t -w -t filter -D INPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    while $t -w -t filter -D OUTPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    for tc in filter:KUBE-FIREWALL filter:KUBE-KUBELET-CANARY nat:KUBE-KUBELET-CANARY mangle:KUBE-KUBELET-CANARY mangle:KUBE-IPTABLES-HINT; do
+      $t -w -t "${{tc%%:*}}" -F "${{tc#*:}}" 2>/dev/null && $t -w -t "${{tc%%:*}}" -X "${{tc#*:}}" 2>/dev/null
+    done
+  done
+fi
+
 # The CNI plugins' result cache of this node's sandboxes.
 if [ -d "$cri_root/sandboxes" ]; then
   for id in $(ls "$cri_root/sandboxes"); do rm -f /var/lib/cni/results/*-"$id"-*; done
@@ -981,6 +1003,7 @@ exit 0
         chain = SERVICE_CHAIN,
         network = CNI_NETWORK,
         hostport_before = u8::from(hostport_chains_before),
+        kubelet_before = u8::from(kubelet_chains_before),
     )
 }
 
