@@ -590,7 +590,9 @@ fn select_with(doc: &Html, pass: Pass) -> Option<Selection> {
         .filter(|(_, f)| f.candidate)
         .map(|(id, f)| (*id, final_score(f)))
         .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // Best first; a tie goes to the box first in the document (node ids follow the parse), so
+    // the choice never depends on the map's order.
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let (mut top, top_score) = *ranked.first()?;
     let is_body = |id: NodeId| {
         doc.tree
