@@ -115,7 +115,13 @@ fn visible_text_is_never_lost(data: &[u8]) {
             [Scope::Main, Scope::Full].map(|scope| {
                 (
                     scope,
-                    html_to_markdown(&page, scope, deadline).expect("within a minute"),
+                    html_to_markdown(
+                        &page,
+                        scope,
+                        Some("https://example.com/dir/page.html"),
+                        deadline,
+                    )
+                    .expect("within a minute"),
                     page.clone(),
                 )
             })
@@ -125,7 +131,7 @@ fn visible_text_is_never_lost(data: &[u8]) {
         .expect("the extractor must not panic");
     for (scope, got, page) in converted {
         assert!(
-            !got.markdown.trim().is_empty(),
+            !got.markdown().trim().is_empty(),
             "{scope:?} converted to nothing: {page}"
         );
     }
@@ -162,16 +168,16 @@ fuzz_target!(|data: &[u8]| {
             let doc = bounded::parse_document(&html, deadline).expect("within a minute");
             let depth = bounded::max_element_depth(doc.root_element());
             assert!(depth <= 2 * bounded::MAX_DEPTH + 8, "tree depth {depth}");
-            html_to_markdown(&html, Scope::Main, deadline).expect("within a minute")
+            html_to_markdown(&html, Scope::Main, None, deadline).expect("within a minute")
         })
         .expect("thread")
         .join()
         .expect("the extractor must not panic");
-    assert!(converted.markdown.len() <= page.len() * 4, "bounded output");
+    assert!(converted.markdown().len() <= page.len() * 4, "bounded output");
     // The needle is visible unless the nest is one whose text is never shown.
     if !open.starts_with("<select") && !open.starts_with("<svg") {
         assert!(
-            !converted.markdown.trim().is_empty(),
+            !converted.markdown().trim().is_empty(),
             "visible text converted to nothing: {open} x {depth}"
         );
     }

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(Progress::Done(sniffed)) = sniff(data) else {
         return;
     };
-    assert_eq!(protocol_of(data), Some(sniffed.protocol), "the first byte announces it");
+    assert_eq!(protocol_of(data), Some(sniffed.protocol()), "the first byte announces it");
     // Every prefix of a complete message asks for more or is already complete.
     let cuts = [1, data.len() / 3, data.len() / 2, data.len().saturating_sub(1)];
     for cut in cuts.into_iter().filter(|&c| c < data.len()) {
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
             "a prefix of an accepted message must not be refused: {prefix:?}"
         );
     }
-    if sniffed.protocol != Protocol::Http {
+    if sniffed.protocol() != Protocol::Http {
         return;
     }
     let method = data.split(|b| *b == b' ').next().unwrap_or_default();

@@ -85,6 +85,11 @@ pub enum Command {
         /// `Content-Type` the files are served with (default: sniffed, no charset).
         #[arg(long)]
         content_type: Option<String>,
+        /// The URL the files were served from: relative link and image targets are resolved
+        /// against it, as `extract` resolves them against the fetched page's (default: written
+        /// as they are).
+        #[arg(long)]
+        base_url: Option<String>,
         /// Files to convert.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -141,8 +146,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Convert {
             full_page,
             content_type,
+            base_url,
             files,
-        } => convert(full_page, content_type.as_deref(), &files),
+        } => convert(
+            full_page,
+            content_type.as_deref(),
+            base_url.as_deref(),
+            &files,
+        ),
     }
 }
 
@@ -385,7 +396,18 @@ async fn extract(
 }
 
 /// `convert`: each file through [`crate::web::vendors::direct::convert_body`], one JSON line each.
-fn convert(full_page: bool, content_type: Option<&str>, files: &[PathBuf]) -> ExitCode {
+fn convert(
+    full_page: bool,
+    content_type: Option<&str>,
+    base_url: Option<&str>,
+    files: &[PathBuf],
+) -> ExitCode {
+    if let Some(base) = base_url
+        && url::Url::parse(base).is_err()
+    {
+        eprintln!("fleetgate-proxy convert: --base-url {base:?} is not an absolute URL");
+        return ExitCode::from(2);
+    }
     use crate::web::vendors::direct::{Unconverted, convert_body};
     let scope = if full_page {
         ContentScope::Full
@@ -405,7 +427,13 @@ fn convert(full_page: bool, content_type: Option<&str>, files: &[PathBuf]) -> Ex
             Ok(body) => {
                 let started = tokio::time::Instant::now();
                 let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-                let result = convert_body(content_type.map(str::to_string), &body, scope, deadline);
+                let result = convert_body(
+                    content_type.map(str::to_string),
+                    &body,
+                    scope,
+                    base_url,
+                    deadline,
+                );
                 let micros = started.elapsed().as_micros() as u64;
                 match result {
                     Ok(c) => json!({"file": file, "title": c.title, "markdown": c.content,

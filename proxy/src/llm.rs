@@ -19,16 +19,28 @@ use std::sync::Arc;
 pub(crate) mod body;
 pub(crate) mod boxed_body;
 pub(crate) mod endpoint;
+#[cfg(fuzzing)]
+pub mod enforce;
+#[cfg(not(fuzzing))]
 pub(crate) mod enforce;
 pub(crate) mod error;
 pub(crate) mod judge;
 pub(crate) mod metrics;
 pub(crate) mod observation_store;
+#[cfg(fuzzing)]
+pub mod path;
+#[cfg(not(fuzzing))]
 pub(crate) mod path;
 pub mod prompt_secrets;
 pub(crate) mod provider_tools;
 pub(crate) mod proxy;
+#[cfg(fuzzing)]
+pub mod request_facts;
+#[cfg(not(fuzzing))]
 pub(crate) mod request_facts;
+#[cfg(fuzzing)]
+pub mod scan;
+#[cfg(not(fuzzing))]
 pub(crate) mod scan;
 pub(crate) mod spend;
 pub(crate) mod tier;

@@ -190,6 +190,51 @@ async fn a_meta_charset_never_empties_the_page_and_a_page_without_text_is_an_err
     assert_eq!(body["code"], "empty_content", "{body}");
 }
 
+#[tokio::test]
+async fn links_and_images_reach_the_agent_absolute_against_the_page_it_landed_on() {
+    let prose = "The guide explains, step by step, how the pieces fit together, and why they do.";
+    let routes = vec![
+        (
+            "/old/guide".to_string(),
+            Reply::redirect(301, "/docs/guide/part-1.html"),
+        ),
+        (
+            "/docs/guide/part-1.html".to_string(),
+            Reply::html(format!(
+                "<html><head><title>Guide</title></head><body><article><h1>Guide</h1>\
+                 <p>{prose} Read <a href=\"part-2.html\">the next part</a> or \
+                 <a href=\"/docs/\">the index</a>.</p><p>{prose}</p>\
+                 <img src=\"img/diagram.png\" alt=\"A diagram of the pieces\"></article></body></html>"
+            )),
+        ),
+    ];
+    let (_dns, origin, gate) = setup(routes, "").await;
+    let url = origin.url_with_host("origin.test", "/old/guide");
+    let landed = origin.url_with_host("origin.test", "/docs/guide/");
+    let (status, body) = post(&gate, "/v1/extract", &json!({"urls": [url]})).await;
+    assert_eq!(status, 200, "{body}");
+    let content = body["results"][0]["content"].as_str().expect("content");
+    // Resolved against the page the redirect led to, not the URL the agent asked for.
+    for expected in [
+        format!("[the next part]({landed}part-2.html)"),
+        format!(
+            "[the index]({})",
+            origin.url_with_host("origin.test", "/docs/")
+        ),
+        format!("![A diagram of the pieces]({landed}img/diagram.png)"),
+    ] {
+        assert!(content.contains(&expected), "{expected}:\n{content}");
+    }
+    // The Firecrawl front hands Hermes the same markdown.
+    let (status, body) = post(&gate, "/v2/scrape", &json!({"url": url})).await;
+    assert_eq!(status, 200, "{body}");
+    let markdown = body["data"]["markdown"].as_str().expect("markdown");
+    assert!(
+        markdown.contains(&format!("[the next part]({landed}part-2.html)")),
+        "{markdown}"
+    );
+}
+
 fn assert_main(content: &str) {
     assert!(content.contains("# Tram network to grow"), "{content}");
     assert_eq!(content.matches("ARTICLE ").count(), 4, "{content}");

@@ -24,6 +24,7 @@ mod shape;
 #[cfg(test)]
 mod tests;
 
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) use shape::HostKind;
 use shape::{Shape, shape_of};
 
@@ -79,6 +80,7 @@ impl TargetUrl {
     }
 
     /// The canonical WHATWG serialisation, when the URL parses.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn canonical(&self) -> Option<&str> {
         let shape = self.shape.as_ref()?;
         if shape.own_form {
@@ -88,17 +90,20 @@ impl TargetUrl {
     }
 
     /// The lowercase scheme, when the URL parses.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn scheme(&self) -> Option<&str> {
         let end = self.shape.as_ref()?.scheme_end;
         self.canonical().map(|c| &c[..end])
     }
 
     /// The port the URL targets (explicit or the scheme's default).
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn port(&self) -> Option<u16> {
         self.shape.as_ref()?.port
     }
 
     /// The kind of host the URL names; `None` when it does not parse or has no host.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn host_kind(&self) -> Option<HostKind> {
         self.shape.as_ref()?.host
     }
@@ -110,12 +115,14 @@ impl TargetUrl {
 
     /// `host[:port]` as the URL spells it in canonical form (IPv6 in brackets, no default
     /// port): the upstream's `Host` field.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn authority(&self) -> Option<&str> {
         let range = self.shape.as_ref()?.authority.clone();
         self.canonical().map(|c| &c[range])
     }
 
     /// The origin-form request target: path and query, without the fragment.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn request_target(&self) -> Option<&str> {
         let shape = self.shape.as_ref()?;
         let range = shape.path_start..shape.query_end;
@@ -126,6 +133,7 @@ impl TargetUrl {
     /// raises. A URL read without the parser is split from that reading: on such a URL
     /// (no tab, newline, userinfo or non-ASCII; a valid host) both splitters cut at the same
     /// `/`, `?` and `#`, which a test holds them to.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn split(&self) -> Option<SplitUrl<'_>> {
         match &self.shape {
             Some(shape) if shape.own_form => {
@@ -169,6 +177,7 @@ impl TargetUrl {
 
 /// The canonical host of `url` as [`canonical_host`] gives it from the WHATWG parse; a URL that
 /// is its own serialisation is read without the parser ([`quick`]).
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn canonical_host_of(url: &str) -> Option<String> {
     match quick::read(url) {
         Some(read) => Some(read.host),
@@ -177,6 +186,7 @@ pub(crate) fn canonical_host_of(url: &str) -> Option<String> {
 }
 
 /// The canonical host of a parsed URL: lowercase, trailing dots stripped, IPv6 unbracketed.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn canonical_host(url: &Url) -> Option<String> {
     let host = match url.host()? {
         url::Host::Domain(d) => d.trim_end_matches('.').to_ascii_lowercase(),

@@ -12,6 +12,7 @@ mod quote;
 pub(crate) mod split;
 
 pub use idna2003::encode_host as idna_encode_host;
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) use split::{SplitUrl, urlsplit, urlunsplit};
 
 #[cfg(test)]
@@ -148,6 +149,7 @@ pub(crate) fn unquote_plus(s: &str) -> Cow<'_, str> {
 }
 
 /// Python `str.strip()` with no argument: removes Python whitespace (`str.isspace`) at both ends.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }

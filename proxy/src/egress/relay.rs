@@ -21,5 +21,8 @@ pub mod h1;
 pub(crate) mod limits;
 pub(crate) mod meter;
 pub(crate) mod own_dial;
+#[cfg(fuzzing)]
+pub mod sniff;
+#[cfg(not(fuzzing))]
 pub(crate) mod sniff;
 pub(crate) mod zero_copy;

@@ -10,6 +10,9 @@ use std::fmt;
 
 /// Gate E2's address and name table, shared with the controller through the policy crate.
 pub use fleetgate_policy::addr as ip_guard;
+#[cfg(fuzzing)]
+pub mod parse_items;
+#[cfg(not(fuzzing))]
 pub(crate) mod parse_items;
 pub mod secret_url;
 pub mod ssrf;

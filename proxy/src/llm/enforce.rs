@@ -9,6 +9,7 @@ use crate::policy::llm::{LlmPin, LlmPolicy, ProviderKind};
 
 /// One field written onto a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct Rewrite {
     /// `reasoning_effort` or `service_tier`.
     pub(crate) field: &'static str,
@@ -210,6 +211,7 @@ pub(crate) fn pin_rewrites(
 /// The rewrites `pin` asks for on the completion request `text` (scanned as `scan`), and the
 /// rewritten body when there is any: the members the pin writes change, every other byte
 /// stays as sent.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn rewrite(
     pin: &LlmPin,
     kind: ProviderKind,

@@ -12,6 +12,7 @@ fn is_path_byte(b: u8) -> bool {
 /// `raw` as a decoding provider routes it: percent-decoded once, `\` read as `/`, `;`
 /// parameters dropped from each segment, empty and `.` segments removed and `..` resolved.
 /// A trailing `/` is kept.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn normalize(raw: &str) -> String {
     let decoded = percent_decode(raw).replace('\\', "/");
     let mut segments: Vec<&str> = Vec::new();
@@ -36,6 +37,7 @@ pub(crate) fn normalize(raw: &str) -> String {
 /// Whether `raw` is already its own normalised form and only made of plain bytes: no
 /// percent-encoding, no dot or empty segments, no `;` or `\`. Such a path means the same to
 /// every provider, and the URL parser forwards it unchanged.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn is_canonical(raw: &str) -> bool {
     raw.starts_with('/')
         && raw.bytes().all(|b| b == b'/' || is_path_byte(b))

@@ -63,6 +63,7 @@ impl RequestFacts {
 /// The effort on the wire, in the observer's order: `reasoning.effort`, `reasoning_effort`,
 /// `output_config.effort`, `extra_body.reasoning.effort`, then an Anthropic thinking budget
 /// (`budget:<n>`), then `none` when reasoning is explicitly disabled.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn effort_of(body: &ObjectScan<'_>) -> Option<String> {
     let found = body
         .str_at(&["reasoning", "effort"])

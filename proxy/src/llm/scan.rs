@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 
 /// The members of an object that are judged, and the schema of those read as objects too.
 #[derive(Debug)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct Schema {
     /// Judged keys, with the schema of the object each one holds (when it is read inside).
     pub(crate) keys: &'static [(&'static str, Option<&'static Schema>)],
@@ -45,6 +46,7 @@ pub(crate) static SEARCH_PARAMETERS: Schema = Schema {
 };
 /// A completion request: the model, every field the observation reads or a pin writes, and
 /// the members that ask the provider to run a tool itself ([`super::provider_tools`]).
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) static COMPLETION: Schema = Schema {
     keys: &[
         ("model", None),
@@ -61,6 +63,7 @@ pub(crate) static COMPLETION: Schema = Schema {
     ],
 };
 /// One entry of an Anthropic message batch: the completion request sits in `params`.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) static BATCH_ITEM: Schema = Schema {
     keys: &[("params", Some(&COMPLETION))],
 };
@@ -71,6 +74,7 @@ pub(crate) static BATCH: Schema = Schema {
 
 /// One object of the body, as far as it is judged.
 #[derive(Debug)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct ObjectScan<'a> {
     /// Judged members, the last of each key.
     pub(crate) members: Vec<Member<'a>>,
@@ -136,6 +140,7 @@ impl<'a> ObjectScan<'a> {
     }
 
     /// The string at `path` (objects all the way), decoded.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn str_at(&self, path: &[&str]) -> Option<String> {
         let (last, objects) = path.split_last()?;
         let mut at = self;
@@ -167,6 +172,7 @@ impl<'a> ObjectScan<'a> {
     }
 
     /// The dotted path of the first judged key seen twice, here or in a judged object inside.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn first_duplicate(&self) -> Option<String> {
         if let Some(key) = self.duplicate {
             return Some(key.to_string());
@@ -215,6 +221,7 @@ impl<'a> Rewriter<'a> {
 
 /// Scan the object `text` (a slice of `body`) for the members `schema` judges; fails when
 /// `text` is not exactly one JSON object.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn scan_object<'a>(
     body: &'a str,
     text: &'a str,
@@ -237,6 +244,7 @@ pub(crate) fn scan_object<'a>(
 /// Call `f` with the index and the JSON text of each entry of the array `text` (a slice of
 /// `body`), in order, stopping at the first error `f` returns. The outer error is a
 /// malformed array, the inner one `f`'s.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn for_each_item<'a, E>(
     text: &'a str,
     mut f: impl FnMut(usize, &'a str) -> Result<(), E>,

@@ -16,6 +16,9 @@ pub(crate) mod ddgs;
 pub(crate) mod direct;
 pub(crate) mod exa;
 pub(crate) mod firecrawl;
+#[cfg(fuzzing)]
+pub mod html;
+#[cfg(not(fuzzing))]
 pub(crate) mod html;
 pub mod keenable;
 pub(crate) mod keyless;

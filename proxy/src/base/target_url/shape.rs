@@ -7,6 +7,7 @@ use url::{Position, Url};
 
 /// The kind of host a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum HostKind {
     /// A domain name (the canonical text is `TargetUrl::host`).
     Domain,

@@ -10,6 +10,7 @@ use std::ops::Range;
 
 /// Why Python's `urlsplit` raises `ValueError`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum UrlSplitError {
     /// A netloc holding `[` without `]` or the reverse.
     #[error("failed to split url: unbalanced brackets in the netloc")]
@@ -24,6 +25,7 @@ pub(crate) enum UrlSplitError {
 
 /// The five components of a split URL, borrowed from the (tab/newline-cleaned) input.
 #[derive(Clone, Debug)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct SplitUrl<'a> {
     src: Cow<'a, str>,
     scheme: Range<usize>,
@@ -53,6 +55,7 @@ impl<'a> SplitUrl<'a> {
 
 impl SplitUrl<'_> {
     /// The scheme as written (ASCII); Python lowercases it, see [`Self::is_http_or_https`].
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn scheme(&self) -> &str {
         &self.src[self.scheme.clone()]
     }
@@ -64,21 +67,25 @@ impl SplitUrl<'_> {
     }
 
     /// The netloc (authority), empty when absent.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn netloc(&self) -> &str {
         &self.src[self.netloc.clone()]
     }
 
     /// The path, possibly empty.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn path(&self) -> &str {
         &self.src[self.path.clone()]
     }
 
     /// The query without `?`, empty when absent.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn query(&self) -> &str {
         &self.src[self.query.clone()]
     }
 
     /// The fragment without `#`, empty when absent.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn fragment(&self) -> &str {
         &self.src[self.fragment.clone()]
     }
@@ -114,6 +121,7 @@ fn py_lower(s: &str) -> Cow<'_, str> {
 }
 
 /// Python `urlsplit(url)` with the default arguments.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn urlsplit(url: &str) -> Result<SplitUrl<'_>, UrlSplitError> {
     let url = url.trim_start_matches(|c: char| c <= ' ');
     let src: Cow<'_, str> = if url.contains(['\t', '\r', '\n']) {
@@ -155,6 +163,7 @@ pub(crate) fn urlsplit(url: &str) -> Result<SplitUrl<'_>, UrlSplitError> {
 
 /// Python `urlunsplit((scheme, netloc, path, query, fragment))` for an empty, `http` or `https`
 /// scheme (the only ones fleetgate reassembles); the scheme must already be lowercase.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn urlunsplit(
     scheme: &str,
     netloc: &str,

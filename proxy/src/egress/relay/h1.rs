@@ -32,6 +32,7 @@ const READ_CHUNK: usize = 16 * 1024;
 /// are refused: servers disagree on extension and lower-case methods (one reads `get` as
 /// `GET`, others refuse it), and an agent's web traffic needs none of them. `CONNECT` is the
 /// forward proxy's tunnel, handled before the relay.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
 
 /// Hop-by-hop headers that never cross the proxy, besides those `Connection` lists.
@@ -210,11 +211,13 @@ impl Head {
     }
 
     /// The request method.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn method(&self) -> &str {
         self.text(&self.first)
     }
 
     /// The request target as sent.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn target(&self) -> &str {
         self.text(&self.target)
     }
@@ -277,6 +280,7 @@ impl Head {
     /// The rules a request must meet beyond its framing before it is relayed: a method of
     /// [`METHODS`]; no body on `GET` or `HEAD` (servers disagree on whether one is there, the
     /// root of "0.CL" desyncs); no expectation but `100-continue`.
+    #[cfg_attr(fuzzing, visibility::make(pub))]
     pub(crate) fn check_request(&self, framing: Framing) -> Result<(), FramingError> {
         let method = self.method();
         if !METHODS.contains(&method) {

@@ -20,12 +20,14 @@ mod sniffed;
 
 #[cfg(test)]
 pub(crate) use sniffed::canonical_name;
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) use sniffed::{MAX_SNIFF_BYTES, Progress, Protocol, SniffError, Sniffed, TargetName};
 
 #[cfg(test)]
 mod tests;
 
 /// Look at the bytes a client sent so far.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn sniff(prefix: &[u8]) -> Result<Progress, SniffError> {
     match protocol_of(prefix) {
         _ if prefix.is_empty() => Ok(Progress::NeedMore),
@@ -37,6 +39,7 @@ pub(crate) fn sniff(prefix: &[u8]) -> Result<Progress, SniffError> {
 
 /// The protocol the first byte announces, when it announces one: the handshake record type
 /// for TLS, an uppercase letter (the start of a method) for HTTP.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn protocol_of(prefix: &[u8]) -> Option<Protocol> {
     match prefix.first() {
         Some(&client_hello::RECORD_HANDSHAKE) => Some(Protocol::Tls),

@@ -9,6 +9,7 @@ use super::DenyReason;
 pub(crate) const MAX_ITEMS: usize = 5;
 
 /// Parse the `urls` value of an extract call. Not a list → no items.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn parse_items(urls: &Value) -> Vec<Result<String, DenyReason>> {
     let Value::Array(items) = urls else {
         return Vec::new();

@@ -347,6 +347,7 @@ pub fn find_in_text(
 }
 
 /// Where in `text` a secret rule matches, and which: the span to redact in a log line.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn secret_span(text: &str) -> Option<(std::ops::Range<usize>, String)> {
     Scan {
         exempt: false,

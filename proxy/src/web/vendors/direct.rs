@@ -233,16 +233,18 @@ impl DirectFetcher {
         }
         let max_body_bytes = self.limits.max_body_bytes;
         let total = self.limits.total_timeout;
-        let body = html::pool::run(move || convert(response, max_body_bytes, scope, deadline))
-            .await
-            .map_err(|e| VendorFailure::Protocol(e.to_string()))?
-            .map_err(|failure| match failure {
-                Unconverted::Failed(failure) => failure,
-                Unconverted::Late => VendorFailure::Timeout {
-                    phase: "extract",
-                    seconds: total.as_secs(),
-                },
-            })?;
+        let page_url = hop.target.normalized.clone();
+        let body =
+            html::pool::run(move || convert(response, max_body_bytes, scope, &page_url, deadline))
+                .await
+                .map_err(|e| VendorFailure::Protocol(e.to_string()))?
+                .map_err(|failure| match failure {
+                    Unconverted::Failed(failure) => failure,
+                    Unconverted::Late => VendorFailure::Timeout {
+                        phase: "extract",
+                        seconds: total.as_secs(),
+                    },
+                })?;
         Ok(Page {
             url: hop.target.normalized.clone(),
             title: body.title,
@@ -295,6 +297,7 @@ fn convert(
     response: HopResponse,
     max_body_bytes: u64,
     scope: Scope,
+    page_url: &str,
     deadline: Instant,
 ) -> Result<Converted, Unconverted> {
     let body = decode_content_encoding(&response.headers, response.body, max_body_bytes)
@@ -304,24 +307,26 @@ fn convert(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    convert_body(content_type, &body, scope, deadline)
+    convert_body(content_type, &body, scope, Some(page_url), deadline)
 }
 
-/// Convert a body as served (after `Content-Encoding`): HTML to markdown with `scope`, text
-/// decoded, binary kept as bytes. A body with bytes that yields no text is an error
-/// (`empty_content`), never an empty success. `fleetgate-proxy convert` runs the same code.
+/// Convert a body as served (after `Content-Encoding`): HTML to markdown with `scope` (relative
+/// link and image targets resolved against `page_url` when there is one), text decoded, binary
+/// kept as bytes. A body with bytes that yields no text is an error (`empty_content`), never an
+/// empty success. `fleetgate-proxy convert` runs the same code.
 pub(crate) fn convert_body(
     content_type: Option<String>,
     body: &[u8],
     scope: Scope,
+    page_url: Option<&str>,
     deadline: Instant,
 ) -> Result<Converted, Unconverted> {
     let kind = BodyKind::of(content_type.as_deref(), body);
     let (title, content) = match kind {
         BodyKind::Html => {
             let text = decode_text(content_type.as_deref(), body, true);
-            let converted =
-                html::html_to_markdown(&text, scope, deadline).map_err(|_| Unconverted::Late)?;
+            let converted = html::html_to_markdown(&text, scope, page_url, deadline)
+                .map_err(|_| Unconverted::Late)?;
             (converted.title, converted.markdown)
         }
         BodyKind::Text => {

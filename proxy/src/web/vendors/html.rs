@@ -8,9 +8,15 @@
 //! ([`bounded::serialize_filtered`]). The whole conversion runs on the extraction pool
 //! ([`pool`]), never on the listeners' async workers.
 
+#[cfg(fuzzing)]
+pub mod bounded;
+#[cfg(not(fuzzing))]
 pub(crate) mod bounded;
 pub(crate) mod encoding;
 pub(crate) mod main_content;
+#[cfg(fuzzing)]
+pub mod pool;
+#[cfg(not(fuzzing))]
 pub(crate) mod pool;
 mod table;
 pub(crate) mod tidy;
@@ -24,6 +30,7 @@ pub(crate) use bounded::DeadlineExceeded;
 
 /// What part of a page to convert.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum Scope {
     /// The main content: the article without navigation, footers and link lists.
     #[default]
@@ -41,6 +48,7 @@ impl Scope {
 
 /// A converted HTML page.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct Converted {
     /// `<title>` text, whitespace collapsed.
     pub(crate) title: String,
@@ -48,22 +56,39 @@ pub(crate) struct Converted {
     pub(crate) markdown: String,
 }
 
-/// Convert an HTML document, or stop at `deadline`.
+/// The fuzz target reads the markdown (the fields are the crate's own).
+#[cfg(fuzzing)]
+impl Converted {
+    /// The converted markdown.
+    pub fn markdown(&self) -> &str {
+        &self.markdown
+    }
+}
+
+/// Convert an HTML document, or stop at `deadline`. `page_url`, where the page came from, makes
+/// relative link and image targets absolute (through the document's `<base href>` when it has
+/// one), as the agent needs them to follow a link.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn html_to_markdown(
     html: &str,
     scope: Scope,
+    page_url: Option<&str>,
     deadline: Instant,
 ) -> Result<Converted, DeadlineExceeded> {
     let doc = bounded::parse_document(html, deadline)?;
     let title = select_first(&doc, "title")
         .map(|t| collapse_ws(&t.text().collect::<String>()))
         .unwrap_or_default();
+    let base = base_url(&doc, page_url);
+    let base = base.as_ref();
     let mut markdown = String::new();
     if scope == Scope::Main {
         if let Some(selection) = main_content::select(&doc) {
             let mut fragment = String::new();
-            let mut tidy =
-                tidy::Tidy::new(|n: &NodeRef<'_, Node>| selection.dropped.contains(&n.id()));
+            let mut tidy = tidy::Tidy::new(
+                |n: &NodeRef<'_, Node>| selection.dropped.contains(&n.id()),
+                base,
+            );
             for root in &selection.roots {
                 if let Some(node) = doc.tree.get(*root) {
                     bounded::serialize_with(
@@ -78,27 +103,39 @@ pub(crate) fn html_to_markdown(
         }
         // No prose to score (a short page, a list of links): the body without its chrome.
         if markdown.is_empty() {
-            markdown = whole_body(&doc, true, true, deadline)?;
+            markdown = whole_body(&doc, true, Some(base), deadline)?;
         }
     }
     // The whole page: asked for, or nothing else had text.
     if markdown.is_empty() {
-        markdown = whole_body(&doc, false, true, deadline)?;
+        markdown = whole_body(&doc, false, Some(base), deadline)?;
     }
     // A page of nothing but images without alternative text (or of empty links): those,
     // rather than nothing.
     if markdown.is_empty() {
-        markdown = whole_body(&doc, false, false, deadline)?;
+        markdown = whole_body(&doc, false, None, deadline)?;
     }
     Ok(Converted { title, markdown })
 }
 
+/// What relative targets resolve against: the page's URL, or the document's first
+/// `<base href>` resolved against it (an `http(s)` one only: a `<base>` naming `javascript:` or
+/// `data:` would turn every link into one).
+fn base_url(doc: &Html, page_url: Option<&str>) -> Option<url::Url> {
+    let page = url::Url::parse(page_url?).ok()?;
+    let declared = select_first(doc, "base[href]")
+        .and_then(|b| b.value().attr("href"))
+        .and_then(|href| page.join(href.trim()).ok())
+        .filter(|b| matches!(b.scheme(), "http" | "https"));
+    Some(declared.unwrap_or(page))
+}
+
 /// The `<body>` as markdown, without `nav`/`footer`/`aside`/`menu` when `without_chrome`,
-/// with links and images tidied ([`tidy`]) when `tidied`.
+/// with links and images tidied ([`tidy`], against the base it holds) when `tidied` is `Some`.
 fn whole_body(
     doc: &Html,
     without_chrome: bool,
-    tidied: bool,
+    tidied: Option<Option<&url::Url>>,
     deadline: Instant,
 ) -> Result<String, DeadlineExceeded> {
     let body = select_first(doc, "body").unwrap_or_else(|| doc.root_element());
@@ -108,8 +145,8 @@ fn whole_body(
             if main_content::NEVER_TEXT.contains(&el.name())
                 || (without_chrome && main_content::CHROME.contains(&el.name())))
     };
-    if tidied {
-        let mut tidy = tidy::Tidy::new(left_out);
+    if let Some(base) = tidied {
+        let mut tidy = tidy::Tidy::new(left_out, base);
         bounded::serialize_with(&mut fragment, *body, |n| tidy.markup(n), bounded::MAX_DEPTH);
     } else {
         bounded::serialize_filtered(&mut fragment, *body, left_out, bounded::MAX_DEPTH);
@@ -165,7 +202,7 @@ mod tests {
             <main><h1>Example Domain</h1><p>This domain is for <b>examples</b>.</p>
             <script>alert(1)</script><p><a href="https://iana.org/domains/example">Learn more</a></p></main>
             <footer>footer text</footer></body></html>"#;
-        let got = html_to_markdown(page, Scope::Main, far()).expect("converted");
+        let got = html_to_markdown(page, Scope::Main, None, far()).expect("converted");
         assert_eq!(
             got.title, "Example Domain",
             "title must be the collapsed <title> text"
@@ -204,13 +241,14 @@ mod tests {
              <title>T</title></head><body><p>MARKER text here</p></body></html>",
         ] {
             for scope in [Scope::Main, Scope::Full] {
-                let got = html_to_markdown(page, scope, far()).expect("converted");
+                let got = html_to_markdown(page, scope, None, far()).expect("converted");
                 assert_eq!(got.markdown, "MARKER text here", "{scope:?} {page}");
             }
         }
         let got = html_to_markdown(
             "<meta charset=utf-8><title>Kept</title><p>x</p>",
             Scope::Main,
+            None,
             far(),
         )
         .expect("converted");
@@ -232,7 +270,7 @@ mod tests {
              <table><tr><th>Item</th><th>Cost</th></tr><tr><td>Staff, salaries and training</td><td>12,000</td></tr></table>\
              </div><div class=\"site-footer\">Copyright notice</div></body></html>"
         );
-        let main = html_to_markdown(&page, Scope::Main, far()).expect("converted");
+        let main = html_to_markdown(&page, Scope::Main, None, far()).expect("converted");
         assert!(
             main.markdown.starts_with("# Budget approved"),
             "{}",
@@ -261,7 +299,7 @@ mod tests {
                 main.markdown
             );
         }
-        let full = html_to_markdown(&page, Scope::Full, far()).expect("converted");
+        let full = html_to_markdown(&page, Scope::Full, None, far()).expect("converted");
         for kept in ["Section 1", "Tweet", "Copyright", "The committee met"] {
             assert!(full.markdown.contains(kept), "{kept}: {}", full.markdown);
         }
@@ -279,7 +317,7 @@ mod tests {
              <table><tr><td><p>{para}.</p><p>{para} again.</p><p>{para} once more.</p>\
              </td></tr></table></body></html>"
         );
-        let md = html_to_markdown(&page, Scope::Main, far())
+        let md = html_to_markdown(&page, Scope::Main, None, far())
             .expect("converted")
             .markdown;
         assert!(md.contains("once more."), "{md}");
@@ -302,7 +340,7 @@ mod tests {
              <p>{prose}</p></article></body></html>"
         );
         for scope in [Scope::Main, Scope::Full] {
-            let md = html_to_markdown(&page, scope, far())
+            let md = html_to_markdown(&page, scope, None, far())
                 .expect("converted")
                 .markdown;
             assert_eq!(
@@ -339,7 +377,7 @@ mod tests {
              <figure><img src=\"/ram.jpg\" alt=\"A ram\"><figcaption>Photo: the farm</figcaption></figure>\
              <p>{prose}</p></article></body></html>"
         );
-        let md = html_to_markdown(&page, Scope::Main, far())
+        let md = html_to_markdown(&page, Scope::Main, None, far())
             .expect("converted")
             .markdown;
         for absent in ["IMG_4173", "ewe.jpg"] {
@@ -362,7 +400,7 @@ mod tests {
              <p>As <a href=\"#notes\">the notes</a> say<sup><a href=\"#fn1\">1</a></sup>, {prose}</p>\
              </article></body></html>"
         );
-        let md = html_to_markdown(&page, Scope::Main, far())
+        let md = html_to_markdown(&page, Scope::Main, None, far())
             .expect("converted")
             .markdown;
         for absent in ["Continue reading", "History", "Your name"] {
@@ -370,8 +408,13 @@ mod tests {
         }
         assert!(md.contains("As the notes say1, "), "{md}");
         // A page of images without alternative text still converts to them.
-        let got = html_to_markdown("<body><img src=\"/a.png\"></body>", Scope::Main, far())
-            .expect("converted");
+        let got = html_to_markdown(
+            "<body><img src=\"/a.png\"></body>",
+            Scope::Main,
+            None,
+            far(),
+        )
+        .expect("converted");
         assert_eq!(got.markdown, "![](/a.png)");
     }
 
@@ -410,7 +453,7 @@ mod tests {
             parts.insert(at, format!(" {word} "));
             let page = parts.concat();
             for scope in [Scope::Main, Scope::Full] {
-                let got = html_to_markdown(&page, scope, far()).expect("converted");
+                let got = html_to_markdown(&page, scope, None, far()).expect("converted");
                 proptest::prop_assert!(
                     !got.markdown.trim().is_empty(),
                     "{:?} converted to nothing: {}", scope, page
@@ -424,6 +467,7 @@ mod tests {
         let got = html_to_markdown(
             "<body><nav>menu</nav><p>Body text</p><footer>f</footer></body>",
             Scope::Main,
+            None,
             far(),
         )
         .expect("converted");
@@ -448,7 +492,7 @@ mod tests {
             prose("Bravo")
         );
         for _ in 0..40 {
-            let got = html_to_markdown(&page, Scope::Main, far()).expect("converted");
+            let got = html_to_markdown(&page, Scope::Main, None, far()).expect("converted");
             assert!(
                 got.markdown.starts_with("Alpha and the story") && !got.markdown.contains("Bravo"),
                 "{}",
@@ -469,7 +513,7 @@ mod tests {
             <table><tr><td><p>A layout cell's first paragraph.</p><p>Its second one.</p></td>\
             <td><table><tr><th>Nested</th></tr><tr><td>inner cell</td></tr></table></td></tr></table>\
             </article></body></html>";
-        let got = html_to_markdown(page, Scope::Full, far()).expect("converted");
+        let got = html_to_markdown(page, Scope::Full, None, far()).expect("converted");
         let md = got.markdown;
         assert!(
             md.contains(
@@ -492,5 +536,67 @@ mod tests {
             md.contains("Nested") && md.contains("inner cell") && !md.contains("| Nested |"),
             "a table inside a cell is laid out too: {md}"
         );
+    }
+
+    #[test]
+    fn relative_targets_resolve_against_the_page_or_its_base() {
+        let prose = "The guide explains, step by step, how the pieces fit together, and why.";
+        let page = format!(
+            "<html><body><article><h1>Guide</h1><p>{prose} See <a href=\"next.html?utm_source=x\">the next part</a>, \
+             <a href=\"/docs/\">the index</a>, <a href=\"//cdn.example.net/a.pdf\">the PDF</a>, \
+             <a href=\"https://other.example/x\">https://other.example/x</a>, \
+             <a href=\"mailto:team@example.com\">the team</a> and <a href=\"#part-2\">part two</a>.</p>\
+             <p>{prose}</p><img src=\"img/diagram.png\" alt=\"A diagram of the pieces\"></article></body></html>"
+        );
+        let got = html_to_markdown(
+            &page,
+            Scope::Main,
+            Some("https://example.com/guide/part-1.html"),
+            far(),
+        )
+        .expect("converted")
+        .markdown;
+        for expected in [
+            "[the next part](https://example.com/guide/next.html)",
+            "[the index](https://example.com/docs/)",
+            "[the PDF](https://cdn.example.net/a.pdf)",
+            "<https://other.example/x>",
+            "[the team](mailto:team@example.com)",
+            "and part two.",
+            "![A diagram of the pieces](https://example.com/guide/img/diagram.png)",
+        ] {
+            assert!(got.contains(expected), "{expected}: {got}");
+        }
+        // Without a page URL (a file converted on its own), targets stay as written.
+        let local = html_to_markdown(&page, Scope::Main, None, far())
+            .expect("converted")
+            .markdown;
+        assert!(local.contains("[the next part](next.html)"), "{local}");
+
+        // A `<base href>` moves the base; one naming a non-HTTP scheme is ignored.
+        for (base, expected) in [
+            (
+                "/static/",
+                "[the next part](https://example.com/static/next.html)",
+            ),
+            (
+                "javascript:alert(1)//",
+                "[the next part](https://example.com/guide/next.html)",
+            ),
+        ] {
+            let with_base = page.replace(
+                "<html>",
+                &format!("<html><head><base href=\"{base}\"></head>"),
+            );
+            let got = html_to_markdown(
+                &with_base,
+                Scope::Main,
+                Some("https://example.com/guide/part-1.html"),
+                far(),
+            )
+            .expect("converted")
+            .markdown;
+            assert!(got.contains(expected), "{base}: {got}");
+        }
     }
 }

@@ -6,10 +6,12 @@ use std::net::IpAddr;
 
 /// Largest prefix the listener reads while looking for the name; a longer ClientHello or
 /// request head is refused ([`SniffError::TooLarge`]).
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) const MAX_SNIFF_BYTES: usize = 32 * 1024;
 
 /// The protocol the first bytes speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum Protocol {
     /// A TLS handshake (record type 22, ClientHello).
     Tls,
@@ -19,6 +21,7 @@ pub(crate) enum Protocol {
 
 /// A canonical target: what the gates decide about.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum TargetName {
     /// A DNS name: lowercase ASCII (IDNA A-labels), no trailing dot.
     Domain(String),
@@ -26,8 +29,18 @@ pub(crate) enum TargetName {
     Ip(IpAddr),
 }
 
+/// The fuzz target reads the protocol (the fields are the crate's own).
+#[cfg(fuzzing)]
+impl Sniffed {
+    /// TLS or HTTP.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+}
+
 /// What the first bytes of a connection said.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct Sniffed {
     /// TLS or HTTP.
     pub(crate) protocol: Protocol,
@@ -44,6 +57,7 @@ pub(crate) struct Sniffed {
 
 /// How far [`sniff`](super::sniff) got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum Progress {
     /// The prefix is a plausible start; read more bytes.
     NeedMore,
@@ -53,6 +67,7 @@ pub(crate) enum Progress {
 
 /// Why the first bytes cannot be gated.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) enum SniffError {
     /// Neither a TLS handshake record nor an HTTP/1 request line.
     #[error("failed to recognise a TLS ClientHello or an HTTP/1 request in the first bytes")]

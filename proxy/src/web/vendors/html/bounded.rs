@@ -20,12 +20,13 @@ use html5ever::tokenizer::{
 };
 use html5ever::tree_builder::{Tracer, TreeBuilder, TreeBuilderOpts};
 use html5ever::{LocalName, TokenizerResult};
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 use scraper::ElementRef;
 use scraper::{Html, HtmlTreeSink, Node};
 
 /// Open elements (plus active formatting elements) the tree builder may hold. Real pages stay
 /// well under 100; past this, markup is dropped and only text is kept.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) const MAX_DEPTH: usize = 256;
 
 /// Input fed to the tokenizer between two deadline checks.
@@ -36,11 +37,13 @@ const TOKENS_PER_CHECK: u32 = 4096;
 
 /// The parse ran past its deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) struct DeadlineExceeded;
 
 type Builder = TreeBuilder<ego_tree::NodeId, HtmlTreeSink>;
 
 /// Parse `html` as a document, bounded in depth and stopped at `deadline`.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn parse_document(html: &str, deadline: Instant) -> Result<Html, DeadlineExceeded> {
     let builder = TreeBuilder::new(
         HtmlTreeSink::new(Html::new_document()),
@@ -416,8 +419,10 @@ fn escape_into(out: &mut String, s: &str, attribute: bool) {
     }
 }
 
-/// Depth of the deepest element under `root`, counted iteratively.
-#[cfg(test)]
+/// Depth of the deepest element under `root`, counted iteratively (for the tests and the fuzz
+/// target).
+#[cfg(any(test, fuzzing))]
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) fn max_element_depth(root: ElementRef<'_>) -> usize {
     use ego_tree::iter::Edge;
     let (mut depth, mut max) = (0usize, 0usize);

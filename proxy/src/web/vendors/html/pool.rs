@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 /// Stack of every pool thread. The converters' walks are bounded in depth; this is the margin.
+#[cfg_attr(fuzzing, visibility::make(pub))]
 pub(crate) const STACK_BYTES: usize = 8 * 1024 * 1024;
 
 /// Jobs admitted per thread (running or waiting).

@@ -16,6 +16,8 @@
 //!   the link's text is dropped.
 //! - Link and image targets lose well-known tracking parameters (`utm_*`, `fbclid`, `gclid`,
 //!   `mc_cid`, ...) and a `;jsessionid=` path parameter; the rest of the URL is untouched.
+//! - A relative target is made absolute against the page's URL (or its `<base href>`) when
+//!   the caller knows it: the agent follows links it reads. An absolute one is left as it is.
 //!
 //! Everything is decided per element as the bounded serializer writes it
 //! ([`super::bounded::serialize_with`]); the content checks walk the element's subtree
@@ -73,6 +75,8 @@ pub(crate) struct Tidy<D> {
     /// Nodes the caller leaves out (boilerplate), consulted by the content checks.
     drop: D,
     seen_images: HashSet<String>,
+    /// What relative targets are resolved against: the page's URL (or its `<base href>`).
+    base: Option<url::Url>,
 }
 
 impl<D> std::fmt::Debug for Tidy<D> {
@@ -84,10 +88,28 @@ impl<D> std::fmt::Debug for Tidy<D> {
 }
 
 impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
-    pub(crate) fn new(drop: D) -> Self {
+    /// `base`: the URL relative link and image targets are resolved against (none: they are
+    /// written as they are).
+    pub(crate) fn new(drop: D, base: Option<&url::Url>) -> Self {
         Self {
             drop,
             seen_images: HashSet::new(),
+            base: base.cloned(),
+        }
+    }
+
+    /// `target` made absolute against the base, when it is relative and resolves; otherwise
+    /// as it is (an absolute URL is never rewritten, so a link whose text is its URL stays an
+    /// autolink).
+    fn resolve(&self, target: String) -> String {
+        let Some(base) = &self.base else {
+            return target;
+        };
+        match url::Url::parse(&target) {
+            Err(url::ParseError::RelativeUrlWithoutBase) => base
+                .join(&target)
+                .map_or(target, |resolved| resolved.to_string()),
+            _ => target,
         }
     }
 
@@ -103,7 +125,7 @@ impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
             "img" if el.attr("alt").is_some_and(|alt| captioned(node, alt)) => Markup::Drop,
             "img" => match image_source(el) {
                 Some(src) if self.seen_images.insert(src.clone()) => {
-                    let mut attrs = vec![("src", src)];
+                    let mut attrs = vec![("src", self.resolve(src))];
                     if let Some(alt) = el.attr("alt") {
                         attrs.push(("alt", alt.to_string()));
                     }
@@ -130,7 +152,7 @@ impl<D: Fn(&NodeRef<'_, Node>) -> bool> Tidy<D> {
                 if href.is_empty() || href.starts_with('#') || lower.starts_with("javascript:") {
                     return Markup::Unwrap;
                 }
-                let mut attrs = vec![("href", untracked(href))];
+                let mut attrs = vec![("href", self.resolve(untracked(href)))];
                 if let Some(title) = el.attr("title") {
                     let text = node_text(node);
                     if !same_text(title, Some(&text)) {

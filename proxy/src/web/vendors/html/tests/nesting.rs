@@ -135,7 +135,7 @@ async fn every_nesting_element_converts_on_the_pool_at_any_depth() {
                 let html = page(level, depth, closed);
                 let case = format!("{} x {depth} (closed: {closed})", level.name);
                 let converted =
-                    pool::run(move || html_to_markdown(&html, super::Scope::Main, far()))
+                    pool::run(move || html_to_markdown(&html, super::Scope::Main, None, far()))
                         .await
                         .unwrap_or_else(|e| panic!("{case}: the pool lost the job: {e}"))
                         .unwrap_or_else(|_| panic!("{case}: ran past a 600 s deadline"));
@@ -195,7 +195,7 @@ fn a_passed_deadline_stops_the_parse() {
     let html = page(&LEVELS[0], 100_000, true);
     let past = Instant::now() - Duration::from_millis(1);
     assert!(bounded::parse_document(&html, past).is_err());
-    assert!(html_to_markdown(&html, super::Scope::Main, past).is_err());
+    assert!(html_to_markdown(&html, super::Scope::Main, None, past).is_err());
 }
 
 #[test]
@@ -226,7 +226,7 @@ fn a_script_or_style_past_the_cap_stays_out_of_the_text() {
     html.push_str("<style>p { color: from_style }</style><textarea><b>typed</b></textarea>visible");
     let converted = std::thread::Builder::new()
         .stack_size(pool::STACK_BYTES)
-        .spawn(move || html_to_markdown(&html, super::Scope::Main, far()))
+        .spawn(move || html_to_markdown(&html, super::Scope::Main, None, far()))
         .expect("thread")
         .join()
         .expect("no panic")
