@@ -12,7 +12,9 @@
 //! - A container whose liveness probe fails is restarted by the kubelet; its neighbour,
 //!   probed successfully, is not.
 //! - A Deployment scaled from 1 to 3 gets 3 running pods with distinct pod IPs.
-//! - A container's `hostPort` (CNI `portmap`) forwards the host's port to it.
+//! - A container's `hostPort` (CNI `portmap`) forwards the host's port to it, and deleting the
+//!   pod closes the port again. The port is taken below the ephemeral range, so no loopback
+//!   server of another test binary can be handed it while the rule lives.
 //! - The `kubernetes` Service works from a pod: `GET /version` on `10.96.0.1:443`, verified
 //!   with the ServiceAccount's CA and authenticated with its token.
 //!
