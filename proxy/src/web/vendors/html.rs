@@ -103,17 +103,17 @@ pub(crate) fn html_to_markdown(
         }
         // No prose to score (a short page, a list of links): the body without its chrome.
         if markdown.is_empty() {
-            markdown = whole_body(&doc, true, Some(base), deadline)?;
+            markdown = whole_body(&doc, true, true, base, deadline)?;
         }
     }
     // The whole page: asked for, or nothing else had text.
     if markdown.is_empty() {
-        markdown = whole_body(&doc, false, Some(base), deadline)?;
+        markdown = whole_body(&doc, false, true, base, deadline)?;
     }
     // A page of nothing but images without alternative text (or of empty links): those,
     // rather than nothing.
     if markdown.is_empty() {
-        markdown = whole_body(&doc, false, None, deadline)?;
+        markdown = whole_body(&doc, false, false, base, deadline)?;
     }
     Ok(Converted { title, markdown })
 }
@@ -131,11 +131,13 @@ fn base_url(doc: &Html, page_url: Option<&str>) -> Option<url::Url> {
 }
 
 /// The `<body>` as markdown, without `nav`/`footer`/`aside`/`menu` when `without_chrome`,
-/// with links and images tidied ([`tidy`], against the base it holds) when `tidied` is `Some`.
+/// with links and images tidied ([`tidy`], relative targets resolved against `base`) when
+/// `tidied`.
 fn whole_body(
     doc: &Html,
     without_chrome: bool,
-    tidied: Option<Option<&url::Url>>,
+    tidied: bool,
+    base: Option<&url::Url>,
     deadline: Instant,
 ) -> Result<String, DeadlineExceeded> {
     let body = select_first(doc, "body").unwrap_or_else(|| doc.root_element());
@@ -145,7 +147,7 @@ fn whole_body(
             if main_content::NEVER_TEXT.contains(&el.name())
                 || (without_chrome && main_content::CHROME.contains(&el.name())))
     };
-    if let Some(base) = tidied {
+    if tidied {
         let mut tidy = tidy::Tidy::new(left_out, base);
         bounded::serialize_with(&mut fragment, *body, |n| tidy.markup(n), bounded::MAX_DEPTH);
     } else {

@@ -141,19 +141,7 @@ fn write_row(out: &mut String, cells: &mut [String], kept: &[usize]) {
 /// A cell's markdown on one line: whitespace runs (line breaks included) become one space,
 /// `|` is escaped.
 fn one_line(markdown: &str) -> String {
-    let mut out = String::with_capacity(markdown.len());
-    for word in markdown.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        for ch in word.chars() {
-            if ch == '|' {
-                out.push('\\');
-            }
-            out.push(ch);
-        }
-    }
-    out
+    super::collapse_ws(markdown).replace('|', "\\|")
 }
 
 /// Content written as blocks of its own.
