@@ -141,7 +141,13 @@ fn write_row(out: &mut String, cells: &mut [String], kept: &[usize]) {
 /// A cell's markdown on one line: whitespace runs (line breaks included) become one space,
 /// `|` is escaped.
 fn one_line(markdown: &str) -> String {
-    super::collapse_ws(markdown).replace('|', "\\|")
+    // The same collapse as the parent module's `collapse_ws` (not called: a child module may not
+    // import its parent, `module_layers`).
+    markdown
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
 }
 
 /// Content written as blocks of its own.
